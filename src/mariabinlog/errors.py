@@ -1,0 +1,104 @@
+"""One exception hierarchy for everything a user of mariabinlog can trigger.
+
+Decoding errors carry the file (when known), the absolute byte offset and what
+was expected there, so a message always points at the damaged bytes.  Codecs
+raise with offsets relative to the buffer they were given; the layer that knows
+the file and the buffer's base offset calls :meth:`DecodeError.located` to turn
+that into a file position.
+"""
+
+from __future__ import annotations
+
+
+class MariabinlogError(Exception):
+    """Base class of every error mariabinlog raises on purpose."""
+
+
+class DecodeError(MariabinlogError):
+    """Bytes that do not follow the binlog format.
+
+    ``offset`` is the byte offset of the bad data (relative to the decoded
+    buffer until :meth:`located` anchors it in a file), ``expected`` says what
+    should have been there.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int | None = None,
+        expected: str | None = None,
+        file: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.offset = offset
+        self.expected = expected
+        self.file = file
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(str(self.file))
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        text = self.reason
+        if self.expected:
+            text += f" (expected {self.expected})"
+        return f"{': '.join([', '.join(where), text]) if where else text}"
+
+    def located(self, file: str | None, base_offset: int = 0) -> "DecodeError":
+        """Return a copy anchored in ``file`` with the offset shifted by ``base_offset``."""
+        if self.file is not None:
+            return self
+        offset = None if self.offset is None else self.offset + base_offset
+        err = type(self).__new__(type(self))
+        DecodeError.__init__(err, self.reason, offset=offset, expected=self.expected, file=file)
+        for key, value in self.__dict__.items():
+            if key not in ("reason", "offset", "expected", "file"):
+                setattr(err, key, value)
+        return err
+
+
+class TruncatedError(DecodeError):
+    """The data ends before a complete structure could be read."""
+
+
+class ChecksumError(DecodeError):
+    """A CRC-32 (event) or CRC-32C (page) checksum does not match."""
+
+
+class CorruptRecordError(DecodeError):
+    """An `.ibb` page, chunk, record or OOB forest is structurally damaged."""
+
+
+class EncryptedBinlogError(DecodeError):
+    """The binlog is encrypted (Start_encryption event); reading it needs the key."""
+
+
+class UnsupportedError(MariabinlogError):
+    """Valid input that this operation refuses, e.g. unknown events where rows are applied."""
+
+
+class GtidError(MariabinlogError, ValueError):
+    """Malformed GTID or GTID list text, or an inconsistent GTID state."""
+
+
+class OptionError(MariabinlogError, ValueError):
+    """Invalid or conflicting options (message texts follow mariadb-binlog's)."""
+
+
+class GtidStrictModeError(MariabinlogError):
+    """GTID strict mode was violated (out-of-order GTID, position never reached)."""
+
+
+class EngineError(MariabinlogError):
+    """The binlog engine refused an operation or found its directory inconsistent."""
+
+
+class LogInUseError(EngineError):
+    """A purge would remove a file still needed (reader, OOB reference, pending XA)."""
+
+
+class ReplicationError(MariabinlogError):
+    """A replication peer misbehaved or refused us (protocol, auth, unknown GTID)."""
