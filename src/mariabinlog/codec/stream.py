@@ -32,10 +32,9 @@ from .events import (
     decode_event,
     encrypted_error,
 )
+from .ibb_page import LEGACY_MAGIC
 from .primitives import U32, Buffer
 
-BINLOG_MAGIC = b"\xfebin"
-IBB_MAGIC = b"\xfe\xfe\x0d\x01"
 
 
 class EventStreamDecoder:
@@ -131,18 +130,6 @@ class EventStreamDecoder:
         return table_map
 
 
-def detect_format(head: bytes) -> str:
-    """'legacy', 'ibb', 'empty' (pre-allocated .ibb) or 'unknown' from a file's first 4 bytes."""
-    head = bytes(head[:4])
-    if head == BINLOG_MAGIC:
-        return "legacy"
-    if head == IBB_MAGIC:
-        return "ibb"
-    if head == b"\0\0\0\0":
-        return "empty"
-    return "unknown"
-
-
 def iter_legacy_events(
     data: Buffer,
     *,
@@ -157,7 +144,7 @@ def iter_legacy_events(
     then continues at ``start``.  Positions come from the framing, never from
     ``log_pos``.  Errors carry absolute file offsets.
     """
-    if bytes(data[:4]) != BINLOG_MAGIC:
+    if bytes(data[:4]) != LEGACY_MAGIC:
         raise DecodeError("not a legacy binary log file", offset=0, expected="magic fe 62 69 6e")
     dec = decoder or EventStreamDecoder(verify_checksum=verify_checksum)
     size = len(data)
