@@ -1,0 +1,72 @@
+"""Shared fixtures: real MariaDB servers, the shared corpus, and the markers' checks.
+
+A missing dependency (MariaDB programs, the corpus, pyspark or Java) skips the
+tests that need it with the reason shown, except under ``CI=true``, where it
+fails them: CI must never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from mariadb_server import MariaDBServerFactory, missing_programs
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip with ``reason`` locally; fail under CI."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: missing dependencies fail, they are not skipped)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def mariadb_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServerFactory]:
+    """Session-wide factory of real MariaDB servers: ``server = mariadb_server_factory("--log-bin")``."""
+    missing = missing_programs()
+    if missing:
+        unavailable(f"MariaDB programs not found: {', '.join(missing)} (run scripts/setup.sh)")
+    factory = MariaDBServerFactory(tmp_path_factory.mktemp("mariadb"))
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """``../shared/corpus`` beside the repository: real binlogs with golden outputs."""
+    path = REPO_ROOT.parent / "shared" / "corpus"
+    if not (path / "manifest.tsv").is_file():
+        unavailable(f"corpus not found at {path}")
+    return path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses a MariaDB server ``mariadb``, so ``-m 'not mariadb'`` works."""
+    for item in items:
+        if "mariadb_server_factory" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.mariadb)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Check what the ``mariadb`` and ``spark`` markers promise before the test runs."""
+    if item.get_closest_marker("mariadb") is not None:
+        missing = missing_programs()
+        if missing:
+            unavailable(f"MariaDB programs not found: {', '.join(missing)} (run scripts/setup.sh)")
+    if item.get_closest_marker("spark") is not None:
+        if importlib.util.find_spec("pyspark") is None:
+            unavailable("pyspark is not installed (run scripts/setup.sh)")
+        java_home = os.environ.get("JAVA_HOME")
+        if shutil.which("java") is None and not (java_home and Path(java_home, "bin", "java").is_file()):
+            unavailable("java not found: Spark needs a JDK (run scripts/setup.sh)")
