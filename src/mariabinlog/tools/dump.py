@@ -1,0 +1,1247 @@
+"""``mariabinlog dump``: a drop-in ``mariadb-binlog`` for local binlog files.
+
+Reads legacy binlogs (``\\xfebin``) and `.ibb` engine binlogs, detected by
+their magic, and prints them as ``mariadb-binlog`` (10.11) does: same option
+names and meanings, same output text, same error and warning texts on stderr
+and the same exit statuses.  Files named together are one stream: a numeric
+``--start-position`` applies to the first file, a numeric ``--stop-position``
+to the last; GTID positions and domain/server filters apply to all.
+
+Deliberate differences from the C tool: event checksums are verified by
+default (``--skip-verify-binlog-checksum`` turns that off), and every read
+error names the file and the byte offset of the damaged event.  Option files
+(``/etc/mysql/...``) are never read; ``--no-defaults`` and the other
+defaults-file options are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import re
+import struct
+import sys
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+from ..codec.events import (
+    CHECKSUM_CRC32,
+    CHECKSUM_OFF,
+    DEFAULT_CONTEXT,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    ROTATE_EVENT,
+    START_EVENT_V3,
+    DecodeContext,
+    event_type_name,
+)
+from ..codec.gtid import Gtid, GtidFilter
+from ..errors import DecodeError, MariabinlogError, OptionError
+from . import printer as P
+
+PROG = "mariadb-binlog"
+BINLOG_MAGIC = b"\xfebin"
+IBB_MAGIC = b"\xfe\xfe\x0d\x01"
+_HDR = struct.Struct("<IBIIIH")
+_U32 = struct.Struct("<I")
+_GTID_HEAD = struct.Struct("<QI")
+
+OK_CONTINUE = 0
+ERROR_STOP = 1
+OK_STOP = 2
+OK_EOF = 3
+
+_MAX_POS = (1 << 64) - 1
+
+
+class OptionExit(Exception):
+    """Option parsing ended the program: message for stderr and the exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+# --------------------------------------------------------------------------- options
+
+#: (name, short, kind, dest) — kind: "bool" (no argument, negatable), "str"
+#: (required argument), "opt" (optional argument), "int" (number with K/M/G
+#: suffixes), "count" (-v), "ignore" (accepted, no effect), "ignore_arg".
+_OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
+    ("help", "?", "bool", "help"),
+    ("base64-output", None, "str", "base64_output"),
+    ("character-sets-dir", None, "str", "ignored"),
+    ("database", "d", "str", "database"),
+    ("debug-check", None, "bool", "ignored"),
+    ("debug-info", None, "bool", "ignored"),
+    ("default-auth", None, "str", "ignored"),
+    ("disable-log-bin", "D", "bool", "disable_log_bin"),
+    ("flashback", "B", "bool", "flashback"),
+    ("force-if-open", "F", "bool", "force_if_open"),
+    ("force-read", "f", "bool", "force_read"),
+    ("hexdump", "H", "bool", "hexdump"),
+    ("host", "h", "str", "host"),
+    ("local-load", "l", "str", "ignored"),
+    ("offset", "o", "int", "offset"),
+    ("password", "p", "opt", "ignored"),
+    ("plugin-dir", None, "str", "ignored"),
+    ("port", "P", "int", "ignored"),
+    ("protocol", None, "str", "ignored"),
+    ("read-from-remote-server", "R", "bool", "remote"),
+    ("raw", None, "bool", "raw"),
+    ("result-file", "r", "str", "result_file"),
+    ("print-row-count", None, "bool", "print_row_count"),
+    ("print-row-event-positions", None, "bool", "print_row_event_positions"),
+    ("ignore-domain-ids", None, "str", "ignore_domain_ids"),
+    ("do-domain-ids", None, "str", "do_domain_ids"),
+    ("ignore-server-ids", None, "str", "ignore_server_ids"),
+    ("do-server-ids", None, "str", "do_server_ids"),
+    ("server-id", None, "str", "server_id"),
+    ("set-charset", None, "str", "set_charset"),
+    ("short-form", "s", "bool", "short_form"),
+    ("socket", "S", "str", "ignored"),
+    ("ssl", None, "bool", "ignored"),
+    ("ssl-ca", None, "str", "ignored"),
+    ("ssl-capath", None, "str", "ignored"),
+    ("ssl-cert", None, "str", "ignored"),
+    ("ssl-cipher", None, "str", "ignored"),
+    ("ssl-key", None, "str", "ignored"),
+    ("ssl-crl", None, "str", "ignored"),
+    ("ssl-crlpath", None, "str", "ignored"),
+    ("tls-version", None, "str", "ignored"),
+    ("ssl-verify-server-cert", None, "bool", "ignored"),
+    ("start-datetime", None, "str", "start_datetime"),
+    ("start-position", "j", "str", "start_position"),
+    ("gtid-strict-mode", None, "bool", "gtid_strict_mode"),
+    ("stop-datetime", None, "str", "stop_datetime"),
+    ("stop-never", None, "bool", "stop_never"),
+    ("stop-never-slave-server-id", None, "int", "ignored"),
+    ("stop-position", None, "str", "stop_position"),
+    ("table", "T", "str", "table"),
+    ("to-last-log", "t", "bool", "to_last_log"),
+    ("user", "u", "str", "ignored"),
+    ("verbose", "v", "count", "verbose"),
+    ("version", "V", "bool", "version"),
+    ("open-files-limit", None, "int", "ignored"),
+    ("binlog-row-event-max-size", None, "int", "ignored"),
+    ("verify-binlog-checksum", "c", "bool", "verify_checksum"),
+    ("rewrite-db", None, "str", "rewrite_db"),
+    ("skip-annotate-row-events", None, "bool", "skip_annotate"),
+    ("print-table-metadata", None, "bool", "print_table_metadata"),
+)
+_BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
+_BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
+_DEFAULTS_OPTIONS = (
+    "no-defaults",
+    "defaults-file",
+    "defaults-extra-file",
+    "defaults-group-suffix",
+    "print-defaults",
+)
+
+
+class DumpOptions:
+    """Parsed ``mariadb-binlog`` options (values as given, checked later)."""
+
+    def __init__(self) -> None:
+        self.help = False
+        self.version = False
+        self.base64_output: str | None = None
+        self.database: str | None = None
+        self.table: str | None = None
+        self.disable_log_bin = False
+        self.flashback = False
+        self.force_if_open = True
+        self.force_read = False
+        self.hexdump = False
+        self.host: str | None = None
+        self.offset = 0
+        self.remote = False
+        self.raw = False
+        self.result_file: str | None = None
+        self.print_row_count = True
+        self.print_row_event_positions = True
+        self.ignore_domain_ids: str | None = None
+        self.do_domain_ids: str | None = None
+        self.ignore_server_ids: str | None = None
+        self.do_server_ids: str | None = None
+        self.server_id: str | None = None
+        self.set_charset: str | None = None
+        self.short_form = False
+        self.start_datetime: str | None = None
+        self.stop_datetime: str | None = None
+        self.start_position: str | None = None
+        self.stop_position: str | None = None
+        self.gtid_strict_mode = True
+        self.stop_never = False
+        self.to_last_log = False
+        self.verbose = 0
+        self.verify_checksum = True
+        self.rewrite_db: list[str] = []
+        self.skip_annotate = False
+        self.print_table_metadata = False
+        self.ignored: Any = None
+        #: The GTID filter options in command-line order (they override each other).
+        self.gtid_options: list[tuple[str, str | None]] = []
+
+
+_TRUE = ("1", "on", "true")
+_FALSE = ("0", "off", "false")
+
+
+def _parse_int(name: str, value: str) -> int:
+    text = value.strip()
+    mult = 1
+    if text and text[-1].upper() in "KMGTPE" and not text[-1].isdigit():
+        mult = 1024 ** ("KMGTPE".index(text[-1].upper()) + 1)
+        text = text[:-1]
+    try:
+        return int(text, 0 if text.lower().startswith("0x") else 10) * mult
+    except ValueError:
+        raise OptionExit(
+            f"Unknown suffix '{value[-1:]}' used for variable '{name}' (value '{value}'). "
+            "Legal suffix characters are: K, M, G, T, P, E\n"
+            f"{PROG}: Error while setting value '{value}' to '{name}'",
+            9,
+        ) from None
+
+
+def _find_long(
+    name: str, arg: str | None = None
+) -> tuple[tuple[str, str | None, str, str], str | None]:
+    """Exact or unique-prefix lookup; returns the spec and an 'Info:' notice for prefixes."""
+    key = name.replace("_", "-")
+    spec = _BY_NAME.get(key)
+    if spec is not None:
+        return spec, None
+    matches = [s for s in _OPTIONS if s[0].startswith(key)]
+    if len(matches) == 1:
+        return matches[0], (
+            f"Info: Using unique option prefix '{key}' is error-prone and can break in the future. "
+            f"Please use the full name '{matches[0][0]}' instead."
+        )
+    if matches:
+        raise OptionExit(
+            f"{PROG}: ambiguous option '{arg or '--' + name}' ({matches[0][0]}, {matches[-1][0]})",
+            3,
+        )
+    if arg is not None and "=" in arg:
+        raise OptionExit(f"{PROG}: unknown variable '{arg[2:]}'", 7)
+    raise OptionExit(f"{PROG}: unknown option '{arg or '--' + name}'", 2)
+
+
+def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) -> None:
+    name, _, kind, dest = spec
+    if dest == "ignored":
+        return
+    if name in GtidFilter.OPTIONS:
+        if kind == "bool":
+            opts.gtid_options.append((name, "1" if value else "0"))
+        else:
+            opts.gtid_options.append((name, value))
+    if kind == "count":
+        opts.verbose += 1
+    elif dest == "rewrite_db":
+        opts.rewrite_db.append(value)
+    elif kind == "int":
+        setattr(opts, dest, _parse_int(name, value))
+    else:
+        setattr(opts, dest, value)
+
+
+def parse_options(argv: Sequence[str]) -> tuple[DumpOptions, list[str], list[str]]:
+    """my_getopt's handle_options for ``mariadb-binlog``'s options: (options, files, notices)."""
+    opts = DumpOptions()
+    files: list[str] = []
+    notices: list[str] = []
+    args = list(argv)
+    i = 0
+    # Defaults-file options are only recognised first; they are accepted and ignored.
+    while i < len(args) and any(
+        args[i] == "--" + d or args[i].startswith("--" + d + "=")
+        for d in _DEFAULTS_OPTIONS
+    ):
+        i += 1
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            files.extend(args[i:])
+            break
+        if arg.startswith("--") and len(arg) > 2:
+            body = arg[2:]
+            name, eq, value = body.partition("=")
+            name = name.removeprefix("loose-")
+            negate = None
+            for prefix, neg in (
+                ("skip-", True),
+                ("disable-", True),
+                ("enable-", False),
+            ):
+                if name.startswith(prefix) and name not in _BY_NAME:
+                    candidate = name[len(prefix) :]
+                    try:
+                        spec_c, _ = _find_long(candidate)
+                    except OptionExit:
+                        continue
+                    if spec_c[2] == "bool":
+                        negate = neg
+                        name = candidate
+                    break
+            if name.startswith("maximum-"):
+                continue
+            spec, note = _find_long(name, arg)
+            if note:
+                notices.append(note)
+            kind = spec[2]
+            if negate is not None:
+                if eq:
+                    raise OptionExit(
+                        f"{PROG}: option '--{arg[2:].partition('=')[0]}' cannot take an argument",
+                        4,
+                    )
+                _set(opts, spec, not negate)
+                continue
+            if kind in ("bool",):
+                if eq:
+                    low = value.lower()
+                    if low in _TRUE:
+                        _set(opts, spec, True)
+                    elif low in _FALSE:
+                        _set(opts, spec, False)
+                    else:
+                        raise OptionExit(
+                            f"{PROG}: option '--{spec[0]}': boolean value '{value}' wasn't recognized. Set to OFF.",
+                            0,
+                        )
+                else:
+                    _set(opts, spec, True)
+                continue
+            if kind == "count":
+                if eq:
+                    raise OptionExit(
+                        f"{PROG}: option '--{spec[0]}' cannot take an argument", 4
+                    )
+                _set(opts, spec, None)
+                continue
+            if kind == "opt":
+                _set(opts, spec, value if eq else None)
+                continue
+            if not eq:
+                if i >= len(args):
+                    raise OptionExit(
+                        f"{PROG}: option '--{spec[0]}' requires an argument", 4
+                    )
+                value = args[i]
+                i += 1
+            _set(opts, spec, value)
+            continue
+        if arg.startswith("-") and len(arg) > 1:
+            j = 1
+            while j < len(arg):
+                ch = arg[j]
+                spec_s = _BY_SHORT.get(ch)
+                if spec_s is None:
+                    raise OptionExit(f"{PROG}: unknown option '-{ch}'", 2)
+                kind = spec_s[2]
+                if kind in ("bool", "count"):
+                    _set(opts, spec_s, True if kind == "bool" else None)
+                    j += 1
+                    continue
+                rest = arg[j + 1 :]
+                if kind == "opt":
+                    _set(opts, spec_s, rest or None)
+                    break
+                if not rest:
+                    if i >= len(args):
+                        raise OptionExit(
+                            f"{PROG}: option '-{ch}' requires an argument", 4
+                        )
+                    rest = args[i]
+                    i += 1
+                _set(opts, spec_s, rest)
+                break
+            continue
+        files.append(arg)
+    return opts, files, notices
+
+
+# --------------------------------------------------------------------------- datetimes
+
+
+def _parse_datetime(value: str) -> int:
+    """convert_str_to_timestamp: a full DATETIME in the local time zone -> epoch seconds."""
+    m = re.fullmatch(
+        r"\s*(\d{2,4})[-/.:](\d{1,2})[-/.:](\d{1,2})[ T]+(\d{1,2})[:.](\d{1,2})(?:[:.](\d{1,2})(?:\.(\d{1,6}))?)?\s*",
+        value,
+    )
+    if m is None:
+        m2 = re.fullmatch(r"\s*(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?\s*", value)
+        if m2 is None:
+            raise OptionExit(f"ERROR: Incorrect date and time argument: {value}", 1)
+        parts = [int(x) if x else 0 for x in m2.groups()]
+    else:
+        parts = [int(x) if x else 0 for x in m.groups()[:6]]
+    year, month, day, hour, minute, second = parts
+    if year < 100:
+        year += 2000 if year < 70 else 1900
+    if not (
+        1 <= month <= 12
+        and 1 <= day <= 31
+        and hour < 24
+        and minute < 60
+        and second < 60
+    ):
+        raise OptionExit(f"ERROR: Incorrect date and time argument: {value}", 1)
+    return int(time.mktime((year, month, day, hour, minute, second, 0, 0, -1)))
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _err(stream: Any, message: str) -> None:
+    stream.write(message + "\n")
+    stream.flush()
+
+
+class ReadError(MariabinlogError):
+    """A file could not be read as a binlog (message as the tool prints it).
+
+    ``c_reason`` is Log_event::read_log_event's own text for the problem (when
+    it has one), which the tool prints even where it then treats the damage as
+    the end of an in-use binlog.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        c_reason: str | None = None,
+        data_len: int = 0,
+        event_type: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.c_reason = c_reason
+        self.data_len = data_len
+        self.event_type = event_type
+
+    def c_message(self) -> str | None:
+        """The ``ERROR: Error in Log_event::read_log_event(): ...`` line, if any."""
+        if self.c_reason is None:
+            return None
+        return (
+            f"ERROR: Error in Log_event::read_log_event(): '{self.c_reason}', "
+            f"data_len: {self.data_len}, event_type: {self.event_type}"
+        )
+
+
+# --------------------------------------------------------------------------- the dump
+
+
+class Dumper:
+    """One run of the tool over a list of files."""
+
+    def __init__(self, opts: DumpOptions, err: Any) -> None:
+        self.opts = opts
+        self.err = err
+        self.out_stream: BinaryIO = sys.stdout.buffer
+        base64 = P.BASE64_AUTO
+        if opts.base64_output is not None:
+            base64 = _base64_mode(opts.base64_output)
+        rewrite: dict[bytes, bytes] = {}
+        for rule in opts.rewrite_db:
+            frm, sep, to = rule.partition("->")
+            frm, to = frm.strip(), to.strip().split()[0] if to.strip() else ""
+            if not sep or not frm or not to:
+                raise OptionExit(
+                    "ERROR: Bad syntax in rewrite-db. Expected syntax is FROM->TO.", 1
+                )
+            rewrite[frm.encode()] = to.encode()
+        self.popt = P.PrintOptions(
+            short_form=opts.short_form,
+            verbose=opts.verbose,
+            base64_mode=base64,
+            hexdump=opts.hexdump,
+            print_row_count=opts.print_row_count,
+            print_row_event_positions=opts.print_row_event_positions,
+            print_table_metadata=opts.print_table_metadata,
+            skip_annotate=opts.skip_annotate,
+            flashback=opts.flashback,
+            database=opts.database.encode() if opts.database is not None else None,
+            table=opts.table.encode() if opts.table is not None else None,
+            rewrite_db=rewrite,
+        )
+        self.base64_mode = base64
+        self.printer = P.Printer(self._write, self.popt)
+        try:
+            self.gtid_filter = GtidFilter(opts.gtid_options, verbose=opts.verbose)
+        except OptionError as exc:
+            raise OptionExit(f"ERROR: {exc}", 1) from None
+        self.start_position = (
+            self.gtid_filter.start_offset
+            if self.gtid_filter.start_offset is not None
+            else 4
+        )
+        self.stop_position = self.gtid_filter.stop_offset
+        self.filtering = self.gtid_filter.filtering
+        # Positions and domain rules switch whole event groups on and off; server
+        # rules alone only filter events one by one on their header server id.
+        self.group_filtering = bool(
+            self.gtid_filter.start_gtids
+            or self.gtid_filter.stop_gtids
+            or any(
+                name in ("do-domain-ids", "ignore-domain-ids")
+                for name, _ in opts.gtid_options
+            )
+        )
+        self.group_active = True
+        self.start_datetime = (
+            _parse_datetime(opts.start_datetime)
+            if opts.start_datetime is not None
+            else None
+        )
+        self.stop_datetime = (
+            _parse_datetime(opts.stop_datetime)
+            if opts.stop_datetime is not None
+            else None
+        )
+        self.offset = opts.offset
+        self.simple = (
+            not self.filtering
+            and self.offset == 0
+            and self.start_datetime is None
+            and self.stop_datetime is None
+        )
+        self.rec_count = 0
+        self.stop_reached = False
+        self.ibb: _IbbStream | None = None
+        self.first_file = True
+        self.exit_now = False
+
+    def _write(self, data: bytes) -> None:
+        self.out_stream.write(data)
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self, files: list[str]) -> int:
+        p = self.printer
+        out = p.out
+        out.append(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=1*/;\n")
+        out.append(b"/*!40019 SET @@session.max_delayed_threads=0*/;\n")
+        if self.opts.disable_log_bin:
+            out.append(
+                b"/*!32316 SET @OLD_SQL_LOG_BIN=@@SQL_LOG_BIN, SQL_LOG_BIN=0*/;\n"
+            )
+        out.append(
+            b"/*!50003 SET @OLD_COMPLETION_TYPE=@@COMPLETION_TYPE,COMPLETION_TYPE=0*/;\n"
+        )
+        if self.opts.set_charset:
+            cs = self.opts.set_charset.encode()
+            out.append(
+                b"\n/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;"
+                b"\n/*!40101 SET @OLD_CHARACTER_SET_RESULTS=@@CHARACTER_SET_RESULTS */;"
+                b"\n/*!40101 SET @OLD_COLLATION_CONNECTION=@@COLLATION_CONNECTION */;"
+                b"\n/*!40101 SET NAMES %s */;\n" % cs
+            )
+        retval = OK_CONTINUE
+        n = len(files)
+        for index, name in enumerate(files):
+            first = index == 0
+            last = index == n - 1
+            retval = self.dump_file(name, first, last)
+            if retval != OK_CONTINUE:
+                break
+        if retval != ERROR_STOP:
+            if self.popt.flashback:
+                out.extend(reversed(p.flashback_events))
+                out.append(b"COMMIT\n/*!*/;\n")
+                out.append(p.flashback_stop)
+                out.append(b"DELIMITER ;\n")
+            out.append(
+                b"# End of log file\nROLLBACK /* added by mysqlbinlog */;\n"
+                b"/*!50003 SET COMPLETION_TYPE=@OLD_COMPLETION_TYPE*/;\n"
+            )
+            if self.opts.disable_log_bin:
+                out.append(b"/*!32316 SET SQL_LOG_BIN=@OLD_SQL_LOG_BIN*/;\n")
+            if self.opts.set_charset:
+                out.append(
+                    b"/*!40101 SET CHARACTER_SET_CLIENT=@OLD_CHARACTER_SET_CLIENT */;\n"
+                    b"/*!40101 SET CHARACTER_SET_RESULTS=@OLD_CHARACTER_SET_RESULTS */;\n"
+                    b"/*!40101 SET COLLATION_CONNECTION=@OLD_COLLATION_CONNECTION */;\n"
+                )
+            out.append(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=0*/;\n")
+            if self.filtering:
+                out.append(
+                    b"/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
+                    b"/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n"
+                )
+        p.drain()
+        self.out_stream.flush()
+        if self.ibb is not None:
+            self.ibb.source.close()
+        if self.exit_now:
+            return 1
+        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
+        for line in diag.lines:
+            _err(self.err, line)
+        return 1 if retval == ERROR_STOP or diag.exit_code else 0
+
+    def _flashback_error(self) -> int:
+        """change_to_flashback_event's exit(1): what was written so far, then nothing more."""
+        self.printer.drain()
+        self.out_stream.flush()
+        self.err.write("\nError row length: 0\n")
+        self.err.flush()
+        self.exit_now = True
+        return ERROR_STOP
+
+    def error(self, message: str) -> None:
+        self.printer.drain()
+        self.out_stream.flush()
+        _err(self.err, "ERROR: " + message)
+
+    # ------------------------------------------------------------------ one file
+
+    def dump_file(self, name: str, first: bool, last: bool) -> int:
+        p = self.printer
+        p.begin_file()
+        self.group_active = True
+        self.first_file = first
+        if name == "-":  # the tool reads a binlog from standard input too
+            data_in = sys.stdin.buffer.read()
+            if len(data_in) < 4:
+                self.error(
+                    "Failed reading header; probably an empty file: standard input."
+                )
+                return ERROR_STOP
+            if data_in[:4] != BINLOG_MAGIC:
+                self.error("File is not a binary log file: standard input (offset 0).")
+                return ERROR_STOP
+            retval = self.dump_legacy("-", data_in, first, last)
+            if retval != ERROR_STOP:
+                p.end_file()
+            return retval
+        try:
+            fd = os.open(name, os.O_RDONLY)
+        except FileNotFoundError:
+            p.drain()
+            _err(
+                self.err,
+                f"{PROG}: File '{name}' not found (Errcode: 2 \"No such file or directory\")",
+            )
+            return ERROR_STOP
+        except OSError as exc:
+            p.drain()
+            _err(
+                self.err,
+                f"{PROG}: Can't read file '{name}' (Errcode: {exc.errno} \"{exc.strerror}\")",
+            )
+            return ERROR_STOP
+        try:
+            size = os.fstat(fd).st_size
+            data: Any = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+        finally:
+            os.close(fd)
+        try:
+            head = bytes(data[:4])
+            if len(head) < 4:
+                self.error(f"Failed reading header; probably an empty file: '{name}'.")
+                return ERROR_STOP
+            if head == BINLOG_MAGIC:
+                retval = self.dump_legacy(name, data, first, last)
+            elif head == IBB_MAGIC or head == b"\0\0\0\0":
+                retval = self.dump_ibb(name, data, first, last)
+            else:
+                self.error(
+                    f"File is not a binary log file: '{name}' (magic {head.hex(' ')} at offset 0)."
+                )
+                return ERROR_STOP
+        finally:
+            if isinstance(data, mmap.mmap):
+                try:
+                    data.close()
+                except BufferError:  # a view is still alive; the GC closes it
+                    pass
+        if retval == ERROR_STOP:
+            return retval
+        p.end_file()
+        return retval
+
+    def dump_legacy(self, name: str, data: Any, first: bool, last: bool) -> int:
+        p = self.printer
+        size = len(data)
+        start = self.start_position if first else 4
+        stop = self.stop_position if (last and self.stop_position is not None) else None
+        verify = self.opts.verify_checksum
+        ctx: DecodeContext = DEFAULT_CONTEXT
+        alg = CHECKSUM_OFF
+        in_use = False
+        pos = 4
+        # check_header: with a start position past the Format_description, it is
+        # read (and printed, in base64 'auto' mode) before jumping there.
+        if start > 4:
+            while pos + 19 <= size:
+                code = data[pos + 4]
+                length = _U32.unpack_from(data, pos + 9)[0]
+                if code == START_EVENT_V3 or pos >= start:
+                    break
+                if code == FORMAT_DESCRIPTION_EVENT:
+                    try:
+                        ev = self._frame(
+                            name, data, pos, size, CHECKSUM_OFF, verify, ctx
+                        )
+                    except ReadError as exc:
+                        self.error(str(exc))
+                        return ERROR_STOP
+                    fde = ev.decoded()
+                    ctx = fde.context()
+                    alg = fde.checksum_alg
+                    in_use = bool(ev.flags & 1)
+                    p.ctx = ctx
+                    p.checksum_alg = alg
+                    p.options_written = _options_written(fde.server_version)
+                    if self.base64_mode == P.BASE64_AUTO:
+                        retval = self.process(ev, name)
+                        if retval != OK_CONTINUE:
+                            return retval
+                    pos += length
+                elif code == ROTATE_EVENT:
+                    pos += length
+                else:
+                    break
+            pos = start
+        # The hot loop: framing and CRC inline, the slow path (_frame) for the
+        # Format_description and for anything that is about to fail.
+        hdr = _HDR.unpack_from
+        u32 = _U32.unpack_from
+        crc32 = zlib.crc32
+        view = P.EventView
+        process = self.process
+        print_event = p.print_event
+        simple = self.simple
+        out = p.out
+        mv = memoryview(data)
+        try:
+            while pos < size:
+                if pos + 19 <= size:
+                    when, code, server_id, length, log_pos, flags = hdr(data, pos)
+                    end = pos + length
+                else:
+                    code, length, end = -1, 0, size + 1
+                if code == FORMAT_DESCRIPTION_EVENT or length < 23 or end > size:
+                    try:
+                        ev = self._frame(name, data, pos, size, alg, verify, ctx)
+                    except ReadError as exc:
+                        return self._read_failed(exc, in_use)
+                    if code == FORMAT_DESCRIPTION_EVENT:
+                        try:
+                            fde = ev.decoded()
+                        except DecodeError as exc:
+                            self.error(self._read_error_text(name, pos, str(exc)))
+                            return ERROR_STOP
+                        ctx = ev.ctx = fde.context()
+                        alg = fde.checksum_alg
+                        in_use = bool(ev.flags & 1)
+                        p.ctx = ctx
+                        p.checksum_alg = alg
+                        p.options_written = _options_written(fde.server_version)
+                elif alg == CHECKSUM_CRC32:
+                    crc = u32(data, end - 4)[0]
+                    if verify and crc != crc32(mv[pos : end - 4]):
+                        try:
+                            self._frame(name, data, pos, size, alg, verify, ctx)
+                        except ReadError as exc:
+                            return self._read_failed(exc, in_use)
+                    ev = view(
+                        data,
+                        pos,
+                        pos,
+                        when,
+                        code,
+                        server_id,
+                        length,
+                        log_pos,
+                        flags,
+                        end - 4,
+                        crc,
+                        ctx,
+                    )
+                else:
+                    ev = view(
+                        data,
+                        pos,
+                        pos,
+                        when,
+                        code,
+                        server_id,
+                        length,
+                        log_pos,
+                        flags,
+                        end,
+                        None,
+                        ctx,
+                    )
+                if stop is not None and pos >= stop:
+                    self.stop_reached = True
+                    return OK_STOP
+                if simple and code != GTID_EVENT and code != GTID_LIST_EVENT:
+                    # process_event with nothing to filter: straight to the printer.
+                    try:
+                        print_event(ev)
+                    except P.MissingFormatDescription as exc:
+                        self.error(exc.reason)
+                        return ERROR_STOP
+                    except P.FlashbackError:
+                        return self._flashback_error()
+                    except DecodeError as exc:
+                        self.error(
+                            self._read_error_text(name, ev.position, str(exc.reason))
+                        )
+                        return ERROR_STOP
+                else:
+                    retval = process(ev, name)
+                    if retval:
+                        return retval
+                pos = end
+                if len(out) > 4096:
+                    p.drain()
+        finally:
+            mv.release()
+        return OK_CONTINUE
+
+    def _read_failed(self, exc: ReadError, in_use: bool) -> int:
+        """A damaged event: the end of an in-use binlog (as the tool treats it), else an error."""
+        if in_use:
+            self.printer.drain()
+            message = exc.c_message()
+            if message is not None:
+                _err(self.err, message)
+            return OK_CONTINUE
+        message = exc.c_message()
+        if message is not None:
+            self.printer.drain()
+            _err(self.err, message)
+        self.error(str(exc))
+        return ERROR_STOP
+
+    def _read_error_text(self, name: str, pos: int, detail: str) -> str:
+        return f"Could not read entry at offset {pos} of '{name}': Error in log format or read error ({detail})."
+
+    def _frame(
+        self,
+        name: str,
+        data: Any,
+        pos: int,
+        size: int,
+        alg: int,
+        verify: bool,
+        ctx: DecodeContext,
+    ) -> P.EventView:
+        """Frame (and CRC-check) the event at ``pos``; ReadError names the file and offset."""
+        if pos + 19 > size:
+            raise ReadError(
+                self._read_error_text(
+                    name, pos, f"truncated event header: {size - pos} of 19 bytes"
+                )
+            )
+        length = _U32.unpack_from(data, pos + 9)[0]
+        if length < 19:
+            raise ReadError(
+                self._read_error_text(
+                    name, pos, f"event length {length} is below the 19-byte header"
+                )
+            )
+        if pos + length > size:
+            raise ReadError(
+                self._read_error_text(
+                    name,
+                    pos,
+                    f"event truncated: {event_type_name(data[pos + 4])} event of {length} bytes, "
+                    f"only {size - pos} left in the file",
+                ),
+                "Event truncated",
+                length,
+                data[pos + 4],
+            )
+        code = data[pos + 4]
+        if code == FORMAT_DESCRIPTION_EVENT:
+            ev_alg = data[pos + length - 5] if length >= 19 + 57 + 5 else CHECKSUM_OFF
+            crc_len = 0
+        else:
+            ev_alg = alg
+            crc_len = 4 if alg == CHECKSUM_CRC32 else 0
+            if crc_len and length < 23:
+                raise ReadError(
+                    self._read_error_text(
+                        name, pos, f"event length {length} leaves no room for its CRC32"
+                    )
+                )
+        if verify and ev_alg == CHECKSUM_CRC32:
+            stored = _U32.unpack_from(data, pos + length - 4)[0]
+            actual = zlib.crc32(data[pos : pos + length - 4])
+            if stored != actual:
+                raise ReadError(
+                    self._read_error_text(
+                        name,
+                        pos,
+                        f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
+                        f"computed 0x{actual:08x}",
+                    ),
+                    "Event crc check failed! Most likely there is event corruption.",
+                    length,
+                    code,
+                )
+        return P.view_at(data, pos, pos, crc_len, ctx)
+
+    # ------------------------------------------------------------------ process_event
+
+    def process(self, ev: P.EventView, name: str) -> int:
+        """process_event: offsets, datetimes, positions, GTID filters, then printing."""
+        code = ev.type_code
+        if self.simple:
+            # No offset, datetime, position or id filter: only the strict-mode validator
+            # watches the GTIDs, and the first Gtid_list is checked.
+            try:
+                if code == GTID_EVENT and ev.body_end - ev.body_pos >= 13:
+                    seq_no, domain_id = _GTID_HEAD.unpack_from(ev.buf, ev.body_pos)
+                    filt = self.gtid_filter
+                    filt.accept(Gtid(domain_id, ev.server_id, seq_no))
+                    if filt.stopped:
+                        return ERROR_STOP
+                elif (
+                    code == GTID_LIST_EVENT
+                    and self.first_file
+                    and not self._gtid_list(ev)
+                ):
+                    return ERROR_STOP
+                self.printer.print_event(ev)
+            except P.MissingFormatDescription as exc:
+                self.error(exc.reason)
+                return ERROR_STOP
+            except P.FlashbackError:
+                return self._flashback_error()
+            except DecodeError as exc:
+                self.error(self._read_error_text(name, ev.position, str(exc.reason)))
+                return ERROR_STOP
+            return OK_CONTINUE
+        try:
+            if code == GTID_LIST_EVENT and self.first_file and not self._gtid_list(ev):
+                return ERROR_STOP
+            if code == FORMAT_DESCRIPTION_EVENT or (
+                self.rec_count >= self.offset
+                and (self.start_datetime is None or ev.when >= self.start_datetime)
+            ):
+                if code != FORMAT_DESCRIPTION_EVENT:
+                    self.start_datetime = None
+                    self.offset = 0
+                if self.stop_datetime is not None and ev.when >= self.stop_datetime:
+                    return OK_STOP
+                filt = self.gtid_filter
+                if code == GTID_EVENT:
+                    if ev.body_end - ev.body_pos >= 13:
+                        seq_no, domain_id = _GTID_HEAD.unpack_from(ev.buf, ev.body_pos)
+                    else:
+                        g = ev.decoded()
+                        seq_no, domain_id = g.seq_no, g.domain_id
+                    reached = filt.all_stops_reached
+                    accepted = filt.accept(Gtid(domain_id, ev.server_id, seq_no))
+                    if self.group_filtering:
+                        self.group_active = accepted
+                    if filt.stopped:
+                        return OK_STOP if reached else ERROR_STOP
+                if not self.group_active and code != FORMAT_DESCRIPTION_EVENT:
+                    return OK_CONTINUE
+                if (
+                    code != FORMAT_DESCRIPTION_EVENT
+                    and code != ROTATE_EVENT
+                    and not filt.server_allowed(ev.server_id)
+                ):
+                    return OK_CONTINUE
+                self.printer.print_event(ev)
+        except P.MissingFormatDescription as exc:
+            self.error(exc.reason)
+            return ERROR_STOP
+        except P.FlashbackError:
+            return self._flashback_error()
+        except DecodeError as exc:
+            self.error(self._read_error_text(name, ev.position, str(exc.reason)))
+            return ERROR_STOP
+        finally:
+            self.rec_count += 1
+        return OK_CONTINUE
+
+    def _gtid_list(self, ev: P.EventView) -> bool:
+        """Feed a Gtid_list of the first file to the filter; False when reading must stop.
+
+        Only the first file's list is checked against the positions (probed), and the
+        tool sorts the list (by domain, then seq_no) before its validator sees it.
+        """
+        gl = ev.decoded()
+        ordered = sorted(gl.gtids, key=lambda g: (g[0], g[2]))
+        return self.gtid_filter.gtid_list(Gtid(*g) for g in ordered)
+
+    # ------------------------------------------------------------------ .ibb
+
+    def dump_ibb(self, name: str, data: Any, first: bool, last: bool) -> int:
+        """An `.ibb` file: its event groups, continuing the stream of the previous file.
+
+        The reader goes on into the next file to finish a record that starts
+        here, and stops before a group that starts in a file not named next.
+        Events carry no file offsets: ``# at`` shows the start position
+        (4 by default) and ``end_log_pos`` the stored 0, as the C tool does.
+        """
+        from ..codec.ibb import PAGE_SIZE, RecordReader, decode_header_page
+        from ..engine.files import IbbDirectory
+
+        try:
+            header = decode_header_page(data[:PAGE_SIZE])
+        except DecodeError as exc:
+            self.error(
+                f"{exc.reason}: '{name}' (offset {exc.offset or 0}{'; ' + exc.expected if exc.expected else ''})"
+            )
+            return ERROR_STOP
+        if header is None:  # an empty pre-allocated file: nothing written yet
+            return OK_CONTINUE
+        st = self.ibb
+        if st is None:
+            st = self.ibb = _IbbStream(
+                IbbDirectory(os.path.dirname(os.path.abspath(name)))
+            )
+        file_no = header.file_no
+        st.source.paths[file_no] = name
+        if (
+            st.groups is None
+            or st.file_no is None
+            or not (
+                st.file_no == file_no
+                or (st.pending is not None and st.pending.record.file_no == file_no)
+            )
+        ):
+            start = (
+                self.start_position
+                if first and self.start_position > PAGE_SIZE
+                else PAGE_SIZE
+            )
+            st.groups = RecordReader(
+                st.source, file_no, start, skip_partial=True
+            ).event_groups()
+            st.pending = None
+        st.file_no = file_no
+        p = self.printer
+        p.fallback_fd = st.fd or _default_fd(self.printer.timestamp)
+        stop = self.stop_position if last else None
+        position = self.start_position if first else 4
+        while True:
+            group = st.pending
+            st.pending = None
+            if group is None:
+                try:
+                    group = next(st.groups, None)
+                except DecodeError as exc:
+                    self.error(self._ibb_error(exc, name))
+                    return ERROR_STOP
+                if group is None:
+                    return OK_CONTINUE
+            if group.record.file_no != file_no:
+                st.pending = group
+                return OK_CONTINUE
+            if stop is not None and group.record.offset >= stop:
+                self.stop_reached = True
+                return OK_STOP
+            try:
+                for raw in group.events():
+                    if len(raw) < 19 or _U32.unpack_from(raw, 9)[0] != len(raw):
+                        raise DecodeError(
+                            "event length does not match its data",
+                            offset=group.record.offset,
+                            expected=f"{len(raw)} bytes",
+                            file=st.source.name(group.record.file_no),
+                        )
+                    ev = P.view_at(raw, 0, position, 0, st.ctx)
+                    if ev.type_code == FORMAT_DESCRIPTION_EVENT:
+                        st.fd = bytes(raw)
+                        p.fallback_fd = st.fd
+                        fde = ev.decoded()
+                        st.ctx = fde.context()
+                        ev.ctx = st.ctx
+                        p.ctx = st.ctx
+                        p.checksum_alg = CHECKSUM_OFF
+                        p.options_written = _options_written(fde.server_version)
+                    else:
+                        p.ctx = st.ctx
+                    retval = self.process(ev, name)
+                    if retval != OK_CONTINUE:
+                        return retval
+            except DecodeError as exc:
+                self.error(self._ibb_error(exc, name))
+                return ERROR_STOP
+            if len(p.out) > 2048:
+                p.drain()
+
+    @staticmethod
+    def _ibb_error(exc: DecodeError, name: str) -> str:
+        if exc.file is None:
+            exc = exc.located(name)
+        return f"Could not read binlog: {exc}"
+
+
+class _IbbStream:
+    """The `.ibb` reading state carried from one named file to the next."""
+
+    __slots__ = ("ctx", "fd", "file_no", "groups", "pending", "source")
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.fd: bytes | None = None
+        self.groups: Any = None
+        self.pending: Any = None
+        self.file_no: int | None = None
+        self.ctx: DecodeContext = DEFAULT_CONTEXT
+
+
+def _default_fd(_timestamp: Any) -> bytes:
+    """A Format_description for `.ibb` streams that have none (binlog v4, checksum OFF)."""
+    from ..codec.events import FormatDescriptionEvent
+
+    return FormatDescriptionEvent(
+        server_version="12.3.0-MariaDB-log", timestamp=0, server_id=0
+    ).encode()
+
+
+def _base64_mode(value: str) -> int:
+    names = ("NEVER", "AUTO", "UNSPEC", "DECODE-ROWS")
+    up = value.upper()
+    exact = [i for i, n in enumerate(names) if n == up]
+    matches = exact or [i for i, n in enumerate(names) if n.startswith(up) and up]
+    if len(matches) != 1:
+        raise OptionExit(
+            f"Unknown option to base64-output: {value}\nAlternatives are: 'NEVER','AUTO','UNSPEC','DECODE-ROWS'",
+            1,
+        )
+    mode = matches[0]
+    return P.BASE64_AUTO if mode == 2 else mode
+
+
+def _options_written(server_version: str) -> int:
+    """Format_description_log_event::deduct_options_written_to_bin_log."""
+    base = (
+        P.OPTION_AUTO_IS_NULL
+        | P.OPTION_NOT_AUTOCOMMIT
+        | P.OPTION_NO_FOREIGN_KEY_CHECKS
+        | P.OPTION_RELAXED_UNIQUE_CHECKS
+    )
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", server_version)
+    if m is None or "MariaDB" not in server_version:
+        return base
+    v = tuple(int(x) for x in m.groups())
+    if v < (10, 5, 2):
+        return base
+    base |= P.OPTION_IF_EXISTS
+    if v[0] == 10:
+        limits = (99, 99, 99, 99, 99, 17, 9, 5, 4, 2)
+        if v[1] < 10 and v[2] < limits[v[1]]:
+            return base
+    base |= P.OPTION_EXPLICIT_DEF_TIMESTAMP
+    if v >= (10, 11, 0):
+        base |= P.OPTION_INSERT_HISTORY
+    return base
+
+
+# --------------------------------------------------------------------------- entry points
+
+_USAGE = f"""{PROG} (mariabinlog) for MariaDB binary logs (legacy and .ibb)
+Dumps a MariaDB binary log in a format usable for viewing or for piping to
+the mysql command line client.
+
+Usage: {PROG} [options] log-files
+"""
+
+
+def dump_main(
+    argv: list[str], *, stdout: BinaryIO | None = None, stderr: Any = None
+) -> int:
+    """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status."""
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        opts, files, notices = parse_options(argv)
+        for note in notices:
+            _err(err, note)
+        if opts.help:
+            sys.stdout.write(_USAGE)
+            return 0
+        if opts.version:
+            sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
+            return 0
+        if not files:
+            err.write(_USAGE)
+            return 1
+        if opts.remote:
+            raise OptionExit(
+                "ERROR: --read-from-remote-server is not supported by mariabinlog dump",
+                1,
+            )
+        if opts.raw:
+            raise OptionExit(
+                "ERROR: The --raw mode only works with --read-from-remote-server", 1
+            )
+        dumper = Dumper(opts, err)
+        out: BinaryIO
+        close_out = False
+        if opts.result_file:
+            try:
+                out = open(opts.result_file, "wb")  # noqa: SIM115 - closed in the finally below
+            except OSError:
+                raise OptionExit(
+                    f"ERROR: Could not create log file '{opts.result_file}'", 1
+                ) from None
+            close_out = True
+        else:
+            out = stdout if stdout is not None else sys.stdout.buffer
+        dumper.out_stream = out
+        try:
+            status = dumper.run(files)
+        finally:
+            out.flush()
+            if close_out:
+                out.close()
+        return status
+    except OptionExit as exc:
+        if exc.message:
+            _err(err, exc.message)
+        return exc.status
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 1
+
+
+def add_dump_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Register ``dump``: every argument after it goes to :func:`dump_main` untouched."""
+    parser = subparsers.add_parser(
+        "dump",
+        help="print binlog files as mariadb-binlog does (legacy and .ibb)",
+        add_help=False,
+        prefix_chars="\x01",
+    )
+    parser.add_argument("dump_argv", nargs="*", metavar="ARGS")
+    parser.set_defaults(handler=lambda args: dump_main(list(args.dump_argv)))
+
+
+register = add_dump_parser
+
+
+def main() -> None:
+    """``python -m mariabinlog.tools.dump``."""
+    sys.exit(dump_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
