@@ -10,8 +10,11 @@ import copy
 import dataclasses
 import datetime
 import math
+import os
 import pickle
 import struct
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -241,10 +244,20 @@ COLUMNS = st.one_of(
 # ------------------------------------------------------------ round trips
 
 
-@IMPLS
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_round_trip_any_table(impl: type, data: st.DataObject) -> None:
+@dataclasses.dataclass
+class DrawnRows:
+    """A random table, a rows event kind with its column bitmaps, and rows for them."""
+
+    cols: list[Col]
+    with_metadata: bool
+    tm: TableMapEvent
+    kind: str
+    before: bytes
+    after: bytes | None
+    changes: list[rows.RowChange]
+
+
+def draw_rows(data: st.DataObject) -> DrawnRows:
     cols = data.draw(st.lists(COLUMNS, min_size=1, max_size=10), label="columns")
     with_metadata = data.draw(st.booleans(), label="optional metadata")
     width = len(cols)
@@ -256,7 +269,7 @@ def test_round_trip_any_table(impl: type, data: st.DataObject) -> None:
     after = data.draw(st.one_of(st.just(full), present), label="after bitmap") if kind == "update" else None
 
     def image(bits: bytes) -> tuple[Any, ...]:
-        values = []
+        values: list[Any] = []
         for i, col in enumerate(cols):
             if not bits[i >> 3] >> (i & 7) & 1:
                 values.append(ABSENT)
@@ -278,16 +291,24 @@ def test_round_trip_any_table(impl: type, data: st.DataObject) -> None:
             changes.append(rows.RowChange(kind, image(before), None))
         else:
             changes.append(rows.RowChange(kind, image(before), image(after)))  # type: ignore[arg-type]
+    return DrawnRows(cols, with_metadata, tm, kind, before, after, changes)
 
-    decoded = round_trip(impl, tm, kind, changes, before, after)
+
+@IMPLS
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_round_trip_any_table(impl: type, data: st.DataObject) -> None:
+    drawn = draw_rows(data)
+    width = len(drawn.cols)
+    decoded = round_trip(impl, drawn.tm, drawn.kind, drawn.changes, drawn.before, drawn.after)
 
     # Without optional metadata strings come back as bytes: compare encoded forms.
     def expected(value: Any) -> Any:
-        if isinstance(value, str) and not with_metadata:  # the encoder wrote UTF-8: charset unknown
+        if isinstance(value, str) and not drawn.with_metadata:  # the encoder wrote UTF-8: charset unknown
             return value.encode("utf-8", "surrogateescape")
         return norm(value)
 
-    for got, want in zip(decoded, changes):
+    for got, want in zip(decoded, drawn.changes):
         assert got.kind == want.kind
         for got_row, want_row in ((got.before, want.before), (got.after, want.after)):
             if want_row is None:
@@ -451,6 +472,7 @@ def test_value_type_conversions() -> None:
 def test_row_decoder_is_cached_per_table_map() -> None:
     tm = table_map([Col(C.MYSQL_TYPE_LONG, 0, None)])
     assert rows.row_decoder(tm) is rows.row_decoder(tm) is tm.decoder
+    assert type(tm.decoder) is rows.DEFAULT_IMPLEMENTATION
 
 
 # ------------------------------------------------------ column metadata
@@ -729,12 +751,13 @@ def test_corpus_rows_decode_and_encode_back_exactly(impl: type) -> None:
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not available")
-def test_corpus_values() -> None:
+@IMPLS
+def test_corpus_values(impl: type) -> None:
     """A few values from w02_types_full checked against the SQL that wrote them."""
     tables: dict[str, list[rows.RowChange]] = {}
     for _, tm, ev in corpus_rows_events():
         if ev.kind == "insert" and tm.schema == "w02_types_full":
-            tables.setdefault(tm.table, []).extend(rows.row_decoder(tm).decode(ev))
+            tables.setdefault(tm.table, []).extend(impl(tm).decode(ev))
     first_int = tables["t_int"][0].after
     assert first_int[1:11] == (-128, 0, -32768, 0, -8388608, 0, -(2**31), 0, -(2**63), 0)  # type: ignore[index]
     dec = tables["t_dec"][0].after
@@ -746,3 +769,181 @@ def test_corpus_values() -> None:
     misc = tables["t_misc"][0].after
     assert misc[1:6] == (1, 127, 255, 2**17 - 1, 2**64 - 1)  # type: ignore[index]
     assert misc[6:9] == (4, 15, b"{}")  # type: ignore[index]
+
+
+# ------------------------------------------- compiled decoder (_rowsfast)
+
+PURE_PYTHON = os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0")
+ALL_TYPES = sorted(set(range(20)) | {140, 141, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255})
+
+
+def typed(value: Any) -> Any:
+    """Comparable form that also tells types apart (True from 1, str from bytes, NamedTuple classes)."""
+    if isinstance(value, tuple):
+        return type(value), tuple(typed(v) for v in value)
+    return type(value), norm(value)
+
+
+def outcome(impl: type, tm: TableMapEvent, ev: RowsEvent, raw: bool) -> Any:
+    """What decoding gives: the typed rows, or the error's class, offset and text."""
+    try:
+        changes = impl(tm).decode(ev, raw=raw)
+    except MariabinlogError as err:
+        return "error", type(err), getattr(err, "offset", None), str(err)
+    return "rows", [typed(change) for change in changes]
+
+
+def assert_implementations_agree(tm: TableMapEvent, ev: RowsEvent) -> None:
+    for raw in (False, True):
+        want = outcome(rows.RowDecoder, tm, ev, raw)
+        for name, impl in rows.IMPLEMENTATIONS.items():
+            assert outcome(impl, tm, ev, raw) == want, (name, raw)
+
+
+def test_compiled_decoder_is_built_and_the_default() -> None:
+    if PURE_PYTHON:
+        assert list(rows.IMPLEMENTATIONS) == ["python"] and rows.DEFAULT_IMPLEMENTATION is rows.RowDecoder
+        return
+    assert "c" in rows.IMPLEMENTATIONS, "the C extension is not built: pip install -e . (scripts/setup.sh)"
+    assert rows.DEFAULT_IMPLEMENTATION is rows.FastRowDecoder
+
+
+def test_pure_python_switch() -> None:
+    code = "from mariabinlog.codec import rows; print(*rows.IMPLEMENTATIONS, rows.DEFAULT_IMPLEMENTATION.__name__)"
+    env = {**os.environ, "MARIABINLOG_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["python", "RowDecoder"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_implementations_agree_on_valid_and_damaged_rows(data: st.DataObject) -> None:
+    """Random tables and rows, then cut, flipped or extended: every decoder gives the same values or error."""
+    drawn = draw_rows(data)
+    width = len(drawn.cols)
+    clean = rows.encode_rows(drawn.tm, drawn.kind, drawn.changes, drawn.before, drawn.after)
+    damage = data.draw(st.sampled_from(["none", "cut", "flip", "append"]), label="damage")
+    damaged = bytearray(clean)
+    if damage == "cut":
+        del damaged[data.draw(st.integers(0, max(len(clean) - 1, 0)), label="cut at") :]
+    elif damage == "flip":
+        for _ in range(data.draw(st.integers(1, 4), label="flips")):
+            at = data.draw(st.integers(0, len(damaged) - 1), label="flip at")
+            damaged[at] ^= data.draw(st.integers(1, 255), label="xor")
+    elif damage == "append":
+        damaged += data.draw(st.binary(min_size=1, max_size=20), label="tail")
+    ev = rows_event(drawn.kind, width, drawn.before, drawn.after, bytes(damaged))
+    assert_implementations_agree(drawn.tm, ev)
+
+
+def _metas_for(types: list[int]) -> Any:
+    """Per-type metadata: mostly sensible values (so values get read), sometimes any bytes."""
+    sensible = {
+        C.MYSQL_TYPE_NEWDECIMAL: st.builds(lambda p, s: p << 8 | min(s, p), st.integers(1, 65), st.integers(0, 38)),
+        C.MYSQL_TYPE_STRING: st.one_of(
+            st.integers(0, 1023).map(C.string_meta),
+            st.sampled_from([C.MYSQL_TYPE_ENUM, C.MYSQL_TYPE_SET]).flatmap(
+                lambda t: st.integers(1, 8).map(lambda n: t << 8 | n)
+            ),
+        ),
+        C.MYSQL_TYPE_BIT: st.integers(0, 100).map(lambda n: (n // 8) << 8 | n % 8),
+        C.MYSQL_TYPE_TIMESTAMP2: st.integers(0, 7),
+        C.MYSQL_TYPE_DATETIME2: st.integers(0, 7),
+        C.MYSQL_TYPE_TIME2: st.integers(0, 7),
+        C.MYSQL_TYPE_BLOB: st.integers(0, 5),
+        C.MYSQL_TYPE_GEOMETRY: st.integers(0, 5),
+    }
+    return st.tuples(
+        *(st.one_of(sensible.get(t, st.nothing()), st.integers(0, 256 ** C.meta_size(t) - 1)) for t in types)
+    )
+
+
+@settings(max_examples=1000, deadline=None)
+@given(types=st.lists(st.sampled_from(ALL_TYPES), min_size=1, max_size=8), data=st.data())
+def test_implementations_agree_on_garbage(types: list[int], data: st.DataObject) -> None:
+    """Any column types and metadata, any bitmaps, any bytes: same values or same error, never a crash."""
+    metas = data.draw(_metas_for(types), label="metas")
+    width = len(types)
+    optional = None
+    if data.draw(st.booleans(), label="optional metadata"):
+        optional = OptionalMetadata(
+            signedness=data.draw(st.binary(max_size=2)),
+            column_charsets=tuple(data.draw(st.lists(st.sampled_from([8, 33, 35, 45, 54, 60, 63, 95]), max_size=8))),
+        )
+    tm = TableMapEvent(
+        table_id=1, schema="d", table="t", column_types=bytes(types), column_meta=metas,
+        null_bitmap=b"\xff" * 2, optional_metadata=optional,
+    )  # fmt: skip
+    kind = data.draw(st.sampled_from(["insert", "update", "delete"]), label="kind")
+    bits = st.binary(min_size=(width + 7) // 8, max_size=(width + 7) // 8)
+    before = data.draw(bits, label="before bitmap")
+    after = data.draw(bits, label="after bitmap") if kind == "update" else None
+    rows_data = data.draw(st.binary(max_size=160), label="rows_data")
+    if data.draw(st.booleans(), label="no NULLs in the first image"):  # so that values get read
+        rows_data = bytes((int.from_bytes(before, "little").bit_count() + 7) // 8) + rows_data
+    assert_implementations_agree(tm, rows_event(kind, width, before, after, rows_data))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(column_type=st.sampled_from(ALL_TYPES), data=st.data())
+def test_implementations_agree_on_any_stored_bytes(column_type: int, data: st.DataObject) -> None:
+    """One non-NULL column of any type holding any bytes (odd DECIMAL groups, 13-month dates, ...)."""
+    [meta] = data.draw(_metas_for([column_type]), label="meta")
+    tm = TableMapEvent(
+        table_id=1, schema="d", table="t", column_types=bytes((column_type,)), column_meta=(meta,), null_bitmap=b"\xff"
+    )
+    images = data.draw(st.lists(st.binary(max_size=40), min_size=1, max_size=3), label="images")
+    assert_implementations_agree(tm, rows_event("insert", 1, b"\x01", None, b"".join(b"\x00" + i for i in images)))
+
+
+@IMPLS
+def test_decimal_digit_groups_beyond_nine_digits(impl: type) -> None:
+    """Damaged DECIMAL groups (10**9 in a 9-digit group) decode as the arithmetic of the groups says."""
+    tm = table_map([Col(C.MYSQL_TYPE_NEWDECIMAL, 18 << 8 | 9, None)])
+    data = b"\xfe" + bytes.fromhex("bb9aca003b9aca00")
+    [change] = impl(tm).decode(rows_event("insert", 1, b"\x01", None, data))
+    assert norm(change.after[0]) == Decimal("1000000000.1000000000").as_tuple()  # type: ignore[index]
+
+
+@pytest.mark.skipif("c" not in rows.IMPLEMENTATIONS, reason="C extension not built")
+def test_compiled_programs_are_checked() -> None:
+    from mariabinlog.codec import _rowsfast
+
+    ok = (0, True, rows._OP_INT, 4, True, 0, 0, None)
+    _rowsfast.Image(1, [ok], None)
+    for program in (
+        [(0, True, 99, 4, False, 0, 0, None)],  # unknown opcode
+        [(0, True, rows._OP_INT, 9, False, 0, 0, None)],  # too wide
+        [(0, False, rows._OP_INT, 4, False, 0, 0, None)],  # fixed-size op outside a run
+        [(1, True, rows._OP_INT, 4, False, 0, 0, None)],  # slot beyond the width
+        [ok, ok],  # repeated slot (and more entries than columns)
+        [(0, True, rows._OP_DECIMAL, 5, False, 10, 4, None)],  # no fallback conversion
+        [(0, True, rows._OP_DECIMAL, 4, False, 10, 4, Decimal)],  # wrong size for DECIMAL(10,4)
+        [(0, True, rows._OP_TIME2, 9, False, 3, 1, None)],
+        [(0, False, rows._OP_VAR, 5, False, 0, 0, None)],
+        [(0, False, rows._OP_VAR, 1, False, 0, 0, b"utf-8")],
+    ):
+        with pytest.raises(ValueError):
+            _rowsfast.Image(1, program, None)
+    image = _rowsfast.Image(1, [ok], None)
+    with pytest.raises(TypeError):
+        _rowsfast.decode(bytearray(b"\x00\x01\x00\x00\x00"), image, image, "insert")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _rowsfast.decode(b"", image, None, "update")
+    with pytest.raises(ValueError):
+        _rowsfast.decode(b"", image, image, "upsert")
+    assert _rowsfast.decode(b"\x00\x01\x00\x00\x00", image, None, "insert") == [rows.RowChange("insert", None, (1,))]
+
+
+@pytest.mark.skipif("c" not in rows.IMPLEMENTATIONS, reason="C extension not built")
+def test_error_hook_refuses_to_disagree() -> None:
+    """The Python plan gives the compiled decoder's errors their text; a different offset is a bug, not an error."""
+    decoder = rows.RowDecoder(table_map([Col(C.MYSQL_TYPE_LONG, 0, None)]))
+    reader = decoder._reader(b"\x01", 1, False)
+    with pytest.raises(TruncatedError) as info:
+        rows._fast_error(reader, b"\x00\x01", 0, 1)
+    assert info.value.offset == 1
+    with pytest.raises(RuntimeError):
+        rows._fast_error(reader, b"\x00\x01", 0, 0)
+    with pytest.raises(RuntimeError):
+        rows._fast_error(reader, b"\x00\x01\x00\x00\x00", 0, 1)

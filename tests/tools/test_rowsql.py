@@ -54,6 +54,15 @@ VERBOSE_OPTIONS = {
 EVENT_TYPES = {"insert": WRITE_ROWS_EVENT_V1, "update": UPDATE_ROWS_EVENT_V1, "delete": DELETE_ROWS_EVENT_V1}
 
 
+@pytest.fixture(autouse=True, scope="module", params=list(rows.IMPLEMENTATIONS))
+def row_implementation(request: pytest.FixtureRequest) -> Any:
+    """Every test here runs once per row decoder implementation (the printer uses the default one)."""
+    default = rows.DEFAULT_IMPLEMENTATION
+    rows.DEFAULT_IMPLEMENTATION = rows.IMPLEMENTATIONS[request.param]
+    yield request.param
+    rows.DEFAULT_IMPLEMENTATION = default
+
+
 def hash_lines(text: bytes) -> list[bytes]:
     return [line for line in text.split(b"\n") if line.startswith(b"###")]
 

@@ -29,22 +29,26 @@ Values:
 ``decode(..., raw=True)`` is the stored view whatever the metadata says:
 integers signed, strings ``bytes`` (what ``mariadb-binlog -v`` prints).
 
-One :class:`RowDecoder` is compiled per table map and cached in
-``table_map.decoder``; it compiles one plan per (column bitmap, NULL bitmap)
+One :class:`RowDecoder` is made per table map and cached in
+``table_map.decoder`` (table maps of the same shape share its compiled
+columns); it compiles one plan per (column bitmap, NULL bitmap)
 pair, merging runs of fixed-size columns into one precompiled
 :class:`struct.Struct`.  :data:`IMPLEMENTATIONS` lists the decoders behind
-:func:`row_decoder` (pure Python now; a compiled one can register beside it
-and run the same tests).
+:func:`row_decoder`: this pure-Python one and, when the C extension
+``_rowsfast`` is built, :class:`FastRowDecoder`, which runs the same column
+plans in C (``MARIABINLOG_PURE_PYTHON=1`` turns it off).  Tests run every one.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
 import struct
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from operator import itemgetter
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, NoReturn, Protocol
 
 from ..errors import DecodeError, TruncatedError
 from . import columns as C
@@ -60,7 +64,9 @@ from .primitives import U16, U32
 
 __all__ = [
     "ABSENT",
+    "DEFAULT_IMPLEMENTATION",
     "IMPLEMENTATIONS",
+    "FastRowDecoder",
     "MysqlDate",
     "MysqlDateTime",
     "MysqlTime",
@@ -121,21 +127,51 @@ _new = tuple.__new__
 _Step = Callable[[bytes, int, list], int]
 _Encoder = Callable[[Any], bytes]
 
+# Opcodes of the compiled decoder (``_rowsfast.c``, same numbers): how it reads a column.
+# A column's ``op`` is ``(opcode, size, flag, a, b, obj)``; see each factory.
+_OP_INT = 1  # little-endian integer of ``size`` bytes (1..8), flag = signed
+_OP_UINT_BE = 2  # big-endian unsigned integer of ``size`` bytes (0..8)
+_OP_FLOAT = 3
+_OP_DOUBLE = 4
+_OP_YEAR = 5
+_OP_DATE = 6
+_OP_TIME = 7  # old 3-byte TIME
+_OP_DATETIME = 8  # old 8-byte DATETIME
+_OP_TIMESTAMP = 9  # old 4-byte TIMESTAMP
+_OP_TIMESTAMP2 = 10  # a = fraction bytes, b = microseconds per stored unit
+_OP_DATETIME2 = 11  # a, b as TIMESTAMP2
+_OP_TIME2 = 12  # a, b as TIMESTAMP2
+_OP_DECIMAL = 13  # a = precision, b = scale, obj = conv (for digit groups out of range)
+_OP_CONV = 14  # any other fixed-size value: obj = conv(bytes of ``size``)
+_OP_VAR = 20  # ``size``-byte length then data; obj = text codec name or None (bytes)
+_OP_NONE = 21  # MYSQL_TYPE_NULL: None, no bytes
+_OP_FAIL = 22  # unreadable column: the error when it holds a value
+#: Bump with ``PLAN_VERSION`` in ``_rowsfast.c`` whenever opcodes or their arguments change.
+_FAST_PLAN_VERSION = 1
+
+_Op = tuple[int, int, bool, int, int, Any]
+
+
+def _op(opcode: int, size: int = 0, flag: bool = False, a: int = 0, b: int = 0, obj: Any = None) -> _Op:
+    return (opcode, size, flag, a, b, obj)
+
 
 class _Column:
     """How one column is read and written.
 
     Fixed-size columns have ``fmt`` (a struct code, e.g. ``"i"`` or ``"5s"``),
     ``size`` and an optional ``conv`` applied to the unpacked item; the others
-    have ``step(buf, pos, out) -> pos`` which appends the value.
+    have ``step(buf, pos, out) -> pos`` which appends the value.  ``op`` says
+    the same to the compiled decoder (see ``_OP_*``).
     """
 
-    __slots__ = ("conv", "encode", "fmt", "index", "size", "step")
+    __slots__ = ("conv", "encode", "fmt", "index", "op", "size", "step")
 
     def __init__(
         self,
         index: int,
         encode: _Encoder,
+        op: _Op,
         *,
         fmt: str | None = None,
         size: int = 0,
@@ -144,6 +180,7 @@ class _Column:
     ) -> None:
         self.index = index
         self.encode = encode
+        self.op = op
         self.fmt = fmt
         self.size = size
         self.conv = conv
@@ -160,10 +197,11 @@ def _int_codec(index: int, size: int, signed: bool) -> _Column:
             raise ValueError(f"column @{index + 1}: {value!r} is not a {size}-byte integer")
         return (value & mask).to_bytes(size, "little")
 
+    op = _op(_OP_INT, size, signed)
     if size == 3:
-        return _Column(index, encode, fmt="3s", size=3, conv=lambda b: int.from_bytes(b, "little", signed=signed))
+        return _Column(index, encode, op, fmt="3s", size=3, conv=lambda b: int.from_bytes(b, "little", signed=signed))
     code = {1: "b", 2: "h", 4: "i", 8: "q"}[size]
-    return _Column(index, encode, fmt=code if signed else code.upper(), size=size)
+    return _Column(index, encode, op, fmt=code if signed else code.upper(), size=size)
 
 
 def _float_codec(index: int, double: bool) -> _Column:
@@ -175,7 +213,8 @@ def _float_codec(index: int, double: bool) -> _Column:
         except (struct.error, TypeError, OverflowError) as exc:
             raise ValueError(f"column @{index + 1}: {value!r} is not a float: {exc}") from None
 
-    return _Column(index, encode, fmt="d" if double else "f", size=8 if double else 4)
+    op = _op(_OP_DOUBLE, 8) if double else _op(_OP_FLOAT, 4)
+    return _Column(index, encode, op, fmt="d" if double else "f", size=8 if double else 4)
 
 
 def _year_codec(index: int) -> _Column:
@@ -186,7 +225,7 @@ def _year_codec(index: int) -> _Column:
             raise ValueError(f"column @{index + 1}: YEAR {value!r} outside 0, 1901..2155")
         return bytes((value - 1900,))
 
-    return _Column(index, encode, fmt="B", size=1, conv=lambda b: b + 1900 if b else 0)
+    return _Column(index, encode, _op(_OP_YEAR, 1), fmt="B", size=1, conv=lambda b: b + 1900 if b else 0)
 
 
 def _as_tuple(value: Any, cls: type, index: int) -> Any:
@@ -219,7 +258,7 @@ def _date_codec(index: int) -> _Column:
             raise ValueError(f"column @{index + 1}: DATE {value!r} out of range")
         return (d.year << 9 | d.month << 5 | d.day).to_bytes(3, "little")
 
-    return _Column(index, encode, fmt="3s", size=3, conv=conv)
+    return _Column(index, encode, _op(_OP_DATE, 3), fmt="3s", size=3, conv=conv)
 
 
 def _old_time_codec(index: int) -> _Column:
@@ -237,7 +276,7 @@ def _old_time_codec(index: int) -> _Column:
         except OverflowError:
             raise ValueError(f"column @{index + 1}: TIME {value!r} out of range") from None
 
-    return _Column(index, encode, fmt="3s", size=3, conv=conv)
+    return _Column(index, encode, _op(_OP_TIME, 3), fmt="3s", size=3, conv=conv)
 
 
 def _old_datetime_codec(index: int) -> _Column:
@@ -253,7 +292,7 @@ def _old_datetime_codec(index: int) -> _Column:
             raise ValueError(f"column @{index + 1}: DATETIME {value!r} out of range")
         return v.to_bytes(8, "little")
 
-    return _Column(index, encode, fmt="Q", size=8, conv=conv)
+    return _Column(index, encode, _op(_OP_DATETIME, 8), fmt="Q", size=8, conv=conv)
 
 
 def _old_timestamp_codec(index: int) -> _Column:
@@ -264,7 +303,10 @@ def _old_timestamp_codec(index: int) -> _Column:
             raise ValueError(f"column @{index + 1}: TIMESTAMP {value!r} out of range")
         return ts.seconds.to_bytes(4, "little")
 
-    return _Column(index, encode, fmt="I", size=4, conv=lambda v: _new(MysqlTimestamp, (v, 0)))
+    def conv(v: int) -> MysqlTimestamp:
+        return _new(MysqlTimestamp, (v, 0))
+
+    return _Column(index, encode, _op(_OP_TIMESTAMP, 4), fmt="I", size=4, conv=conv)
 
 
 def _check_frac(microsecond: int, fsp: int, index: int, value: Any) -> None:
@@ -297,7 +339,7 @@ def _timestamp2_codec(index: int, fsp: int) -> _Column:
             raise ValueError(f"column @{index + 1}: TIMESTAMP {value!r} out of range")
         return (ts.seconds << shift | ts.microsecond // unit).to_bytes(size, "big")
 
-    return _Column(index, encode, fmt=f"{size}s", size=size, conv=conv)
+    return _Column(index, encode, _op(_OP_TIMESTAMP2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
 
 
 def _datetime2_codec(index: int, fsp: int) -> _Column:
@@ -332,7 +374,7 @@ def _datetime2_codec(index: int, fsp: int) -> _Column:
         ymdhms = ((x.year * 13 + x.month) << 5 | x.day) << 17 | x.hour << 12 | x.minute << 6 | x.second
         return ((ymdhms + offset) << shift | x.microsecond // unit).to_bytes(size, "big")
 
-    return _Column(index, encode, fmt=f"{size}s", size=size, conv=conv)
+    return _Column(index, encode, _op(_OP_DATETIME2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
 
 
 def _time2_codec(index: int, fsp: int) -> _Column:
@@ -356,7 +398,7 @@ def _time2_codec(index: int, fsp: int) -> _Column:
         a = (t.hour << 12 | t.minute << 6 | t.second) << shift | t.microsecond // unit
         return ((-a if t.negative else a) + offset).to_bytes(size, "big")
 
-    return _Column(index, encode, fmt=f"{size}s", size=size, conv=conv)
+    return _Column(index, encode, _op(_OP_TIME2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
 
 
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
@@ -463,7 +505,8 @@ def _decimal_codec(index: int, meta: int) -> _Column:
             x ^= all_ones
         return (x ^ sign_bit).to_bytes(size, "big")
 
-    return _Column(index, encode, fmt=f"{size}s", size=size, conv=conv)
+    op = _op(_OP_DECIMAL, size, a=precision, b=scale, obj=conv)
+    return _Column(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
 
 
 def _bit_codec(index: int, meta: int) -> _Column:
@@ -475,7 +518,11 @@ def _bit_codec(index: int, meta: int) -> _Column:
             raise ValueError(f"column @{index + 1}: {value!r} does not fit BIT({nbits})")
         return value.to_bytes(size, "big")
 
-    return _Column(index, encode, fmt=f"{size}s", size=size, conv=lambda b: int.from_bytes(b, "big"))
+    def conv(b: bytes) -> int:
+        return int.from_bytes(b, "big")
+
+    op = _op(_OP_UINT_BE, size) if size <= 8 else _op(_OP_CONV, size, obj=conv)
+    return _Column(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
 
 
 def _le_uint_codec(index: int, size: int, what: str) -> _Column:
@@ -484,10 +531,11 @@ def _le_uint_codec(index: int, size: int, what: str) -> _Column:
             raise ValueError(f"column @{index + 1}: {value!r} does not fit a {size}-byte {what}")
         return value.to_bytes(size, "little")
 
+    op = _op(_OP_INT, size)  # ENUM 1..2, SET 1..8 bytes
     code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)
     if code is not None:
-        return _Column(index, encode, fmt=code, size=size)
-    return _Column(index, encode, fmt=f"{size}s", size=size, conv=lambda b: int.from_bytes(b, "little"))
+        return _Column(index, encode, op, fmt=code, size=size)
+    return _Column(index, encode, op, fmt=f"{size}s", size=size, conv=lambda b: int.from_bytes(b, "little"))
 
 
 def _text_decoder(codec: str) -> Callable[[bytes], str | bytes]:
@@ -500,11 +548,13 @@ def _text_decoder(codec: str) -> Callable[[bytes], str | bytes]:
     return decode
 
 
-def _var_codec(
-    index: int, prefix: int, decode: Callable[[bytes], str | bytes] | None, codec: str | None, what: str
-) -> _Column:
-    """Length-prefixed value (VARCHAR, CHAR, BLOB, TEXT, GEOMETRY): ``prefix``-byte LE length, then data."""
+def _var_codec(index: int, prefix: int, text: str | None, codec: str | None, what: str) -> _Column:
+    """Length-prefixed value (VARCHAR, CHAR, BLOB, TEXT, GEOMETRY): ``prefix``-byte LE length, then data.
+
+    ``text``: the codec values decode with (None: keep bytes); ``codec``: the one ``encode`` uses for str.
+    """
     capacity = 1 << (8 * prefix)
+    decode = _text_decoder(text) if text is not None else None
 
     def overrun(buf: bytes, pos: int, length: int) -> TruncatedError:
         return TruncatedError(
@@ -588,7 +638,7 @@ def _var_codec(
             raise ValueError(f"column @{index + 1}: {len(data)} bytes do not fit a {prefix}-byte length")
         return len(data).to_bytes(prefix, "little") + data
 
-    return _Column(index, encode, step=step)
+    return _Column(index, encode, _op(_OP_VAR, prefix, obj=text), step=step)
 
 
 def _null_codec(index: int) -> _Column:
@@ -601,7 +651,7 @@ def _null_codec(index: int) -> _Column:
             raise ValueError(f"column @{index + 1}: a NULL-type column holds only None")
         return b""
 
-    return _Column(index, encode, step=step)
+    return _Column(index, encode, _op(_OP_NONE), step=step)
 
 
 def _failing_codec(index: int, error: DecodeError) -> _Column:
@@ -613,7 +663,7 @@ def _failing_codec(index: int, error: DecodeError) -> _Column:
     def encode(value: Any) -> bytes:
         raise ValueError(f"column @{index + 1}: {error.reason}")
 
-    return _Column(index, encode, step=step)
+    return _Column(index, encode, _op(_OP_FAIL), step=step)
 
 
 _TEXT_TYPES = frozenset((C.MYSQL_TYPE_STRING, C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING, C.MYSQL_TYPE_BLOB))
@@ -636,16 +686,16 @@ def _column_codec(index: int, column_type: int, meta: int, unsigned: bool, codec
     size = C.INT_SIZES.get(rtype)
     if size is not None:
         return _int_codec(index, size, not unsigned or raw)
-    decode = _text_decoder(codec) if codec is not None and not raw and rtype in _TEXT_TYPES else None
+    text = codec if not raw and rtype in _TEXT_TYPES else None
     if rtype in (C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING, C.MYSQL_TYPE_VARCHAR_COMPRESSED):
-        return _var_codec(index, 1 if meta < 256 else 2, decode, codec, "VARCHAR")
+        return _var_codec(index, 1 if meta < 256 else 2, text, codec, "VARCHAR")
     if rtype == C.MYSQL_TYPE_STRING:
-        return _var_codec(index, 1 if C.string_max_length(meta) < 256 else 2, decode, codec, "CHAR")
+        return _var_codec(index, 1 if C.string_max_length(meta) < 256 else 2, text, codec, "CHAR")
     if rtype in _BLOB_TYPES:
         if not 1 <= meta <= 4:
             error = DecodeError(f"column @{index + 1}: BLOB length size {meta}", expected="metadata 1..4")
             return _failing_codec(index, error)
-        return _var_codec(index, meta, decode, codec, "BLOB")
+        return _var_codec(index, meta, text, codec, "BLOB")
     factory = _FIXED_FACTORIES.get(rtype)
     if factory is None:
         error = DecodeError(
@@ -801,9 +851,12 @@ def _make_run(present: list[_Column], nulls: list[bool], width: int) -> _Run:
 
 
 class _ImageReader:
-    """Reads row images of one column bitmap; caches a compiled run per NULL bitmap."""
+    """Reads row images of one column bitmap; caches a compiled run per NULL bitmap.
 
-    __slots__ = ("null_bytes", "present", "runs", "width")
+    ``fast`` is the compiled decoder's program for the same images (made on first use).
+    """
+
+    __slots__ = ("fast", "null_bytes", "present", "runs", "width")
 
     _MAX_RUNS = 512
 
@@ -812,6 +865,14 @@ class _ImageReader:
         self.width = width
         self.null_bytes = (len(present) + 7) >> 3
         self.runs: dict[bytes, _Run] = {}
+        self.fast: Any = None
+
+    def compile_fast(self) -> Any:
+        """The ``_rowsfast.Image`` of these images: one program entry per present column."""
+        assert _rowsfast is not None
+        program = [(col.index, col.fmt is not None, *col.op) for col in self.present]
+        self.fast = _rowsfast.Image(self.width, program, self)
+        return self.fast
 
     def compile(self, buf: bytes, pos: int) -> _Run:
         """Compile (and cache) the run for the NULL bitmap at ``pos``."""
@@ -834,8 +895,36 @@ def _bitmap_columns(bitmap: bytes, width: int) -> list[int]:
     return [i for i in range(width) if bitmap[i >> 3] >> (i & 7) & 1]
 
 
+_ColumnSets = dict[bool, list[_Column]]
+_Readers = dict[tuple[bytes, int, bool], _ImageReader]
+#: Compiled columns and image readers by table shape (column types, metadata, optional
+#: metadata): a binlog repeats the same Table_map in every transaction.
+_PLANS: dict[tuple[bytes, tuple[int, ...], OptionalMetadata | None], tuple[_ColumnSets, _Readers]] = {}
+_MAX_PLANS = 1024
+
+
+def _compile_columns(types: bytes, metas: Sequence[int], optional: OptionalMetadata | None) -> _ColumnSets:
+    """The column codecs of a table, for the typed (False) and the stored (True) view."""
+    if optional is not None:
+        unsigned = optional.unsigned_flags(types, metas)
+        codecs = [None if c is None else C.collation_codec(c) for c in optional.column_collations(types, metas)]
+    else:
+        unsigned = [False] * len(types)
+        codecs = [None] * len(types)
+    columns = {
+        raw: [_column_codec(i, t, m, u, c, raw) for i, (t, m, u, c) in enumerate(zip(types, metas, unsigned, codecs))]
+        for raw in ((False, True) if optional is not None else (False,))
+    }
+    if optional is None:  # nothing differs between the stored and the typed view
+        columns[True] = columns[False]
+    return columns
+
+
 class RowDecoder:
-    """Decoding plan of one table map (pure Python); get it with :func:`row_decoder`."""
+    """Decoding plan of one table map (pure Python); get it with :func:`row_decoder`.
+
+    Table maps of the same shape share the compiled plan.
+    """
 
     __slots__ = ("_columns", "_readers", "table_map")
 
@@ -847,22 +936,13 @@ class RowDecoder:
                 "table map has metadata for a different number of columns",
                 expected=f"{len(types)} metadata values, not {len(metas)}",
             )
-        optional = table_map.optional_metadata
-        if optional is not None:
-            unsigned = optional.unsigned_flags(types, metas)
-            codecs = [None if c is None else C.collation_codec(c) for c in optional.column_collations(types, metas)]
-        else:
-            unsigned = [False] * len(types)
-            codecs = [None] * len(types)
-        self._columns = {
-            raw: [
-                _column_codec(i, t, m, u, c, raw) for i, (t, m, u, c) in enumerate(zip(types, metas, unsigned, codecs))
-            ]
-            for raw in ((False, True) if optional is not None else (False,))
-        }
-        if optional is None:  # nothing differs between the stored and the typed view
-            self._columns[True] = self._columns[False]
-        self._readers: dict[tuple[bytes, int, bool], _ImageReader] = {}
+        key = (bytes(types), tuple(metas), table_map.optional_metadata)
+        plan = _PLANS.get(key)
+        if plan is None:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            plan = _PLANS[key] = (_compile_columns(*key), {})
+        self._columns, self._readers = plan
 
     def _reader(self, bitmap: bytes, width: int, raw: bool) -> _ImageReader:
         key = (bitmap, width, raw)
@@ -873,12 +953,8 @@ class RowDecoder:
             self._readers[key] = reader
         return reader
 
-    def decode(self, rows_event: RowsEventLike, *, raw: bool = False) -> list[RowChange]:
-        """Decode every row of ``rows_event`` (see the module docstring for the value types).
-
-        ``raw=True`` gives the stored view: integers signed, strings bytes.
-        Errors carry the offset inside ``rows_data``.
-        """
+    def _images(self, rows_event: RowsEventLike, raw: bool) -> tuple[str, bytes, _ImageReader, _ImageReader]:
+        """Check the event against the table map: (kind, rows_data, first image reader, second)."""
         width = rows_event.width
         ncols = len(self.table_map.column_types)
         if width > ncols:
@@ -896,8 +972,17 @@ class RowDecoder:
         if not isinstance(data, bytes):
             data = bytes(data)
         first = self._reader(before_bits, width, raw)
-        first_runs = first.runs
         second = self._reader(after_bits, width, raw) if kind == "update" else first  # type: ignore[arg-type]
+        return kind, data, first, second
+
+    def decode(self, rows_event: RowsEventLike, *, raw: bool = False) -> list[RowChange]:
+        """Decode every row of ``rows_event`` (see the module docstring for the value types).
+
+        ``raw=True`` gives the stored view: integers signed, strings bytes.
+        Errors carry the offset inside ``rows_data``.
+        """
+        kind, data, first, second = self._images(rows_event, raw)
+        first_runs = first.runs
         second_runs = second.runs
         nb1, nb2 = first.null_bytes, second.null_bytes
         end = len(data)
@@ -909,7 +994,7 @@ class RowDecoder:
             run = first_runs.get(data[pos : pos + nb1]) or first.compile(data, pos)
             row, pos = run(data, pos + nb1)
             if pos == start:
-                raise DecodeError("row image without columns", offset=pos, expected="a non-empty column bitmap")
+                raise _empty_image(pos)
             if kind == "insert":
                 append(_new(RowChange, (kind, None, row)))
             elif kind == "delete":
@@ -944,15 +1029,82 @@ class RowDecoder:
         return b"".join(parts)
 
 
+def _empty_image(pos: int) -> DecodeError:
+    return DecodeError("row image without columns", offset=pos, expected="a non-empty column bitmap")
+
+
+class FastRowDecoder(RowDecoder):
+    """The same plans run by the compiled interpreter ``_rowsfast`` (same values, same errors).
+
+    Python still compiles every column (``_Column.op``); C walks the programs
+    over whole events.
+    """
+
+    __slots__ = ()
+
+    def decode(self, rows_event: RowsEventLike, *, raw: bool = False) -> list[RowChange]:
+        """Decode every row of ``rows_event``, as :meth:`RowDecoder.decode`."""
+        kind, data, first, second = self._images(rows_event, raw)
+        first_image = first.fast or first.compile_fast()
+        second_image = second.fast or second.compile_fast()
+        changes: list[RowChange] = _rowsfast.decode(data, first_image, second_image, kind)
+        return changes
+
+
+def _fast_error(reader: _ImageReader | None, data: bytes, image_pos: int, offset: int) -> NoReturn:
+    """Error hook of ``_rowsfast``: raise what the Python decoder raises for the image at ``image_pos``.
+
+    The compiled decoder found the image bad at ``offset``; the Python plan of
+    the same image gives the error's class and text (one source of messages)
+    and must fail at the same offset.  ``reader`` None: an image without columns.
+    """
+    if reader is None:
+        raise _empty_image(offset)
+    try:
+        run = reader.compile(data, image_pos)
+        run(data, image_pos + reader.null_bytes)
+    except DecodeError as error:
+        if error.offset != offset:
+            raise RuntimeError(f"compiled row decoder failed at offset {offset}, the Python one at {error.offset}")
+        raise
+    raise RuntimeError(f"compiled row decoder failed at offset {offset} on an image the Python one reads")
+
+
+def _load_fast() -> Any:
+    """The compiled decoder module, or None (not built, stale, or MARIABINLOG_PURE_PYTHON=1)."""
+    if os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _rowsfast as module
+    except ImportError:
+        return None
+    if getattr(module, "PLAN_VERSION", None) != _FAST_PLAN_VERSION:
+        warnings.warn(
+            f"ignoring {module.__file__}: built for another rows.py (reinstall: pip install -e .)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    module.configure(ABSENT, MysqlDate, MysqlTime, MysqlDateTime, MysqlTimestamp, RowChange, Decimal, _fast_error)
+    return module
+
+
+_rowsfast = _load_fast()
+
 #: Row decoder implementations by name; tests run every one.
 IMPLEMENTATIONS: dict[str, type[RowDecoder]] = {"python": RowDecoder}
+if _rowsfast is not None:
+    IMPLEMENTATIONS["c"] = FastRowDecoder
+
+#: What :func:`row_decoder` compiles: the compiled decoder when it is available.
+DEFAULT_IMPLEMENTATION: type[RowDecoder] = FastRowDecoder if _rowsfast is not None else RowDecoder
 
 
 def row_decoder(table_map: TableMapLike) -> RowDecoder:
     """The row decoder of ``table_map``, compiled once and cached in ``table_map.decoder``."""
     decoder = table_map.decoder
     if decoder is None:
-        decoder = table_map.decoder = RowDecoder(table_map)
+        decoder = table_map.decoder = DEFAULT_IMPLEMENTATION(table_map)
     return decoder  # type: ignore[return-value]
 
 
