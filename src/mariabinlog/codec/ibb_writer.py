@@ -161,6 +161,18 @@ class PageWriter:
             return None
         return WrittenPage(self._file_no, self._page_no, seal_page(bytearray(self._page)))
 
+    def prepare(self) -> tuple[int, int]:
+        """Write what falls due before the next chunk (header page, GTID state, page fill) and
+        return where the next record starts.
+
+        A caller that updates the GTID state per COMMIT calls this first: a state
+        record at the start position then excludes that commit, state records on
+        pages the commit crosses include it (§6.2 "first byte" rule).  It also
+        makes a new file's header and page-1 state exist before any record.
+        """
+        self._prepare_chunk()
+        return self.position
+
     def write_record(self, record_type: int, payload: Buffer) -> RecordSpan:
         """Append one record, splitting it into chunks across pages and files."""
         data = memoryview(payload).cast("B")

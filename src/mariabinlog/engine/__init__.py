@@ -1,0 +1,47 @@
+"""Crash-safe, page-based binlog storage engine writing MariaDB-compatible `.ibb` files.
+
+The handlerton methods of the binlog-in-engine design (seed 002) map to:
+
+* ``binlog_init`` -> :meth:`Engine.open` (creates, or recovers after a crash);
+* ``binlog_write_direct[_ordered]`` -> :meth:`Engine.commit` (GTID event first, commit order);
+* ``binlog_oob_data[_ordered]`` / ``binlog_oob_reset`` -> :meth:`Engine.begin`,
+  :meth:`Transaction.write`, :meth:`Transaction.rollback`;
+* ``binlog_group_commit_ordered`` -> :meth:`Engine.group_commit`;
+* XA -> :meth:`Transaction.prepare`, :meth:`Engine.xa_commit`, :meth:`Engine.xa_rollback`,
+  :meth:`Engine.pending_xa`;
+* ``get_binlog_reader`` -> :meth:`Engine.reader` (:class:`EngineReader`);
+* ``binlog_status`` / ``get_binlog_file_list`` / ``get_filename`` -> :meth:`Engine.status`,
+  :meth:`Engine.files_list`, :meth:`Engine.filename`;
+* ``binlog_flush`` / ``binlog_purge`` / ``reset_binlogs`` / ``binlog_get_init_state`` ->
+  :meth:`Engine.flush`, :meth:`Engine.purge`, :meth:`Engine.reset`, :meth:`Engine.initial_state`;
+* backup -> :meth:`Engine.backup` and :func:`mariabinlog.engine.backup.prepare`.
+
+Module map: :mod:`.engine` (writer, group commit, admin), :mod:`.redo` (redo log),
+:mod:`.fifo` (page FIFO, flush and pre-allocation threads), :mod:`.storage` (files),
+:mod:`.recovery`, :mod:`.reader`, :mod:`.source` (durable-clipped page source),
+:mod:`.backup`, :mod:`.check` (offline verifier), :mod:`.cli`, :mod:`.config`.
+"""
+
+from __future__ import annotations
+
+from .backup import BackupInfo, prepare
+from .check import CheckReport, check_directory
+from .config import EngineConfig
+from .engine import BinlogFile, CommitInfo, Engine, EngineStatus, Transaction
+from .reader import EngineReader
+from .recovery import PendingXa
+
+__all__ = [
+    "BackupInfo",
+    "BinlogFile",
+    "CheckReport",
+    "CommitInfo",
+    "Engine",
+    "EngineConfig",
+    "EngineReader",
+    "EngineStatus",
+    "PendingXa",
+    "Transaction",
+    "check_directory",
+    "prepare",
+]

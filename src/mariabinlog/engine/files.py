@@ -5,6 +5,8 @@
 can walk pages, follow a record into the next file and fetch OOB nodes from
 earlier files.  Files are opened by number on first use and mapped read-only;
 a page past the end of a file (or of a file that does not exist) is None.
+With ``strict=True`` an incomplete last page (a file cut in the middle of a
+page) is an error naming the file and offset instead of the end of the data.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from types import TracebackType
 from typing import Self
 
 from ..codec.ibb import PAGE_SIZE
+from ..errors import TruncatedError
 
 _IBB_NAME = re.compile(r"binlog-(\d{6,})\.ibb")
 
@@ -61,9 +64,10 @@ class IbbDirectory:
     ``memoryview`` slices of the mappings, valid until :meth:`close`.
     """
 
-    def __init__(self, directory: str, paths: dict[int, str] | None = None) -> None:
+    def __init__(self, directory: str, paths: dict[int, str] | None = None, *, strict: bool = False) -> None:
         self.directory = directory
         self.paths = dict(paths or {})
+        self.strict = strict
         self._files: dict[int, _Mapped | None] = {}
 
     def path(self, file_no: int) -> str:
@@ -99,6 +103,13 @@ class IbbDirectory:
         start = page_no * PAGE_SIZE
         end = start + PAGE_SIZE
         if end > mapped.size:
+            if self.strict and start < mapped.size:
+                raise TruncatedError(
+                    f"file truncated: page {page_no} has only {mapped.size - start} of {PAGE_SIZE} bytes",
+                    offset=start,
+                    expected=f"a file of whole {PAGE_SIZE}-byte pages",
+                    file=self.name(file_no),
+                )
             return None
         return mapped.view[start:end]
 

@@ -1,0 +1,187 @@
+"""``mariabinlog engine {status,files,flush,purge,reset,backup,check} DIR``.
+
+Why: the administrative statements of ibb-format.md §8 (SHOW MASTER STATUS,
+SHOW BINARY LOGS, FLUSH BINARY LOGS, PURGE BINARY LOGS, RESET MASTER), backup
+and an offline verifier, on an engine directory from the shell.  Every
+command except ``check`` opens the engine (recovering it after a crash),
+which needs the directory to itself; settings for files created by the
+command default to those recorded in the newest file's header.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from typing import Any
+
+from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..errors import LogInUseError, OptionError
+from .backup import prepare
+from .check import check_directory
+from .config import MIN_STATE_INTERVAL, EngineConfig
+from .engine import Engine
+from .recovery import read_header
+from .storage import BinlogFiles, binlog_name
+
+Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _config(args: argparse.Namespace) -> EngineConfig:
+    """Settings from the options, else from the newest existing header, else the defaults."""
+    options: dict[str, Any] = {"durability": args.durability}
+    size, interval = args.max_binlog_size, args.state_interval
+    if size is None or interval is None:
+        files = BinlogFiles(args.directory) if os.path.isdir(args.directory) else None
+        header = None
+        if files is not None:
+            for file_no in reversed(files.list()):
+                header = read_header(files, file_no)
+                if header is not None:
+                    break
+            files.close()
+        if header is not None:
+            if size is None:
+                size = header.page_count << PAGE_SIZE_SHIFT
+            pages = header.gtid_state_interval
+            if interval is None and pages and (pages & (pages - 1)) == 0 and pages * PAGE_SIZE >= MIN_STATE_INTERVAL:
+                interval = pages * PAGE_SIZE
+    if size is not None:
+        options["max_binlog_size"] = size
+    if interval is not None:
+        options["state_interval"] = interval
+    return EngineConfig(**options)
+
+
+def _open(args: argparse.Namespace) -> Engine:
+    if not os.path.isdir(args.directory):
+        raise OptionError(f"{args.directory}: no such directory")
+    return Engine.open(args.directory, _config(args), restart_marker=False)
+
+
+def _status(args: argparse.Namespace) -> int:
+    with _open(args) as engine:
+        status = engine.status()
+        recovered = engine.recovered
+    print(f"File: {binlog_name(status.file_no)}")
+    print(f"Position: {status.offset}")
+    print(f"Durable: {binlog_name(status.durable_file_no)} {status.durable_offset}")
+    print(f"LSN: {status.lsn} (durable {status.durable_lsn}, checkpoint {status.checkpoint_lsn})")
+    print(f"Gtid_Binlog_Pos: {status.gtid_binlog_pos}")
+    print(f"Gtid_Binlog_State: {status.gtid_binlog_state}")
+    print(f"Pending_XA: {status.pending_xa}")
+    if recovered is not None and (recovered.records or recovered.truncated_pages or recovered.deleted_files):
+        deleted = ", ".join(binlog_name(n) for n in recovered.deleted_files) or "none"
+        print(f"Recovery: {recovered.records} redo records replayed, {recovered.truncated_pages} pages"
+              f" cleared after the end, files removed: {deleted}")
+    return 0
+
+
+def _files(args: argparse.Namespace) -> int:
+    with _open(args) as engine:
+        rows = engine.files_list()
+    print("Log_name\tFile_size")
+    for row in rows:
+        print(f"{row.name}\t{row.size}")
+    return 0
+
+
+def _flush(args: argparse.Namespace) -> int:
+    with _open(args) as engine:
+        warnings = engine.flush(args.delete_domain_id or ())
+        status = engine.status()
+    for warning in warnings:
+        print(f"Warning: {warning}", file=sys.stderr)
+    print(f"now writing {binlog_name(status.file_no)}")
+    return 0
+
+
+def _purge(args: argparse.Namespace) -> int:
+    before = None
+    if args.before is not None:
+        try:
+            before = datetime.datetime.fromisoformat(args.before).timestamp()
+        except ValueError:
+            raise OptionError(f"--before: not an ISO date/time: {args.before!r}") from None
+    if args.to is None and before is None and args.expire_seconds is None and args.max_total_size is None:
+        raise OptionError("purge needs --to, --before, --expire-seconds or --max-total-size")
+    config = _config(args)
+    if args.expire_seconds is not None or args.max_total_size is not None:
+        config = config.with_options(
+            expire_seconds=args.expire_seconds or 0.0, max_total_size=args.max_total_size or 0
+        )
+    status = 0
+    with Engine.open(args.directory, config, restart_marker=False) as engine:
+        try:
+            purged = engine.purge(args.to, before=before) if args.to is not None or before is not None else engine.purge()
+        except LogInUseError as err:
+            purged = getattr(err, "purged", [])
+            print(f"mariabinlog: {err}", file=sys.stderr)
+            status = 1
+    for file_no in purged:
+        print(f"purged {binlog_name(file_no)}")
+    return status
+
+
+def _reset(args: argparse.Namespace) -> int:
+    with _open(args) as engine:
+        engine.reset()
+    print("binlog reset: now writing binlog-000000.ibb")
+    return 0
+
+
+def _backup(args: argparse.Namespace) -> int:
+    if args.prepare_only:
+        recovered = prepare(args.directory)
+        print(f"prepared {args.directory}: binlog ends at {binlog_name(recovered.end[0])} {recovered.end[1]}")
+        return 0
+    if args.destination is None:
+        raise OptionError("backup needs a DESTINATION directory")
+    with _open(args) as engine:
+        info = engine.backup(args.destination)
+    print(f"copied {len(info.files)} files, {info.bytes_copied} bytes, redo LSN {info.start_lsn}..{info.end_lsn}")
+    if not args.no_prepare:
+        recovered = prepare(args.destination)
+        print(f"prepared: binlog ends at {binlog_name(recovered.end[0])} {recovered.end[1]}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.directory):
+        raise OptionError(f"{args.directory}: no such directory")
+    report = check_directory(args.directory)
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def add_engine_parser(subparsers: Any) -> None:
+    """Register ``mariabinlog engine ...``."""
+    parser = subparsers.add_parser("engine", help="administer a binlog engine directory (.ibb files + redo log)")
+    commands = parser.add_subparsers(dest="engine_command", metavar="COMMAND", required=True)
+
+    def command(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = commands.add_parser(name, help=help_text)
+        sub.add_argument("directory", help="binlog directory")
+        sub.add_argument("--max-binlog-size", type=int, default=None, help="bytes per new file")
+        sub.add_argument("--state-interval", type=int, default=None, help="GTID state interval in bytes")
+        sub.add_argument("--durability", type=int, default=1, choices=(0, 1, 2))
+        sub.set_defaults(handler=handler)
+        return sub
+
+    command("status", _status, "SHOW MASTER STATUS")
+    command("files", _files, "SHOW BINARY LOGS")
+    flush = command("flush", _flush, "FLUSH BINARY LOGS")
+    flush.add_argument("--delete-domain-id", type=int, action="append", metavar="N",
+                       help="also remove GTID domain N from the binlog state (repeatable)")
+    purge = command("purge", _purge, "PURGE BINARY LOGS")
+    purge.add_argument("--to", metavar="FILE", help="purge files before FILE (name or number)")
+    purge.add_argument("--before", metavar="DATETIME", help="purge files last written before DATETIME (ISO)")
+    purge.add_argument("--expire-seconds", type=float, default=None, help="automatic purge by age")
+    purge.add_argument("--max-total-size", type=int, default=None, help="automatic purge by total size")
+    command("reset", _reset, "RESET MASTER")
+    backup = command("backup", _backup, "consistent copy (files + redo) and prepare")
+    backup.add_argument("destination", nargs="?", help="empty directory for the copy")
+    backup.add_argument("--no-prepare", action="store_true", help="copy only; prepare later with --prepare-only")
+    backup.add_argument("--prepare-only", action="store_true", help="DIRECTORY is a copy: make it consistent")
+    command("check", _check, "verify every page CRC, record and GTID state record")

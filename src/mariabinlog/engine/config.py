@@ -1,0 +1,92 @@
+"""Engine settings: the server variables of ibb-format.md §1/§8, validated once.
+
+Why a separate module: recovery, backup, the CLI and the engine itself all
+need the same derived values (pages per file, state interval in pages,
+spill size) and the same validation messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..errors import OptionError
+from .storage import pages_for_size
+
+MIN_STATE_INTERVAL = 32768
+MAX_SPILL = 512 * 1024
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Settings of one engine instance (names follow the MariaDB variables).
+
+    * ``max_binlog_size``: bytes per file (pre-allocated), clamped to 4..2**32-1 pages.
+    * ``state_interval``: ``innodb_binlog_state_interval`` in bytes (power-of-two multiple
+      of the page size, >= 32768); stored in file headers in pages.
+    * ``durability``: ``innodb_flush_log_at_trx_commit``: 1 = redo fsynced at commit,
+      2 = written at commit and fsynced every ``flush_interval`` s, 0 = written and
+      fsynced every ``flush_interval`` s.
+    * ``spill_size``: event groups growing past this are written out-of-band while they
+      run (default ``min(max_binlog_size/2, 512 KiB)``); ``oob_piece_size`` bytes per OOB
+      record (MariaDB writes one per ``binlog_cache_size``, 32 KiB; larger pieces let whole pages
+      bypass the redo log, see ``forced_page_threshold``; default 256 KiB).
+    * ``redo_capacity``: bytes of the circular redo log; a checkpoint starts when
+      ``checkpoint_fill`` of it is in use.
+    * ``fifo_pages``: completed pages kept in memory before the writer waits for the
+      flush thread (bounds memory for huge transactions).
+    * ``expire_seconds``, ``max_total_size``, ``slave_connections_needed_for_purge``:
+      automatic purge (``binlog_expire_logs_seconds``, ``max_binlog_total_size``).
+    * ``forced_page_threshold``: an append that fills at least this many whole pages
+      writes those pages to the binlog file and fsyncs them before its redo record
+      instead of copying them into the redo log (large transactions are written once).
+    """
+
+    max_binlog_size: int = 1 << 30
+    state_interval: int = 2 << 20
+    durability: int = 1
+    spill_size: int | None = None
+    oob_piece_size: int = 256 * 1024
+    redo_capacity: int = 64 << 20
+    checkpoint_fill: float = 0.5
+    fifo_pages: int = 512
+    flush_interval: float = 1.0
+    expire_seconds: float = 0.0
+    max_total_size: int = 0
+    slave_connections_needed_for_purge: int = 0
+    forced_page_threshold: int = 4
+
+    def __post_init__(self) -> None:
+        if self.durability not in (0, 1, 2):
+            raise OptionError(f"durability must be 0, 1 or 2, not {self.durability}")
+        interval = self.state_interval
+        if interval < MIN_STATE_INTERVAL or interval % PAGE_SIZE or (interval >> PAGE_SIZE_SHIFT) & (
+            (interval >> PAGE_SIZE_SHIFT) - 1
+        ):
+            raise OptionError(
+                f"state_interval must be a power-of-two multiple of {PAGE_SIZE} bytes, at least"
+                f" {MIN_STATE_INTERVAL}, not {interval}"
+            )
+        if self.oob_piece_size < 1 or self.fifo_pages < 8 or not 0 < self.checkpoint_fill < 1:
+            raise OptionError("oob_piece_size, fifo_pages and checkpoint_fill are out of range")
+
+    @property
+    def pages_per_file(self) -> int:
+        """Pages of a newly created file."""
+        return pages_for_size(self.max_binlog_size)
+
+    @property
+    def interval_pages(self) -> int:
+        """State interval in pages, as stored in file headers."""
+        return self.state_interval >> PAGE_SIZE_SHIFT
+
+    @property
+    def spill(self) -> int:
+        """Size from which an event group goes out-of-band."""
+        if self.spill_size is not None:
+            return self.spill_size
+        return min((self.pages_per_file << PAGE_SIZE_SHIFT) // 2, MAX_SPILL)
+
+    def with_options(self, **changes: object) -> EngineConfig:
+        """A copy with some settings changed."""
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,1210 @@
+"""The binlog storage engine: MariaDB's binlog-in-engine design (seed 002) over the `.ibb` codec.
+
+What: an :class:`Engine` owns one directory of ``binlog-NNNNNN.ibb`` files and a
+redo log.  Committers append event groups in commit order; the codec's
+``PageWriter`` lays them out into pages (header page, page-1 and interval GTID
+state records, chunks, OOB forests); the engine logs every append in the redo
+log, publishes the pages to the page FIFO, and reports durability per
+``durability`` mode.  Readers get only durable data.  Administrative
+operations (FLUSH / PURGE / RESET / backup) follow ibb-format.md §8.
+
+Why this shape:
+
+* One write lock (MariaDB's ``LOCK_commit_ordered``) serialises layout, GTID
+  assignment and redo appends, so the binlog is exactly commit order.  It is
+  never held during an fsync: durability waits happen after it is released,
+  in redo-log group commit, so concurrent committers share one fsync.
+* The order inside an append is: lay out -> publish pages -> wait until the
+  file two before the one just entered is fsynced -> append the redo record.
+  Hence the redo log never holds a record for file N while N-2 is not yet
+  durable, which is what lets recovery replay only the last two files.
+* Pages that one append fills completely are *forced*: the flush thread writes
+  them and the redo record only names them (with their CRC); the log write
+  that makes such a record durable first waits for those pages and fsyncs the
+  file.  A multi-GB transaction is therefore written once, not twice, and
+  memory stays bounded by the FIFO size.
+* Checkpoints flush the FIFO, write the half-filled last page, fsync, and move
+  the redo start.  The page written half-filled is logged in full by its next
+  append (the partial-last-page rule), so no doublewrite buffer is needed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Self, TypeVar
+
+from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
+from ..codec.gtid import BinlogState, ConnectState, Gtid
+from ..codec.ibb_page import (
+    NO_FILE_REF,
+    PAGE_DATA_END,
+    PAGE_SIZE,
+    PAGE_SIZE_SHIFT,
+    IbbHeader,
+    RecordType,
+    decode_header_page,
+)
+from ..codec.ibb_records import CommitRecord, GtidState, XaComplete, XaPrepare, Xid
+from ..codec.ibb_writer import OobForestBuilder, PageWriter, RecordSpan, WrittenPage
+from ..codec.primitives import U32
+from ..errors import EngineError, LogInUseError
+from .backup import BackupInfo, backup
+from .config import EngineConfig
+from .fifo import PageFifo
+from .reader import EngineReader
+from .recovery import (
+    HostRecords,
+    PendingXa,
+    Recovered,
+    adopt,
+    finish_recovery,
+    read_header,
+    read_state_record,
+    recover,
+    restore_state,
+)
+from .redo import REDO_NAME, RecordBuilder
+from .source import ClippedSource
+from .storage import NAME_RE, BinlogFiles, binlog_name
+
+T = TypeVar("T")
+
+RESET_REFUSED = "Cannot execute RESET MASTER as the binlog is in use by an active transaction"
+LOG_IN_USE = "A purgeable log is in use, will not purge"
+REDO_RESERVE = 4096
+REDO_WRITE_AHEAD = 1 << 20
+SERVER_VERSION = "12.3.0-mariabinlog"
+
+
+class CommitInfo(NamedTuple):
+    """Where a commit record went and the LSN that makes it durable."""
+
+    gtid: Gtid
+    file_no: int
+    offset: int
+    end_file_no: int
+    end_offset: int
+    lsn: int
+
+
+class EngineStatus(NamedTuple):
+    """SHOW MASTER STATUS and more: write and durable positions, LSNs, GTID position."""
+
+    file_no: int
+    offset: int
+    durable_file_no: int
+    durable_offset: int
+    lsn: int
+    durable_lsn: int
+    checkpoint_lsn: int
+    gtid_binlog_pos: str
+    gtid_binlog_state: str
+    pending_xa: int
+    active_oob: int
+
+
+class BinlogFile(NamedTuple):
+    """One row of SHOW BINARY LOGS."""
+
+    name: str
+    file_no: int
+    size: int
+
+
+class Transaction:
+    """An event group being built (``binlog_oob_data``): kept in memory up to the spill size,
+    then written out-of-band piece by piece while it runs.
+
+    Finish it with :meth:`Engine.commit` (``trx=``), :meth:`prepare` (XA) or :meth:`rollback`;
+    OOB data already written by a rolled-back transaction stays in the binlog as garbage.
+    """
+
+    __slots__ = ("__weakref__", "_buf", "engine", "forest", "size", "state")
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._buf = bytearray()
+        self.forest: OobForestBuilder | None = None
+        self.state = "active"
+        self.size = 0
+
+    @property
+    def spilled(self) -> bool:
+        """True once part of the group went out-of-band."""
+        return self.forest is not None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Append event bytes; spills out-of-band once the group passes the spill size."""
+        if self.state != "active":
+            raise EngineError(f"transaction is {self.state}")
+        view = memoryview(data).cast("B")
+        self.size += len(view)
+        if self.forest is None and len(self._buf) + len(view) <= self.engine.config.spill:
+            self._buf += view
+            return
+        if self.forest is None:
+            self.forest = OobForestBuilder()
+        piece = self.engine._piece
+        if self._buf:
+            take = min(piece - len(self._buf), len(view))
+            self._buf += view[:take]
+            view = view[take:]
+            if len(self._buf) >= piece:
+                self.engine._write_oob(self, bytes(self._buf))
+                self._buf = bytearray()
+        while len(view) >= piece:
+            self.engine._write_oob(self, view[:piece])
+            view = view[piece:]
+        self._buf += view
+
+    def _spill_rest(self, force: bool = False) -> None:
+        """Write what is still buffered as OOB (at commit of a spilled group, or at XA PREPARE)."""
+        if self._buf and (self.forest is not None or force):
+            if self.forest is None:
+                self.forest = OobForestBuilder()
+            piece = self.engine._piece
+            view = memoryview(bytes(self._buf))
+            self._buf = bytearray()
+            while view:
+                self.engine._write_oob(self, view[:piece])
+                view = view[piece:]
+
+    def prepare(self, xid: Xid, *, engine_count: int = 1, host_redo: Sequence[bytes] = ()) -> None:
+        """XA PREPARE: spill everything out-of-band and write a durable XA_PREPARE record."""
+        self.engine._xa_prepare(self, xid, engine_count, host_redo)
+
+    def rollback(self) -> None:
+        """Forget the group; its OOB records remain as unreferenced garbage."""
+        if self.state == "active":
+            self.engine._forget(self)
+        self.state = "rolled back"
+        self._buf = bytearray()
+
+
+class Engine:
+    """A crash-safe binlog storage engine over one directory (see the module docstring).
+
+    Open with :meth:`open`; every method is thread-safe.  ``on_checkpoint(lsn)`` is
+    called before a checkpoint moves the redo start to ``lsn``: a host that adds
+    ``host_redo`` records must make the data they describe durable there.
+    ``on_recover(records)`` receives the host records found after the last
+    checkpoint by crash recovery (before the engine checkpoints them away).
+    """
+
+    def __init__(self, directory: str, config: EngineConfig, *, server_id: int = 1,
+                 on_checkpoint: Callable[[int], None] | None = None) -> None:
+        self.directory = directory
+        self.config = config
+        self.server_id = server_id
+        self.on_checkpoint = on_checkpoint
+        self.files = BinlogFiles(directory)
+        self.fifo = PageFifo(self.files, self._pages_for_file, max_pages=config.fifo_pages)
+        self._piece = max(1, min(config.oob_piece_size, config.spill))
+        self._lock = threading.Lock()
+        self._admin = threading.RLock()
+        self._ckpt_lock = threading.Lock()
+        self._dur_cond = threading.Condition()
+        self._pending: deque[tuple[int, tuple[int, int]]] = deque()
+        self._synced_seen = 0
+        self._data_waiters = 0
+        self._state = BinlogState()
+        self._changed: set[tuple[int, int]] = set()
+        self._next_seq: dict[int, int] = {}
+        self._oob_active: weakref.WeakKeyDictionary[Transaction, int] = weakref.WeakKeyDictionary()
+        self._pending_xa: dict[Xid, PendingXa] = {}
+        self._oob_hold: list[int] = []
+        self._scratch = bytearray()
+        self._full_image: set[tuple[int, int]] = set()
+        self._file_pages: dict[int, int] = {}
+        self._headers: dict[int, IbbHeader] = {}
+        self._readers: weakref.WeakSet[EngineReader] = weakref.WeakSet()
+        self._entered: int | None = None
+        self._written_end = (0, 0)
+        self._durable_end = (0, 0)
+        self.generation = 0
+        self.closed = False
+        self.recovered: Recovered | None = None
+        self.host_records: HostRecords = []
+        self._wake = threading.Event()
+        self._purge_due = False
+        self._background: threading.Thread | None = None
+        self._dir_fd = -1
+
+    # ================================================================== opening
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        config: EngineConfig | None = None,
+        *,
+        server_id: int = 1,
+        restart_marker: bool | bytes = True,
+        on_checkpoint: Callable[[int], None] | None = None,
+        on_recover: Callable[[HostRecords], None] | None = None,
+        **options: Any,
+    ) -> Engine:
+        """Open (creating, or recovering after a crash) the engine in ``directory``.
+
+        ``options`` are :class:`EngineConfig` fields.  ``restart_marker`` writes the
+        server-start COMMIT record with a Format_description event (ibb-format.md §6.1);
+        pass bytes for a Format_description of your own, False for none.
+        """
+        config = (config or EngineConfig()).with_options(**options) if options else (config or EngineConfig())
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        engine = cls(directory, config, server_id=server_id, on_checkpoint=on_checkpoint)
+        engine._lock_directory()
+        try:
+            engine._start(on_recover)
+            if restart_marker:
+                engine.write_restart_marker(restart_marker if isinstance(restart_marker, bytes) else None)
+        except BaseException:
+            engine._abandon()
+            raise
+        return engine
+
+    init = open
+
+    def _lock_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise EngineError(f"{self.directory}: the binlog directory is in use by another engine") from None
+        self._dir_fd = fd
+
+    def _start(self, on_recover: Callable[[HostRecords], None] | None) -> None:
+        config = self.config
+        files = self.files
+        if os.path.exists(os.path.join(self.directory, REDO_NAME)):
+            recovered = recover(self.directory, files)
+            if recovered.host_records and on_recover is not None:
+                on_recover(recovered.host_records)
+            self.host_records = recovered.host_records
+            finish_recovery(recovered)
+        else:
+            recovered = adopt(self.directory, files, config.redo_capacity)
+        self.recovered = recovered
+        self.redo = recovered.redo
+        self.redo.on_sync = self._on_sync
+        self.redo.barrier = self._barrier
+        end = recovered.end
+        restored = restore_state(files, end)
+        self._state = restored.state
+        self._changed = restored.changed
+        self._pending_xa = restored.pending_xa
+        self._reset_next_seq()
+        end_file, end_offset = end
+        if end_file >= 1 and files.exists(end_file - 1):
+            files.sync(end_file - 1)
+        if end == (0, 0):
+            self._writer = self._new_writer(0)
+        else:
+            header = read_header(files, end_file)
+            if header is None:
+                raise EngineError(f"{binlog_name(end_file)}: the recovered end lies in a file without a valid header")
+            self._headers[end_file] = header
+            self._file_pages[end_file] = header.page_count
+            page_no, in_page = end_offset >> PAGE_SIZE_SHIFT, end_offset & (PAGE_SIZE - 1)
+            page = files.read_page(end_file, page_no) if in_page else None
+            if in_page:
+                self._full_image.add((end_file, page_no))
+            self._writer = PageWriter.resume(
+                header,
+                page_no,
+                in_page,
+                page,
+                pages_per_file=config.pages_per_file,
+                state_payload=self._state_payload,
+                state_interval=config.interval_pages,
+                header_factory=self._header,
+                pages_in_file=header.page_count,
+            )
+        self._written_end = self._durable_end = end
+        self._synced_seen = self.redo.synced_lsn
+        self.fifo.start((end_file, end_offset >> PAGE_SIZE_SHIFT), end_file - 1)
+        if end != (0, 0):
+            self.fifo.preallocate(end_file + 1)
+        self._background = threading.Thread(target=self._run_background, name="binlog-background", daemon=True)
+        self._background.start()
+        if end == (0, 0):
+            self._initial_file()
+
+    def _new_writer(self, file_no: int) -> PageWriter:
+        return PageWriter(
+            file_no,
+            pages_per_file=self.config.pages_per_file,
+            state_payload=self._state_payload,
+            state_interval=self.config.interval_pages,
+            header_factory=self._header,
+        )
+
+    def _initial_file(self) -> None:
+        """Write file 0's header and page-1 state and make them durable (``binlog_sync_initial``)."""
+        with self._lock:
+            _, end_lsn = self._append(self._writer.prepare)
+        self.redo.flush(end_lsn)
+        self.checkpoint()
+
+    def _reset_next_seq(self) -> None:
+        self._next_seq = {}
+        for domain, _, seq in self._state.to_list():
+            if seq + 1 > self._next_seq.get(domain, 0):
+                self._next_seq[domain] = seq + 1
+
+    # ================================================================== callbacks of the codec writer
+
+    def _pages_for_file(self, file_no: int) -> int:
+        return self._file_pages.get(file_no, self.config.pages_per_file)
+
+    def _xa_ref(self) -> int | None:
+        refs = [p.file_no for p in self._pending_xa.values()]
+        return min(refs) if refs else None
+
+    def _oob_ref(self, file_no: int) -> int:
+        refs = list(self._oob_active.values()) + self._oob_hold
+        refs += [p.oob.first_file_no for p in self._pending_xa.values() if p.oob is not None]
+        return min(refs + [file_no])
+
+    def _header(self, file_no: int, page_count: int) -> IbbHeader:
+        """Header of a file the writer begins (start LSN = LSN of the record that writes it)."""
+        xa_ref = self._xa_ref()
+        header = IbbHeader(
+            file_no,
+            page_count,
+            start_lsn=self.redo.buffered_lsn,
+            gtid_state_interval=self.config.interval_pages,
+            oob_ref_file_no=self._oob_ref(file_no),
+            xa_ref_file_no=NO_FILE_REF if xa_ref is None else xa_ref,
+        )
+        self._file_pages[file_no] = page_count
+        self._headers[file_no] = header
+        self._entered = file_no
+        return header
+
+    def _state_payload(self, file_no: int, page_no: int) -> bytes:
+        """Full state at page 1, differential (pairs changed in this file) at interval pages."""
+        gtids = list(self._state.to_list())
+        if page_no == 1:
+            self._changed = set()
+        else:
+            changed = self._changed
+            gtids = [g for g in gtids if (g.domain, g.server) in changed]
+        return GtidState(tuple(gtids), self._xa_ref()).encode()
+
+    # ================================================================== appending
+
+    def _append(
+        self,
+        op: Callable[[], T],
+        host_redo: Sequence[bytes] = (),
+        extra: Callable[[RecordBuilder, T], None] | None = None,
+        size: int = 0,
+    ) -> tuple[T, int]:
+        """Run a layout operation on the writer and log it; caller holds the write lock.
+
+        ``size`` is the payload the operation writes: if the redo record could
+        not fit, a checkpoint runs *before* the layout, so a record (with its host
+        records) is never separated from the binlog data it describes.
+        """
+        redo = self.redo
+        needed = size + sum(map(len, host_redo)) + 3 * PAGE_SIZE + 64 * (len(self._state) + 8) + REDO_RESERVE
+        if redo.free() < needed:
+            self._checkpoint_now(self._capture())
+        writer = self._writer
+        before = writer.position
+        self._entered = None
+        result = op()
+        done = writer.drain()
+        partial = writer.partial_page()
+        end = writer.position
+        builder = RecordBuilder()
+        barrier = self._log_pages(builder, before, done, partial, end)
+        for data in host_redo:
+            builder.host(data)
+        if extra is not None:
+            extra(builder, result)
+        body = builder.end(end)
+        self.fifo.publish(done, partial)
+        entered = self._entered
+        if entered is not None:
+            self.fifo.preallocate(entered + 1)
+            if entered >= 2:
+                self.fifo.wait_synced(entered - 2)
+            if self.config.expire_seconds or self.config.max_total_size:
+                self._purge_due = True
+                self._wake.set()
+        if redo.free() < len(body):
+            raise EngineError(f"redo record of {len(body)} bytes does not fit in the redo log")
+        _, end_lsn = redo.append(body, barrier)
+        self._written_end = end
+        with self._dur_cond:
+            if end_lsn <= self._synced_seen:
+                self._durable_end = end
+            else:
+                self._pending.append((end_lsn, end))
+            if self._data_waiters:
+                self._dur_cond.notify_all()
+        return result, end_lsn
+
+    def _log_pages(
+        self,
+        builder: RecordBuilder,
+        before: tuple[int, int],
+        done: list[WrittenPage],
+        partial: WrittenPage | None,
+        end: tuple[int, int],
+    ) -> tuple[int, int] | None:
+        """Redo operations for the pages an append touched; returns the forced-page barrier."""
+        before_key = (before[0], before[1] >> PAGE_SIZE_SHIFT)
+        before_off = before[1] & (PAGE_SIZE - 1)
+        full = self._full_image
+        whole = [p for p in done if p.page_no > 0 and ((p.file_no, p.page_no) != before_key or before_off == 0)]
+        threshold = self.config.forced_page_threshold
+        forcing = threshold > 0 and len(whole) >= threshold
+        barrier = None
+        for page in done:
+            key = (page.file_no, page.page_no)
+            start = before_off if key == before_key else 0
+            if key in full:
+                start = 0
+                full.discard(key)
+            if forcing and start == 0 and page.page_no > 0:
+                builder.forced(page.file_no, page.page_no, U32.unpack_from(page.data, PAGE_DATA_END)[0])
+                barrier = (page.file_no, page.page_no + 1)
+            else:
+                builder.page(page.file_no, page.page_no, start, page.data[start:PAGE_DATA_END])
+        if partial is not None:
+            key = (partial.file_no, partial.page_no)
+            start = before_off if key == before_key else 0
+            if key in full:
+                start = 0
+                full.discard(key)
+            stop = end[1] & (PAGE_SIZE - 1)
+            if stop > start:
+                builder.page(partial.file_no, partial.page_no, start, partial.data[start:stop])
+        return barrier
+
+    def _barrier(self, token: object) -> None:
+        """Before the log write of forced pages: they must be written and fsynced."""
+        assert isinstance(token, tuple)
+        self.fifo.wait_flushed(token)
+        self.fifo.sync_dirty()
+
+    def _on_sync(self, lsn: int) -> None:
+        with self._dur_cond:
+            self._synced_seen = lsn
+            pending = self._pending
+            end = None
+            while pending and pending[0][0] <= lsn:
+                end = pending.popleft()[1]
+            if end is not None:
+                self._durable_end = end
+                if self._data_waiters:
+                    self._dur_cond.notify_all()
+
+    def _after_write(self, end_lsn: int, wait: bool) -> None:
+        """Durability per mode once the write lock is released."""
+        redo = self.redo
+        mode = self.config.durability
+        if wait and mode == 1:
+            redo.flush(end_lsn, sync=True)
+        elif wait and mode == 2:
+            redo.flush(end_lsn, sync=False)
+        elif redo.buffered_bytes() > REDO_WRITE_AHEAD:
+            if redo.buffered_bytes() > 4 * REDO_WRITE_AHEAD:
+                redo.flush(sync=False)  # the background thread is behind: write here
+            else:
+                self._wake.set()  # the background thread writes it while this one goes on
+        if redo.free() < redo.capacity * (1 - self.config.checkpoint_fill):
+            self._wake.set()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise EngineError("the binlog engine is closed")
+        self.fifo.check()
+
+    # ================================================================== GTIDs
+
+    def _assign(self, gtid: Gtid | None, domain_id: int, server_id: int | None) -> Gtid:
+        if gtid is None:
+            gtid = Gtid(domain_id, self.server_id if server_id is None else server_id,
+                        self._next_seq.get(domain_id, 1))
+        return gtid
+
+    def _note_gtid(self, gtid: Gtid) -> None:
+        self._state.update(gtid)
+        self._changed.add((gtid.domain, gtid.server))
+        if gtid.seq + 1 > self._next_seq.get(gtid.domain, 0):
+            self._next_seq[gtid.domain] = gtid.seq + 1
+
+    @staticmethod
+    def gtid_event(gtid: Gtid, *, flags2: int = FL_TRANSACTIONAL, timestamp: int | None = None, **fields: Any) -> bytes:
+        """The GTID event that starts an event group (no checksum, ``log_pos`` 0)."""
+        return GtidEvent(
+            seq_no=gtid.seq,
+            domain_id=gtid.domain,
+            flags2=flags2,
+            server_id=gtid.server,
+            timestamp=int(time.time()) if timestamp is None else timestamp,
+            **fields,
+        ).encode()
+
+    # ================================================================== writing
+
+    def begin(self) -> Transaction:
+        """A new event group that may grow beyond the spill size (OOB)."""
+        self._check_open()
+        return Transaction(self)
+
+    def commit(
+        self,
+        events: bytes | bytearray | memoryview = b"",
+        *,
+        trx: Transaction | None = None,
+        gtid: Gtid | None = None,
+        domain_id: int = 0,
+        server_id: int | None = None,
+        flags2: int = FL_TRANSACTIONAL,
+        timestamp: int | None = None,
+        host_redo: Sequence[bytes] = (),
+        wait: bool = True,
+    ) -> CommitInfo:
+        """Write one event group in commit order (``binlog_write_direct_ordered``).
+
+        The engine puts the GTID event first (``gtid`` or the next seq_no of
+        ``domain_id``) followed by ``events`` (and ``trx``'s data).  Groups larger
+        than the spill size go out-of-band.  ``host_redo`` records go into the same
+        redo record.  With ``wait`` the call returns once the commit is as durable
+        as the durability mode promises (group commit).
+        """
+        if trx is None and len(events) > self.config.spill:
+            trx = self.begin()
+        if trx is not None:
+            if trx.state != "active":
+                raise EngineError(f"transaction is {trx.state}")
+            if len(events):
+                trx.write(events)
+            trx._spill_rest()
+        with self._lock:
+            self._check_open()
+            gtid = self._assign(gtid, domain_id, server_id)
+            event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp)
+            if trx is not None and trx.forest is not None:
+                ref = trx.forest.ref
+                payload = CommitRecord((ref,) if ref is not None else (), event).encode()
+            else:
+                body = bytes(trx._buf) if trx is not None else bytes(events)
+                payload = b"\0" + event + body
+            writer = self._writer
+
+            def op() -> RecordSpan:
+                writer.prepare()
+                self._note_gtid(gtid)
+                return writer.write_record(RecordType.COMMIT, payload)
+
+            span, end_lsn = self._append(op, host_redo, size=len(payload))
+            if trx is not None:
+                trx.state = "committed"
+                trx._buf = bytearray()
+                self._oob_active.pop(trx, None)
+        self._after_write(end_lsn, wait)
+        return CommitInfo(gtid, span.file_no, span.offset, span.end_file_no, span.end_offset, end_lsn)
+
+    def write_restart_marker(self, format_description: bytes | None = None) -> None:
+        """The server-start record: a COMMIT with header ``00`` and one Format_description event."""
+        event = format_description or FormatDescriptionEvent(
+            server_version=SERVER_VERSION, create_timestamp=int(time.time()), timestamp=int(time.time())
+        ).encode()
+        with self._lock:
+            self._check_open()
+            writer = self._writer
+            _, end_lsn = self._append(lambda: writer.write_record(RecordType.COMMIT, b"\0" + event), size=len(event))
+        self._after_write(end_lsn, True)
+
+    def _write_oob(self, trx: Transaction, data: bytes | memoryview) -> None:
+        """One OOB node of ``trx`` (``binlog_oob_data_ordered``)."""
+        assert trx.forest is not None
+        forest = trx.forest
+        with self._lock:
+            self._check_open()
+            writer = self._writer
+            if trx not in self._oob_active:
+                self._oob_active[trx] = writer.position[0]
+            # header and data go into one reused buffer: a multi-GB transaction then allocates
+            # no large transient objects (they fragment the heap and inflate RSS)
+            header = forest.next_node(b"").header()
+            size = len(header) + len(data)
+            scratch = self._scratch
+            if len(scratch) < size:
+                scratch = self._scratch = bytearray(size)
+            scratch[: len(header)] = header
+            scratch[len(header) : size] = data
+            record = memoryview(scratch)[:size]
+            try:
+                span, end_lsn = self._append(lambda: writer.write_record(RecordType.OOB_DATA, record), size=size)
+            finally:
+                record.release()
+            forest.added(span.file_no, span.offset)
+            if forest.num_nodes == 1:
+                self._oob_active[trx] = span.file_no
+        self._after_write(end_lsn, False)
+
+    def write_oob(self, trx: Transaction, data: bytes | bytearray | memoryview) -> None:
+        """Append data to a running transaction (spilled out-of-band past the spill size)."""
+        trx.write(data)
+
+    def _forget(self, trx: Transaction) -> None:
+        with self._lock:
+            self._oob_active.pop(trx, None)
+
+    # ------------------------------------------------------------------ XA
+
+    def _xa_prepare(self, trx: Transaction, xid: Xid, engine_count: int, host_redo: Sequence[bytes]) -> None:
+        if trx.state != "active":
+            raise EngineError(f"transaction is {trx.state}")
+        with self._lock:
+            if xid in self._pending_xa:
+                raise EngineError(f"XA transaction {xid!r} is already prepared")
+        trx._spill_rest(force=True)
+        with self._lock:
+            self._check_open()
+            ref = trx.forest.ref if trx.forest is not None else None
+            record = XaPrepare(xid, engine_count, ref).encode()
+            writer = self._writer
+
+            def op() -> RecordSpan:
+                file_no = writer.prepare()[0]
+                self._pending_xa[xid] = PendingXa(xid, file_no, ref, engine_count)
+                return writer.write_record(RecordType.XA_PREPARE, record)
+
+            _, end_lsn = self._append(op, host_redo, size=len(record))
+            self._oob_active.pop(trx, None)
+            trx.state = "prepared"
+        self._after_write(end_lsn, True)
+
+    def xa_commit(
+        self,
+        xid: Xid,
+        *,
+        gtid: Gtid | None = None,
+        domain_id: int = 0,
+        server_id: int | None = None,
+        flags2: int = FL_TRANSACTIONAL,
+        timestamp: int | None = None,
+        host_redo: Sequence[bytes] = (),
+        wait: bool = True,
+    ) -> CommitInfo:
+        """XA COMMIT of a prepared transaction: XA_COMPLETE then its COMMIT record (forest of the prepare)."""
+        with self._lock:
+            self._check_open()
+            prepared = self._pending_xa.get(xid)
+            if prepared is None:
+                raise EngineError(f"XAER_NOTA: Unknown XID {xid!r}")
+            gtid = self._assign(gtid, domain_id, server_id)
+            event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp)
+            payload = CommitRecord((prepared.oob,) if prepared.oob is not None else (), event).encode()
+            complete = XaComplete(xid, False).encode()
+            writer = self._writer
+
+            def op() -> RecordSpan:
+                writer.prepare()
+                del self._pending_xa[xid]
+                writer.write_record(RecordType.XA_COMPLETE, complete)
+                writer.prepare()
+                self._note_gtid(gtid)
+                return writer.write_record(RecordType.COMMIT, payload)
+
+            hold = prepared.oob.first_file_no if prepared.oob is not None else None
+            if hold is not None:
+                self._oob_hold.append(hold)
+            try:
+                span, end_lsn = self._append(op, host_redo, size=len(payload) + len(complete))
+            finally:
+                if hold is not None:
+                    self._oob_hold.remove(hold)
+        self._after_write(end_lsn, wait)
+        return CommitInfo(gtid, span.file_no, span.offset, span.end_file_no, span.end_offset, end_lsn)
+
+    def xa_rollback(self, xid: Xid, *, host_redo: Sequence[bytes] = (), wait: bool = True) -> None:
+        """XA ROLLBACK of a prepared transaction: an XA_COMPLETE record, nothing visible to readers."""
+        with self._lock:
+            self._check_open()
+            if xid not in self._pending_xa:
+                raise EngineError(f"XAER_NOTA: Unknown XID {xid!r}")
+            record = XaComplete(xid, True).encode()
+            writer = self._writer
+
+            def op() -> RecordSpan:
+                writer.prepare()
+                del self._pending_xa[xid]
+                return writer.write_record(RecordType.XA_COMPLETE, record)
+
+            _, end_lsn = self._append(op, host_redo, size=len(record))
+        self._after_write(end_lsn, wait)
+
+    def pending_xa(self) -> list[PendingXa]:
+        """Prepared XA transactions waiting for commit or rollback (after a crash: for the host)."""
+        with self._lock:
+            return list(self._pending_xa.values())
+
+    # ================================================================== durability
+
+    def group_commit(self, lsn: int | None = None) -> None:
+        """Make everything appended so far (or up to ``lsn``) durable with one log fsync."""
+        self.redo.flush(lsn, sync=True)
+
+    # ================================================================== checkpoints
+
+    def _capture(self) -> tuple[int, tuple[int, int], WrittenPage | None, int]:
+        """What a checkpoint makes durable; caller holds the write lock."""
+        partial = self._writer.partial_page()
+        if partial is not None:
+            self._full_image.add((partial.file_no, partial.page_no))
+        return self.redo.buffered_lsn, self._writer.position, partial, self.generation
+
+    def _checkpoint_now(self, capture: tuple[int, tuple[int, int], WrittenPage | None, int]) -> None:
+        lsn, end, partial, generation = capture
+        with self._ckpt_lock:
+            redo = self.redo
+            if generation != self.generation or lsn < redo.checkpoint.lsn:
+                return
+            if lsn == redo.checkpoint.lsn and end == redo.checkpoint.end:
+                return
+            redo.flush(lsn, sync=True)
+            self.fifo.wait_flushed((end[0], end[1] >> PAGE_SIZE_SHIFT))
+            if partial is not None:
+                self.fifo.write_partial(partial)
+            self.fifo.sync_dirty()
+            if self.on_checkpoint is not None:
+                self.on_checkpoint(lsn)
+            redo.write_checkpoint(lsn, end)
+
+    def checkpoint(self) -> int:
+        """Write a checkpoint now; returns its LSN."""
+        with self._lock:
+            self._check_open()
+            capture = self._capture()
+        self._checkpoint_now(capture)
+        return capture[0]
+
+    def _run_background(self) -> None:
+        """Mode 0/2 log fsync every ``flush_interval`` s, checkpoints when the log fills,
+        automatic purge after a file switch."""
+        interval = self.config.flush_interval
+        threshold = self.redo.capacity * self.config.checkpoint_fill
+        while not self.closed:
+            self._wake.wait(interval)
+            self._wake.clear()
+            if self.closed:
+                return
+            try:
+                if self.redo.synced_lsn < self.redo.buffered_lsn:
+                    self.redo.flush(sync=True)
+                if self.redo.buffered_lsn - self.redo.checkpoint.lsn > threshold:
+                    self.checkpoint()
+                if self._purge_due:
+                    self._purge_due = False
+                    self._auto_purge()
+            except BaseException as err:  # noqa: BLE001 - the engine is unusable now; operations report it
+                if not self.closed:
+                    self.fifo.fail(err)
+                return
+
+    # ================================================================== status
+
+    @property
+    def durable_position(self) -> tuple[int, int]:
+        """End of the durable binlog (file_no, offset): what readers may see."""
+        return self._durable_end
+
+    @property
+    def written_position(self) -> tuple[int, int]:
+        """End of the binlog written so far (durable or not)."""
+        return self._written_end
+
+    def status(self) -> EngineStatus:
+        """SHOW MASTER STATUS: current file and offset, plus durability and GTID position."""
+        with self._lock:
+            file_no, offset = self._writer.position
+            state = self._state.copy()
+            xa = len(self._pending_xa)
+            oob = len(self._oob_active)
+        durable = self._durable_end
+        return EngineStatus(
+            file_no,
+            offset,
+            durable[0],
+            durable[1],
+            self.redo.buffered_lsn,
+            self.redo.synced_lsn,
+            self.redo.checkpoint.lsn,
+            str(state.connect_state()),
+            str(state),
+            xa,
+            oob,
+        )
+
+    def gtid_state(self) -> BinlogState:
+        """``@@gtid_binlog_state`` as of the last write."""
+        with self._lock:
+            return self._state.copy()
+
+    def filename(self, file_no: int) -> str:
+        """``get_filename``: the name of binlog file ``file_no``."""
+        return binlog_name(file_no)
+
+    def files_list(self) -> list[BinlogFile]:
+        """SHOW BINARY LOGS: every file up to the active one with its size."""
+        with self._lock:
+            active = self._writer.position[0]
+        return [BinlogFile(binlog_name(n), n, self.files.size(n)) for n in self.files.list() if n <= active]
+
+    def header(self, file_no: int) -> IbbHeader | None:
+        """The header of ``file_no`` (cached: headers never change)."""
+        header = self._headers.get(file_no)
+        if header is None:
+            page = self.fifo.get(file_no, 0) or self.files.read_page(file_no, 0)
+            if page is None:
+                return None
+            header = decode_header_page(page)
+            if header is not None:
+                self._headers[file_no] = header
+        return header
+
+    def source(self, *, durable: bool = True) -> ClippedSource:
+        """A codec PageSource over the FIFO and the files, ending at the durable (or written) end."""
+        return ClippedSource(self._fetch, self._durable_end if durable else self._written_end)
+
+    def _fetch(self, file_no: int, page_no: int) -> bytes | None:
+        page = self.fifo.get(file_no, page_no)
+        if page is None:
+            page = self.files.read_page(file_no, page_no)
+        return page
+
+    def initial_state(self) -> BinlogState:
+        """``binlog_get_init_state``: the GTID state at the start of the oldest binlog file."""
+        with self._admin:
+            files = self.files.list()
+            for file_no in files:
+                state = read_state_record(self.source(durable=False), file_no, 1)
+                if state is not None:
+                    return BinlogState.from_list(Gtid(*g) for g in state.gtids)
+            return BinlogState()
+
+    # ================================================================== readers
+
+    def reader(
+        self,
+        start: tuple[int, int] | ConnectState | str | None = None,
+        *,
+        durable: bool = True,
+        skip_seen: bool = True,
+    ) -> EngineReader:
+        """A binlog reader (``get_binlog_reader``): see :class:`mariabinlog.engine.reader.EngineReader`.
+
+        ``start``: None (oldest file), ``(file_no, offset)`` (a legacy position at a
+        chunk boundary), or a GTID position (:class:`ConnectState` or its text).
+        """
+        self._check_open()
+        if isinstance(start, str):
+            start = ConnectState.parse(start)
+        return EngineReader(self, start, durable=durable, skip_seen=skip_seen)
+
+    def _register(self, reader: EngineReader) -> None:
+        with self._admin:
+            self._readers.add(reader)
+
+    def _wait_data(self, position: tuple[int, int], durable: bool, timeout: float | None) -> bool:
+        """Wait until the (durable) end passes ``position``; a reader at the durable end
+        triggers a log flush so it sees recent commits without waiting for the timer."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.closed:
+                raise EngineError("the binlog engine is closed")
+            end = self._durable_end if durable else self._written_end
+            if end > position:
+                return True
+            if durable and self._written_end > position:
+                self.redo.flush(sync=True)
+                continue
+            with self._dur_cond:
+                end = self._durable_end if durable else self._written_end
+                if end > position or (durable and self._written_end > position):
+                    continue
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._data_waiters += 1
+                try:
+                    self._dur_cond.wait(remaining if remaining is not None else 1.0)
+                finally:
+                    self._data_waiters -= 1
+
+    # ================================================================== FLUSH BINARY LOGS
+
+    def flush(self, delete_domain_ids: Iterable[int] = ()) -> list[str]:
+        """FLUSH BINARY LOGS [DELETE_DOMAIN_ID=(...)]: DUMMY to the page end, truncate, go on in the next file.
+
+        Returns warnings (domains not in the state); raises EngineError when a
+        domain still has GTIDs in the existing files.
+        """
+        with self._admin:
+            domains = list(delete_domain_ids)
+            initial = self.initial_state() if domains else None
+            with self._lock:
+                self._check_open()
+                warnings = self._delete_domains(domains, initial) if domains else []
+                writer = self._writer
+                file_no = writer.position[0]
+
+                def add_truncate(builder: RecordBuilder, pages: int) -> None:
+                    builder.truncate(file_no, pages)
+
+                pages, end_lsn = self._append(writer.flush_file, extra=add_truncate)
+            self.redo.flush(end_lsn, sync=True)
+            self.fifo.wait_flushed((file_no + 1, 0))
+            self.files.sync(file_no)
+            if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
+                self.files.truncate(file_no, pages)
+            self._file_pages[file_no] = pages
+        self._auto_purge()
+        return warnings
+
+    def _delete_domains(self, domains: list[int], initial: BinlogState | None) -> list[str]:
+        warnings = []
+        gone = set()
+        current = self._state.to_list()
+        start = initial.to_list() if initial is not None else ()
+        for domain in domains:
+            mine = [g for g in current if g.domain == domain]
+            if not mine:
+                warnings.append(f"The gtid domain being deleted ('{domain}') is not in the current binlog state")
+                continue
+            if sorted(mine) != sorted(g for g in start if g.domain == domain):
+                raise EngineError(
+                    "Could not delete gtid domain. Reason: binlog files may contain gtids from the domain"
+                    f" ('{domain}') being deleted. Make sure to first purge those files."
+                )
+            gone.add(domain)
+        if gone:
+            self._state = BinlogState.from_list(g for g in current if g.domain not in gone)
+            self._changed = {pair for pair in self._changed if pair[0] not in gone}
+            for domain in gone:
+                self._next_seq.pop(domain, None)
+        return warnings
+
+    # ================================================================== PURGE
+
+    def purge(self, to_file: int | str | None = None, *, before: float | None = None) -> list[int]:
+        """PURGE BINARY LOGS TO / BEFORE; with no argument the automatic rules
+        (``expire_seconds``, ``max_total_size``).  Returns the purged file numbers.
+
+        Never removes the active file, a file a reader is still on, a file whose
+        OOB data a retained file may reference (header ``oob_ref_file_no``), or a
+        file holding an XA_PREPARE of a pending XA or OOB data of a running
+        transaction.  An explicit request that is cut short by those rules purges
+        what it may and raises LogInUseError("A purgeable log is in use, will not purge").
+        """
+        if to_file is None and before is None:
+            return self._auto_purge(explicit=True)
+        with self._admin:
+            existing = self.files.list()
+            if to_file is not None:
+                target = self._parse_file(to_file)
+                if target not in existing:
+                    raise EngineError("Target log not found in binlog index")
+            else:
+                assert before is not None
+                target = existing[-1] if existing else 0
+                for file_no in existing:
+                    if os.stat(self.files.path(file_no)).st_mtime >= before:
+                        target = file_no
+                        break
+            purged, limited = self._purge_to(target)
+        if limited:
+            err = LogInUseError(LOG_IN_USE)
+            err.purged = purged  # type: ignore[attr-defined]
+            raise err
+        return purged
+
+    @staticmethod
+    def _parse_file(to_file: int | str) -> int:
+        if isinstance(to_file, int):
+            return to_file
+        if to_file.isdigit():
+            return int(to_file)
+        name = os.path.basename(to_file)
+        match = NAME_RE.match(name)
+        if not match:
+            raise EngineError("Target log not found in binlog index")
+        return int(match.group(1))
+
+    def _purge_limit(self, target: int) -> int:
+        """The highest file number purge may go up to (exclusive) given every guard."""
+        with self._lock:
+            active = self._writer.position[0]
+            limit = min(target, active)
+            guards = list(self._oob_active.values())
+            for prepared in self._pending_xa.values():
+                guards.append(prepared.file_no)
+                if prepared.oob is not None:
+                    guards.append(prepared.oob.first_file_no)
+        for reader in list(self._readers):
+            position = reader.holds()
+            if position is not None:
+                guards.append(position)
+        if guards:
+            limit = min(limit, min(guards))
+        existing = self.files.list()
+        while True:
+            lowest = limit
+            for file_no in existing:
+                if file_no >= limit:
+                    header = self.header(file_no)
+                    if header is not None:
+                        lowest = min(lowest, header.oob_ref_file_no)
+            if lowest >= limit:
+                return limit
+            limit = lowest
+
+    def _purge_to(self, target: int) -> tuple[list[int], bool]:
+        """Delete files below ``min(target, guards)``; return (purged, limited)."""
+        limit = self._purge_limit(target)
+        existing = [n for n in self.files.list() if n < limit]
+        if existing:
+            self.fifo.wait_synced(existing[-1])
+        for file_no in existing:
+            self.files.delete(file_no)
+            self._headers.pop(file_no, None)
+            self._file_pages.pop(file_no, None)
+        if existing:
+            self.files.sync_dir()
+        return existing, limit < target
+
+    def _auto_purge(self, explicit: bool = False) -> list[int]:
+        """Purge by age and total size, if the replica-count rule allows it."""
+        config = self.config
+        if not config.expire_seconds and not config.max_total_size:
+            return []
+        with self._admin:
+            if self.closed:
+                return []
+            if sum(not reader.closed for reader in list(self._readers)) < config.slave_connections_needed_for_purge:
+                return []
+            existing = self.files.list()
+            target = existing[0] if existing else 0
+            if config.expire_seconds:
+                cutoff = time.time() - config.expire_seconds
+                for file_no in existing:
+                    if os.stat(self.files.path(file_no)).st_mtime >= cutoff:
+                        break
+                    target = file_no + 1
+            if config.max_total_size:
+                sizes = {n: self.files.size(n) for n in existing}
+                total = sum(sizes.values())
+                for file_no in existing:
+                    if total <= config.max_total_size:
+                        break
+                    total -= sizes[file_no]
+                    target = max(target, file_no + 1)
+            with self._lock:
+                target = min(target, self._writer.position[0])
+            purged, _ = self._purge_to(target)
+            return purged
+
+    # ================================================================== RESET MASTER
+
+    def reset(self) -> None:
+        """RESET MASTER: delete every binlog file and start again at file 0 with an empty state."""
+        with self._admin:
+            with self._lock:
+                self._check_open()
+                if self._pending_xa or len(self._oob_active):
+                    raise EngineError(RESET_REFUSED)
+                with self._ckpt_lock:
+                    redo = self.redo
+                    redo.flush(sync=True)
+                    self.fifo.pause()
+                    try:
+                        self.fifo.reset((0, 0))
+                        redo.write_checkpoint(redo.buffered_lsn, (0, 0))
+                        for file_no in self.files.list():
+                            self.files.delete(file_no)
+                        self.files.sync_dir()
+                        self._headers.clear()
+                        self._file_pages.clear()
+                        self._full_image.clear()
+                        self._state = BinlogState()
+                        self._changed = set()
+                        self._next_seq = {}
+                        self._writer = self._new_writer(0)
+                        with self._dur_cond:
+                            self._pending.clear()
+                            self._written_end = self._durable_end = (0, 0)
+                        self.generation += 1
+                    finally:
+                        self.fifo.resume()
+            self._initial_file()
+
+    # ================================================================== backup
+
+    def backup(self, destination: str | os.PathLike[str]) -> BackupInfo:
+        """Consistent online copy into ``destination`` (see :mod:`mariabinlog.engine.backup`)."""
+        return backup(self, os.fspath(destination))
+
+    # ================================================================== closing
+
+    def close(self) -> None:
+        """Clean shutdown: checkpoint (everything durable, last page written), stop threads."""
+        if self.closed:
+            return
+        with self._admin:
+            with self._lock:
+                if self.closed:
+                    return
+                self.fifo.check()
+                capture = self._capture()
+                self.closed = True
+            self._wake.set()
+            if self._background is not None:
+                self._background.join()
+            self._checkpoint_now(capture)
+            with self._dur_cond:
+                self._dur_cond.notify_all()
+            self.fifo.stop()
+            self.redo.close()
+            self.files.close()
+            self._unlock_directory()
+
+    def _abandon(self) -> None:
+        """Stop without a checkpoint (failed open)."""
+        self.closed = True
+        self._wake.set()
+        try:
+            self.fifo.stop()
+        finally:
+            if getattr(self, "redo", None) is not None:
+                self.redo.close()
+            self.files.close()
+            self._unlock_directory()
+
+    def _unlock_directory(self) -> None:
+        if self._dir_fd >= 0:
+            os.close(self._dir_fd)
+            self._dir_fd = -1
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

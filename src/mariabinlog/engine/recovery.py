@@ -1,0 +1,414 @@
+"""Crash recovery and start-up state: redo replay, truncation, GTID state and pending XA restore.
+
+Why (ibb-format.md §9, seed 002 "Binlog recovery"): binlog pages reach their
+files lazily, so after a crash a file may lack data whose redo record is
+durable, or hold data whose redo record never became durable (modes 0/2, or a
+page the flush thread wrote before the commit's log write).  Recovery:
+
+1. reads the newest checkpoint and scans the redo log from it (pass 1: find the
+   last valid record; its end position is the recovered binlog end);
+2. replays page writes (pass 2) onto the last two files only: files before
+   those were fsynced before the writer entered the newer one (the writer
+   waits for that), and a record older than the ``start_lsn`` in its file's
+   header belongs to an earlier incarnation of that file number and is skipped.
+   The partial-last-page rule makes this safe: the first redo record for a page
+   that a checkpoint wrote half-filled carries the whole page image;
+3. zeroes everything after the recovered end, deletes later files, replays
+   FLUSH BINARY LOGS truncations, re-extends the last file to its full size;
+4. starts a new epoch in a new checkpoint, so unrecovered log bytes can never
+   be read as records later.
+
+There are no index or state files: the GTID binlog state is rebuilt from the
+last GTID state record before the end plus the commits after it, pending XA
+transactions from the XA_PREPARE/XA_COMPLETE records after the file named in
+the newest header / state record.  A directory with binlog files but no redo
+log (files copied from elsewhere, or a deleted log) is *adopted*: the end is
+where the readable data of the newest file stops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..codec.checksum import crc32c
+from ..codec.events import GTID_EVENT, GtidEvent, decode_event
+from ..codec.gtid import BinlogState, Gtid
+from ..codec.ibb_page import (
+    NO_FILE_REF,
+    PAGE_DATA_END,
+    PAGE_SIZE,
+    PAGE_SIZE_SHIFT,
+    ZERO_PAGE,
+    IbbHeader,
+    RecordType,
+    decode_header_page,
+    seal_page,
+)
+from ..codec.ibb_reader import PageSource, Record, RecordReader
+from ..codec.ibb_records import (
+    CommitRecord,
+    GtidState,
+    OobRef,
+    XaComplete,
+    XaPrepare,
+    Xid,
+)
+from ..errors import DecodeError, EngineError
+from .redo import (
+    OP_END,
+    OP_FORCED,
+    OP_HOST,
+    OP_PAGE,
+    OP_TRUNCATE,
+    REDO_NAME,
+    RedoLog,
+)
+from .source import disk_source
+from .storage import BinlogFiles
+
+HostRecords = list[tuple[int, bytes]]
+
+
+@dataclass
+class Recovered:
+    """Outcome of opening a directory: the binlog end, the redo log, and what recovery did."""
+
+    end: tuple[int, int]
+    redo: RedoLog
+    host_records: HostRecords = field(default_factory=list)
+    records: int = 0
+    truncated_pages: int = 0
+    deleted_files: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PendingXa:
+    """A prepared XA transaction not yet committed or rolled back."""
+
+    xid: Xid
+    file_no: int
+    oob: OobRef | None
+    engine_count: int = 1
+
+
+@dataclass
+class RestoredState:
+    """GTID state, (domain, server) pairs changed in the last file, pending XA transactions."""
+
+    state: BinlogState
+    changed: set[tuple[int, int]]
+    pending_xa: dict[Xid, PendingXa]
+
+
+# ---------------------------------------------------------------------- headers and pages
+
+
+def read_header(files: BinlogFiles, file_no: int) -> IbbHeader | None:
+    """The valid header of ``file_no`` on disk, or None (missing, empty, damaged)."""
+    page = files.read_page(file_no, 0)
+    if page is None:
+        return None
+    try:
+        return decode_header_page(page)
+    except DecodeError:
+        return None
+
+
+def _is_zero(page: bytes | None) -> bool:
+    return page is None or page == ZERO_PAGE
+
+
+class _PagePatcher:
+    """Applies redo page writes; keeps only the page being appended to in memory."""
+
+    def __init__(self, files: BinlogFiles) -> None:
+        self.files = files
+        self.key: tuple[int, int] | None = None
+        self.page = bytearray()
+        self.touched: set[int] = set()
+
+    def write(self, file_no: int, page_no: int, offset: int, data: bytes) -> None:
+        key = (file_no, page_no)
+        if key != self.key:
+            self.flush()
+            current = self.files.read_page(file_no, page_no) if offset else None
+            self.page = bytearray(current if current is not None else PAGE_SIZE)
+            self.key = key
+        self.page[offset : offset + len(data)] = data
+
+    def flush(self) -> None:
+        if self.key is None:
+            return
+        file_no, page_no = self.key
+        self.files.write_pages(file_no, page_no, [seal_page(self.page)])
+        self.touched.add(file_no)
+        self.key = None
+
+
+# ---------------------------------------------------------------------- recovery
+
+
+def recover(
+    directory: str,
+    files: BinlogFiles,
+    *,
+    all_files: bool = False,
+) -> Recovered:
+    """Replay the redo log of ``directory`` onto its binlog files (see the module docstring).
+
+    ``all_files`` replays every record after the checkpoint, not only those of the
+    last two files: a backup copy may hold files copied before they were complete.
+    """
+    fd, checkpoint = RedoLog.open_for_recovery(directory)
+    try:
+        end = checkpoint.end
+        next_lsn = checkpoint.lsn
+        count = 0
+        for record in RedoLog.scan(fd, checkpoint):
+            end = record.end
+            next_lsn = record.end_lsn
+            count += 1
+        host_records: HostRecords = []
+        patcher = _PagePatcher(files)
+        truncations: dict[int, int] = {}
+        headers: dict[int, IbbHeader | None] = {}
+
+        existing = files.list()
+        lowest = existing[0] if existing else end[0]
+
+        def skip(file_no: int, lsn: int, page_no: int, offset: int) -> bool:
+            if file_no < lowest or (not all_files and file_no < end[0] - 1):
+                return True
+            if page_no == 0 and offset == 0:
+                headers[file_no] = None
+                return False
+            if file_no not in headers:
+                headers[file_no] = read_header(files, file_no)
+            header = headers[file_no]
+            return header is not None and header.start_lsn > lsn
+
+        for record in RedoLog.scan(fd, checkpoint):
+            if record.lsn >= next_lsn:
+                break
+            for op in record.ops:
+                kind = op[0]
+                if kind == OP_PAGE:
+                    _, file_no, page_no, offset, data = op
+                    if not skip(file_no, record.lsn, page_no, offset):
+                        patcher.write(file_no, page_no, offset, data)
+                        if page_no == 0:
+                            headers[file_no] = decode_header_page(bytes(patcher.page[:512]))
+                elif kind == OP_FORCED:
+                    _, file_no, page_no, crc = op
+                    if not skip(file_no, record.lsn, page_no, 1):
+                        patcher.flush()
+                        page = files.read_page(file_no, page_no)
+                        if page is None or crc32c(memoryview(page)[:PAGE_DATA_END]) != crc:
+                            raise EngineError(
+                                f"recovery: page {page_no} of binlog {file_no} was forced to disk before LSN"
+                                f" {record.lsn} but is missing or damaged"
+                            )
+                elif kind == OP_TRUNCATE:
+                    truncations[op[1]] = op[2]
+                elif kind == OP_HOST:
+                    host_records.append((record.lsn, op[1]))
+                elif kind != OP_END:
+                    raise EngineError(f"recovery: unknown redo operation {kind}")
+        patcher.flush()
+        truncated, deleted = _cut_after(files, end, patcher.touched)
+        for file_no, pages in truncations.items():
+            if file_no < end[0]:
+                files.truncate(file_no, pages)
+        for file_no in sorted(patcher.touched):
+            files.sync(file_no)
+        files.sync_dir()
+        redo = RedoLog(os.path.join(directory, REDO_NAME), fd, checkpoint, next_lsn)
+    except BaseException:
+        os.close(fd)
+        raise
+    redo.epoch = checkpoint.epoch + 1
+    return Recovered(end, redo, host_records, count, truncated, deleted)
+
+
+def finish_recovery(recovered: Recovered) -> None:
+    """Start the new epoch: a checkpoint at the recovered end (after the host took its records)."""
+    redo = recovered.redo
+    redo.write_checkpoint(redo.buffered_lsn, recovered.end, epoch=redo.epoch)
+
+
+def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> tuple[int, list[int]]:
+    """Zero the binlog after ``end``, delete later files, re-extend the last file; return counts."""
+    end_file, end_offset = end
+    existing = files.list()
+    deleted = [n for n in existing if n > end_file or (n == end_file and end_offset == 0)]
+    for file_no in deleted:
+        files.delete(file_no)
+    if end_offset == 0:
+        return 0, deleted
+    page_no, in_page = end_offset >> PAGE_SIZE_SHIFT, end_offset & (PAGE_SIZE - 1)
+    cleared = 0
+    if in_page:
+        page = files.read_page(end_file, page_no)
+        if page is not None:
+            buf = bytearray(PAGE_SIZE)
+            buf[:in_page] = page[:in_page]
+            sealed = seal_page(buf)
+            if sealed != page:
+                files.write_pages(end_file, page_no, [sealed])
+                touched.add(end_file)
+                cleared += 1
+        page_no += 1
+    while True:
+        page = files.read_page(end_file, page_no)
+        if _is_zero(page):
+            break
+        files.write_pages(end_file, page_no, [ZERO_PAGE])
+        touched.add(end_file)
+        cleared += 1
+        page_no += 1
+    header = read_header(files, end_file)
+    if header is not None and files.size(end_file) < header.page_count << PAGE_SIZE_SHIFT:
+        files.create(end_file, header.page_count)
+        touched.add(end_file)
+    return cleared, deleted
+
+
+def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
+    """Open binlog files that have no redo log: the end is where readable data stops."""
+    existing = files.list()
+    last = None
+    for file_no in reversed(existing):
+        if read_header(files, file_no) is not None:
+            last = file_no
+            break
+    end = (0, 0)
+    if last is not None:
+        reader = RecordReader(disk_source(files), last, PAGE_SIZE, skip_partial=True)
+        end = (last, PAGE_SIZE)
+        try:
+            for _ in reader:
+                end = reader.position
+        except DecodeError:
+            pass
+        else:
+            end = reader.position
+        if end[0] != last:
+            end = (last, end[1])
+    touched: set[int] = set()
+    truncated, deleted = _cut_after(files, end, touched)
+    for file_no in touched:
+        files.sync(file_no)
+    redo = RedoLog.create(directory, capacity, end=end)
+    return Recovered(end, redo, [], 0, truncated, deleted)
+
+
+# ---------------------------------------------------------------------- state records
+
+
+def read_state_record(source: PageSource, file_no: int, page_no: int) -> GtidState | None:
+    """The GTID_STATE record starting at offset 0 of the page, or None if there is none."""
+    reader = RecordReader(source, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True)
+    try:
+        for record in reader:
+            if record.type == RecordType.GTID_STATE and record.offset == page_no << PAGE_SIZE_SHIFT:
+                return GtidState.decode(record.payload)
+            return None
+    except DecodeError:
+        return None
+    return None
+
+
+def commit_gtid(record: Record) -> Gtid | None:
+    """The GTID of a COMMIT record (its first event), None for a restart-marker record."""
+    commit = CommitRecord.decode(record.payload)
+    data = commit.data
+    if len(data) < 19 or data[4] != GTID_EVENT:
+        return None
+    event = decode_event(data)
+    assert isinstance(event, GtidEvent)
+    return Gtid(event.domain_id, event.server_id, event.seq_no)
+
+
+def latest_state(source: PageSource, file_no: int, limit_page: int, interval: int) -> tuple[int, GtidState | None]:
+    """The newest differential state record of ``file_no`` at a page <= ``limit_page``: (page, record)."""
+    if interval <= 1:
+        return 1, None
+    page_no = (limit_page // interval) * interval
+    while page_no >= interval and page_no > 1:
+        state = read_state_record(source, file_no, page_no)
+        if state is not None:
+            return page_no, state
+        page_no -= interval
+    return 1, None
+
+
+def _records(source: PageSource, file_no: int, page_no: int) -> Iterator[Record]:
+    yield from RecordReader(source, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True)
+
+
+def restore_state(files: BinlogFiles, end: tuple[int, int]) -> RestoredState:
+    """GTID state, pairs changed in the end file, and pending XA as of ``end`` (module docstring)."""
+    state = BinlogState()
+    changed: set[tuple[int, int]] = set()
+    pending: dict[Xid, PendingXa] = {}
+    if end == (0, 0):
+        return RestoredState(state, changed, pending)
+    source = disk_source(files, end)
+    existing = [n for n in files.list() if n <= end[0]]
+    end_file = end[0]
+    base_file = None
+    full: GtidState | None = None
+    for file_no in reversed(existing):
+        full = read_state_record(source, file_no, 1)
+        if full is not None:
+            base_file = file_no
+            break
+    xa_from: int | None = None
+    if base_file is None:
+        base_file, page_no = (existing[0] if existing else end_file), 1
+    else:
+        assert full is not None
+        state = BinlogState.from_list(Gtid(*g) for g in full.gtids)
+        header = read_header(files, base_file)
+        interval = header.gtid_state_interval if header else 0
+        limit = (end[1] >> PAGE_SIZE_SHIFT) if base_file == end_file else (header.page_count if header else 1)
+        page_no, diff = latest_state(source, base_file, limit, interval)
+        latest = diff if diff is not None else full
+        xa_from = latest.xa_ref_file_no
+        if diff is not None:
+            for domain, server, seq in diff.gtids:
+                state.update(Gtid(domain, server, seq))
+                changed.add((domain, server))
+    if base_file != end_file:
+        end_header = read_header(files, end_file)
+        if end_header is not None and end_header.xa_ref_file_no != NO_FILE_REF:
+            xa_from = min(xa_from if xa_from is not None else NO_FILE_REF, end_header.xa_ref_file_no)
+    current_file = base_file
+    for record in _records(source, base_file, page_no):
+        if record.file_no != current_file:
+            current_file = record.file_no
+            changed = set()
+        if record.type == RecordType.COMMIT:
+            gtid = commit_gtid(record)
+            if gtid is not None:
+                state.update(gtid)
+                changed.add((gtid.domain, gtid.server))
+        elif xa_from is None:
+            _track_xa(record, pending)
+    if xa_from is not None:
+        first = next((n for n in existing if n >= xa_from), end_file)
+        for record in _records(source, first, 1):
+            _track_xa(record, pending)
+    if end_file != current_file:
+        changed = set()
+    return RestoredState(state, changed, pending)
+
+
+def _track_xa(record: Record, pending: dict[Xid, PendingXa]) -> None:
+    if record.type == RecordType.XA_PREPARE:
+        prepare = XaPrepare.decode(record.payload)
+        pending[prepare.xid] = PendingXa(prepare.xid, record.file_no, prepare.oob, prepare.engine_count)
+    elif record.type == RecordType.XA_COMPLETE:
+        pending.pop(XaComplete.decode(record.payload).xid, None)

@@ -1,0 +1,172 @@
+"""Binlog files of one directory: names, pre-allocation, page I/O, fsync, truncation, deletion.
+
+Why a module of its own: the writer's flush thread, the pre-allocation
+thread, readers, recovery, purge and backup all touch the same
+``binlog-NNNNNN.ibb`` files (ibb-format.md §1), and they must agree on names,
+sizes and on which descriptors are open.  Nothing here knows the page format
+beyond its size; pages arrive finished (CRC-sealed by the codec).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable
+
+from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from .redo import fsync_dir
+
+NAME_RE = re.compile(r"^binlog-([0-9]+)\.ibb$")
+MIN_PAGES = 4
+MAX_PAGES = (1 << 32) - 1
+
+
+def binlog_name(file_no: int) -> str:
+    """``binlog-%06llu.ibb`` (§1)."""
+    return f"binlog-{file_no:06d}.ibb"
+
+
+def pages_for_size(max_binlog_size: int) -> int:
+    """Pages per file for ``max_binlog_size`` bytes, clamped to [4, 2**32-1] like ``ibb_set_max_size``."""
+    return min(max(max_binlog_size >> PAGE_SIZE_SHIFT, MIN_PAGES), MAX_PAGES)
+
+
+def list_binlogs(directory: str) -> list[int]:
+    """File numbers of the ``binlog-*.ibb`` files in ``directory``, ascending."""
+    numbers = []
+    for entry in os.listdir(directory):
+        match = NAME_RE.match(entry)
+        if match:
+            numbers.append(int(match.group(1)))
+    numbers.sort()
+    return numbers
+
+
+class BinlogFiles:
+    """Open descriptors and file operations for the binlog files of ``directory``.
+
+    One read/write descriptor per file, opened on demand and shared by all
+    threads (``pread``/``pwrite`` need no seek position, so sharing is safe).
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._fds: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def path(self, file_no: int) -> str:
+        """Full path of file ``file_no``."""
+        return os.path.join(self.directory, binlog_name(file_no))
+
+    def list(self) -> list[int]:
+        """Existing file numbers, ascending."""
+        return list_binlogs(self.directory)
+
+    def exists(self, file_no: int) -> bool:
+        """True if the file exists."""
+        return os.path.exists(self.path(file_no))
+
+    def _fd(self, file_no: int, create: bool = False) -> int | None:
+        fd = self._fds.get(file_no)
+        if fd is not None:
+            return fd
+        with self._lock:
+            fd = self._fds.get(file_no)
+            if fd is not None:
+                return fd
+            flags = os.O_RDWR | (os.O_CREAT if create else 0)
+            try:
+                fd = os.open(self.path(file_no), flags, 0o644)
+            except FileNotFoundError:
+                return None
+            self._fds[file_no] = fd
+            return fd
+
+    def create(self, file_no: int, pages: int) -> None:
+        """Make the file exist with at least ``pages`` zero pages (pre-allocated blocks), durably."""
+        existed = self.exists(file_no)
+        fd = self._fd(file_no, create=True)
+        assert fd is not None
+        size = pages << PAGE_SIZE_SHIFT
+        current = os.fstat(fd).st_size
+        if current < size:
+            try:
+                os.posix_fallocate(fd, current, size - current)
+            except OSError:
+                os.ftruncate(fd, size)
+            os.fsync(fd)
+        if not existed:
+            fsync_dir(self.directory)
+
+    def size(self, file_no: int) -> int:
+        """Current size in bytes, 0 when missing."""
+        try:
+            return os.stat(self.path(file_no)).st_size
+        except FileNotFoundError:
+            return 0
+
+    def write_pages(self, file_no: int, page_no: int, pages: Iterable[bytes]) -> None:
+        """Write consecutive pages starting at ``page_no`` (the file is created when missing)."""
+        fd = self._fd(file_no, create=True)
+        assert fd is not None
+        data = list(pages)
+        offset = page_no << PAGE_SIZE_SHIFT
+        while data:
+            written = os.pwritev(fd, data, offset)
+            offset += written
+            # pwritev may write less than asked (large batches): continue after the written part
+            while data and written >= len(data[0]):
+                written -= len(data[0])
+                data.pop(0)
+            if data and written:
+                data[0] = data[0][written:]
+
+    def read_page(self, file_no: int, page_no: int) -> bytes | None:
+        """One page, or None when the file or the page does not exist."""
+        fd = self._fd(file_no)
+        if fd is None:
+            return None
+        try:
+            data = os.pread(fd, PAGE_SIZE, page_no << PAGE_SIZE_SHIFT)
+        except OSError:  # purged (descriptor closed) while being read
+            return None
+        if len(data) < PAGE_SIZE:
+            return None
+        return data
+
+    def sync(self, file_no: int) -> None:
+        """fsync the file's data (no-op when missing)."""
+        fd = self._fd(file_no)
+        if fd is not None:
+            os.fdatasync(fd)
+
+    def truncate(self, file_no: int, pages: int) -> None:
+        """Cut the file to ``pages`` pages, durably."""
+        fd = self._fd(file_no)
+        if fd is None:
+            return
+        os.ftruncate(fd, pages << PAGE_SIZE_SHIFT)
+        os.fsync(fd)
+
+    def delete(self, file_no: int) -> None:
+        """Remove the file (descriptor closed first); the directory is not synced here."""
+        with self._lock:
+            fd = self._fds.pop(file_no, None)
+            if fd is not None:
+                os.close(fd)
+        try:
+            os.unlink(self.path(file_no))
+        except FileNotFoundError:
+            pass
+
+    def sync_dir(self) -> None:
+        """fsync the directory."""
+        fsync_dir(self.directory)
+
+    def close(self) -> None:
+        """Close every descriptor."""
+        with self._lock:
+            fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)

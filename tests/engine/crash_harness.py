@@ -1,0 +1,309 @@
+"""Crash harness: a writer *process* under concurrent load is SIGKILLed at random moments.
+
+The child (``python crash_harness.py child DIR MODE SEED``) opens an engine,
+commits event groups from several threads (small groups, OOB groups, XA
+prepare/commit, rolled-back OOB garbage, an occasional FLUSH BINARY LOGS) and
+follows the binlog with a durable reader.  It reports on stdout, one line per
+fact, with single ``os.write`` calls (atomic on a pipe):
+
+* ``O <state>``            opened (after recovery)
+* ``A <seq> <token>``      commit acknowledged (``commit`` returned)
+* ``R <seq> <token>``      the reader received the group
+* ``P <token>`` / ``X <token>``  XA prepared / its commit acknowledged
+
+Every group's events are derived from its token, so content is checked too.
+After the kill the parent recovers the directory, runs the offline checker
+and asserts: the binlog is exactly GTIDs 1..n in order (a gap-free prefix of
+commit order) with intact content; in mode 1 every acknowledged commit is
+there; in every mode every group a reader received is there; the recovered
+GTID state ends at n; acknowledged XA prepares are pending unless committed.
+Used by ``tests/engine/test_crash.py`` and ``scripts/crash_soak.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[1] / "src"
+if str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))
+
+from mariabinlog.codec.events import QueryEvent, decode_event
+from mariabinlog.codec.ibb_reader import RecordReader
+from mariabinlog.codec.ibb_records import Xid
+from mariabinlog.engine import Engine
+from mariabinlog.engine.check import check_directory
+from mariabinlog.engine.recovery import commit_gtid
+from mariabinlog.engine.source import disk_source
+from mariabinlog.engine.storage import BinlogFiles
+
+CONFIG = {
+    "max_binlog_size": 128 * 1024,
+    "state_interval": 32768,
+    "redo_capacity": 2 << 20,
+    "flush_interval": 0.02,
+    "fifo_pages": 64,
+    "spill_size": 24 * 1024,
+    "oob_piece_size": 8 * 1024,
+}
+THREADS = 6
+
+
+# ---------------------------------------------------------------------- group content
+
+
+def group_events(token: int, size: int) -> list[bytes]:
+    """Query events whose text is derived from ``token`` (about ``size`` bytes in all)."""
+    events = []
+    index = 0
+    pattern = token.to_bytes(8, "little")
+    while size > 0 or not events:
+        n = min(size, 6000)
+        head = f"T{token}:{index}:{n}:".encode()
+        body = (pattern * (n // 8 + 1))[:n]
+        events.append(QueryEvent(query=head + body, database=b"crash", server_id=1, timestamp=1).encode())
+        size -= n
+        index += 1
+    return events
+
+
+def verify_group(events: list[bytes]) -> int:
+    """The token of a group's events (after the GTID event); raises if the content is damaged."""
+    token = None
+    for index, raw in enumerate(events[1:]):
+        event = decode_event(raw)
+        assert isinstance(event, QueryEvent), event
+        head, _, rest = event.query.partition(b":")
+        text_index, _, rest = rest.partition(b":")
+        text_len, _, body = rest.partition(b":")
+        this = int(head[1:])
+        if token is None:
+            token = this
+        assert this == token and int(text_index) == index and int(text_len) == len(body), event.query[:60]
+        pattern = token.to_bytes(8, "little")
+        assert body == (pattern * (len(body) // 8 + 1))[: len(body)], f"damaged body in group of token {token}"
+    assert token is not None, "group without events"
+    return token
+
+
+# ---------------------------------------------------------------------- child
+
+
+def _say(line: str) -> None:
+    os.write(1, (line + "\n").encode())
+
+
+def child(directory: str, mode: int, seed: int) -> None:
+    """Open, then commit forever from THREADS threads while a reader follows."""
+    engine = Engine.open(directory, durability=mode, **CONFIG)
+    for pending in engine.pending_xa():
+        token = int(pending.xid.gtrid[1:])
+        info = engine.xa_commit(pending.xid)
+        _say(f"X {token}")
+        _say(f"A {info.gtid.seq} {token}")
+    _say(f"O {engine.gtid_state()}")
+
+    def committer(number: int) -> None:
+        rnd = random.Random(seed * 1000 + number)
+        while True:
+            token = rnd.getrandbits(60)
+            kind = rnd.random()
+            if kind < 0.08:
+                trx = engine.begin()
+                for event in group_events(token, rnd.randrange(30_000, 150_000)):
+                    trx.write(event)
+                info = engine.commit(trx=trx)
+            elif kind < 0.12:
+                trx = engine.begin()
+                for event in group_events(token, rnd.randrange(100, 40_000)):
+                    trx.write(event)
+                xid = Xid(1, b"x%d" % token)
+                trx.prepare(xid)
+                _say(f"P {token}")
+                info = engine.xa_commit(xid)
+                _say(f"X {token}")
+            elif kind < 0.14:
+                trx = engine.begin()
+                for event in group_events(token, 40_000):
+                    trx.write(event)
+                trx.rollback()
+                continue
+            elif kind < 0.145 and number == 0:
+                engine.flush()
+                continue
+            else:
+                info = engine.commit(b"".join(group_events(token, rnd.randrange(30, 3000))))
+            _say(f"A {info.gtid.seq} {token}")
+
+    def follower() -> None:
+        reader = engine.reader()
+        for group in reader.groups(timeout=None):
+            events = list(group.events())
+            gtid = commit_gtid(group.record)
+            assert gtid is not None
+            _say(f"R {gtid.seq} {verify_group(events)}")
+
+    threads = [threading.Thread(target=committer, args=(n,), daemon=True) for n in range(THREADS)]
+    threads.append(threading.Thread(target=follower, daemon=True))
+    for thread in threads:
+        thread.start()
+    while True:
+        time.sleep(1)
+
+
+# ---------------------------------------------------------------------- parent
+
+
+@dataclass
+class Facts:
+    """What the child said before it died."""
+
+    opened: bool = False
+    acked: dict[int, int] = field(default_factory=dict)
+    received: dict[int, int] = field(default_factory=dict)
+    prepared: set[int] = field(default_factory=set)
+    xa_done: set[int] = field(default_factory=set)
+
+    def feed(self, text: str) -> None:
+        for line in text.splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "O":
+                self.opened = True
+            elif kind == "A":
+                seq, token = rest.split()
+                self.acked[int(seq)] = int(token)
+            elif kind == "R":
+                seq, token = rest.split()
+                self.received[int(seq)] = int(token)
+            elif kind == "P":
+                self.prepared.add(int(rest))
+            elif kind == "X":
+                self.xa_done.add(int(rest))
+
+
+def run_child(directory: str, mode: int, seed: int, delay: float, *, after_open: bool = True) -> Facts:
+    """Start a child, SIGKILL it ``delay`` s after it opened (or after start), return its facts."""
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "child", directory, str(mode), str(seed)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    facts = Facts()
+    buffer = b""
+    started = time.monotonic()
+    kill_at = started + delay if not after_open else None
+    fd = proc.stdout.fileno()
+    while True:
+        now = time.monotonic()
+        if kill_at is not None and now >= kill_at:
+            break
+        if now - started > 30:
+            proc.kill()
+            raise AssertionError("crash child did not open within 30 s")
+        ready, _, _ = select.select([fd], [], [], 0.01 if kill_at is None else max(0.0, kill_at - now))
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            if kill_at is None and b"\nO " in b"\n" + buffer:
+                kill_at = time.monotonic() + delay
+    proc.send_signal(signal.SIGKILL)
+    rest, errors = proc.communicate()
+    buffer += rest
+    facts.feed(buffer.decode())
+    if proc.returncode != -signal.SIGKILL:
+        raise AssertionError(f"crash child exited with {proc.returncode}: {errors.decode()[-2000:]}")
+    return facts
+
+
+def binlog_groups(directory: str) -> list[tuple[int, int]]:
+    """(seq, token) of every event group in the directory, read by the codec's own reader."""
+    files = BinlogFiles(directory)
+    try:
+        numbers = files.list()
+        if not numbers:
+            return []
+        reader = RecordReader(disk_source(files), numbers[0])
+        out = []
+        for group in reader.event_groups():
+            gtid = commit_gtid(group.record)
+            if gtid is None:
+                continue
+            out.append((gtid.seq, verify_group(list(group.events()))))
+        return out
+    finally:
+        files.close()
+
+
+def verify(directory: str, mode: int, facts: Facts, previous: dict[int, int]) -> dict[int, int]:
+    """Recover and assert every crash invariant; returns seq -> token of the recovered binlog."""
+    engine = Engine.open(directory, durability=mode, restart_marker=False, **CONFIG)
+    try:
+        state = engine.gtid_state()
+        pending = {int(p.xid.gtrid[1:]) for p in engine.pending_xa()}
+    finally:
+        engine.close()
+    report = check_directory(directory)
+    assert report.ok, report.summary()
+    groups = binlog_groups(directory)
+    seqs = [seq for seq, _ in groups]
+    assert seqs == list(range(1, len(seqs) + 1)), f"binlog is not a gap-free prefix: {seqs[:5]}...{seqs[-5:]}"
+    recovered = dict(groups)
+    n = len(seqs)
+    for seq, token in previous.items():
+        assert recovered.get(seq) == token, f"group {seq} that survived an earlier crash changed or vanished"
+    for seq, token in facts.received.items():
+        assert recovered.get(seq) == token, f"a reader received group {seq} which recovery lost (mode {mode})"
+    for seq, token in facts.acked.items():
+        if mode == 1:
+            assert recovered.get(seq) == token, f"acknowledged commit {seq} lost in mode 1"
+        elif seq in recovered:
+            assert recovered[seq] == token, f"group {seq} holds another transaction's data"
+    last = state.last(0)
+    assert (last.seq if last else 0) == n, f"recovered GTID state {state} but the binlog ends at seq {n}"
+    assert report.state == state, f"checker state {report.state} != engine state {state}"
+    if mode == 1:
+        committed = set(recovered.values())
+        missing = {t for t in facts.prepared - facts.xa_done if t not in pending and t not in committed}
+        assert not missing, f"acknowledged XA prepares not pending after recovery: {missing}"
+    return recovered
+
+
+def crash_loop(directory: str, mode: int, kills: int, seed: int, *, max_delay: float = 0.5) -> dict[str, int]:
+    """Kill/recover/verify ``kills`` times; returns counters for reporting."""
+    rnd = random.Random(seed)
+    recovered: dict[int, int] = {}
+    stats = {"kills": 0, "acked": 0, "received": 0, "groups": 0, "early": 0, "lost": 0}
+    for round_no in range(kills):
+        early = rnd.random() < 0.15
+        delay = rnd.uniform(0.0, 0.3) if early else rnd.uniform(0.05, max_delay)
+        facts = run_child(directory, mode, seed * 100_000 + round_no, delay, after_open=not early)
+        recovered = verify(directory, mode, facts, recovered)
+        stats["kills"] += 1
+        stats["early"] += early
+        stats["acked"] += len(facts.acked)
+        stats["received"] += len(facts.received)
+        stats["lost"] += sum(seq not in recovered for seq in facts.acked)
+        stats["groups"] = len(recovered)
+    return stats
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "child":
+        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit("usage: crash_harness.py child DIR MODE SEED")

@@ -1,0 +1,238 @@
+"""Redo log, durability modes, checkpoints and crash recovery, one mechanism at a time.
+
+Each test leaves a directory the way a crash would (a child process ends with
+``os._exit`` at a chosen moment, or files are damaged the way a torn write
+would damage them), then reopens it and checks what recovery made of it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine_helpers import SMALL, gtid_groups, query, query_texts, run_child
+
+from mariabinlog.codec.ibb_page import PAGE_SIZE, ZERO_PAGE
+from mariabinlog.engine import Engine
+from mariabinlog.engine.check import check_directory
+from mariabinlog.engine.redo import REDO_NAME, RecordBuilder, RedoLog
+from mariabinlog.engine.storage import binlog_name
+
+
+def reopen(directory: Path, **options: object) -> Engine:
+    settings = dict(SMALL)
+    settings.update(options)
+    return Engine.open(directory, restart_marker=False, **settings)  # type: ignore[arg-type]
+
+
+def texts(directory: Path) -> list[bytes]:
+    return [query_texts(events)[0].rstrip(b".") for _, events in gtid_groups(directory)]
+
+
+def test_mode0_truncates_binlog_data_whose_redo_never_became_durable(engine_dir: Path) -> None:
+    out = run_child(
+        engine_dir,
+        """
+        engine = Engine.open(engine_dir, durability=0, **{**SMALL, "flush_interval": 3600})
+        for n in range(20):
+            engine.commit(query(b"c%d" % n, 500))
+        engine.group_commit()
+        for n in range(20, 60):
+            engine.commit(query(b"c%d" % n, 500))
+        f, off = engine.written_position
+        engine.fifo.wait_flushed((f, off >> 14))   # the flush thread wrote pages past the durable end
+        print(engine.durable_position, engine.written_position)
+        os._exit(0)
+        """,
+    )
+    assert out
+    on_disk = check_directory(str(engine_dir))  # before recovery the files hold more than is durable
+    assert on_disk.records > 30
+    engine = reopen(engine_dir)
+    assert str(engine.gtid_state()) == "0-1-20"
+    engine.close()
+    assert texts(engine_dir) == [b"c%d" % n for n in range(20)]
+    report = check_directory(str(engine_dir))
+    assert report.ok, report.summary()
+
+
+def test_mode1_and_mode2_keep_everything_acknowledged(engine_dir: Path) -> None:
+    for mode, base in ((1, 0), (2, 100)):
+        run_child(
+            engine_dir,
+            f"""
+            engine = Engine.open(engine_dir, durability={mode}, **{{**SMALL, "flush_interval": 3600}})
+            for n in range({base}, {base} + 100):
+                engine.commit(query(b"c%d" % n, 900))
+            os._exit(0)
+            """,
+        )
+        engine = reopen(engine_dir, durability=mode)
+        assert engine.gtid_state().last(0).seq == base + 100
+        engine.close()
+    assert texts(engine_dir) == [b"c%d" % n for n in range(200)]
+
+
+def test_torn_partial_page_is_restored_from_the_full_page_image(engine_dir: Path) -> None:
+    """The partial-last-page rule: a page a checkpoint wrote half-filled is logged in full next time."""
+    out = run_child(
+        engine_dir,
+        """
+        engine = Engine.open(engine_dir, **SMALL)
+        for n in range(3):
+            engine.commit(query(b"a%d" % n, 200))
+        engine.checkpoint()                       # writes the half-filled page to the file
+        f, off = engine.written_position
+        engine.fifo.pause()                       # the completed page will not reach the file again
+        for n in range(3, 40):
+            engine.commit(query(b"a%d" % n, 600))
+        print(f, off >> 14)
+        os._exit(0)
+        """,
+    )
+    file_no, page_no = map(int, out.split())
+    path = engine_dir / binlog_name(file_no)
+    with open(path, "r+b") as f:  # a torn write: the first half of the page is garbage
+        f.seek(page_no * PAGE_SIZE)
+        f.write(os.urandom(PAGE_SIZE // 2))
+    engine = reopen(engine_dir)
+    engine.close()
+    assert texts(engine_dir) == [b"a%d" % n for n in range(40)]
+    assert check_directory(str(engine_dir)).ok
+
+
+def test_file_known_only_from_the_redo_log_is_recreated(engine_dir: Path) -> None:
+    out = run_child(
+        engine_dir,
+        """
+        engine = Engine.open(engine_dir, **SMALL)
+        engine.commit(query(b"first", 100))
+        engine.fifo.pause()
+        first = engine.status().file_no
+        n = 0
+        while engine.status().file_no < first + 1:
+            engine.commit(query(b"x%d" % n, 2000))
+            n += 1
+        print(engine.status().file_no, n)
+        os._exit(0)
+        """,
+    )
+    last, count = map(int, out.split())
+    assert not (engine_dir / binlog_name(last)).exists() or (
+        (engine_dir / binlog_name(last)).read_bytes()[:PAGE_SIZE] == ZERO_PAGE
+    )
+    engine = reopen(engine_dir)
+    assert engine.status().file_no == last
+    engine.close()
+    assert texts(engine_dir) == [b"first"] + [b"x%d" % n for n in range(count)]
+    report = check_directory(str(engine_dir))
+    assert report.ok, report.summary()
+
+
+def test_redo_log_wraps_around_with_checkpoints(engine_dir: Path) -> None:
+    run_child(
+        engine_dir,
+        """
+        engine = Engine.open(engine_dir, durability=2, **{**SMALL, "redo_capacity": 1 << 20})
+        for n in range(1500):                     # ~4.5 MB of redo through a 1 MB log
+            engine.commit(query(b"w%d" % n, 3000))
+        print(engine.redo.checkpoint.number)
+        os._exit(0)
+        """,
+    )
+    engine = reopen(engine_dir, redo_capacity=1 << 20)
+    assert engine.gtid_state().last(0).seq == 1500
+    assert engine.redo.checkpoint.number > 4
+    engine.close()
+    assert len(texts(engine_dir)) == 1500
+
+
+def test_host_redo_records_come_back_after_a_crash(engine_dir: Path) -> None:
+    run_child(
+        engine_dir,
+        """
+        engine = Engine.open(engine_dir, **SMALL)
+        engine.checkpoint()
+        for n in range(5):
+            engine.commit(query(b"h%d" % n, 100), host_redo=[b"row %d" % n, b"index %d" % n])
+        os._exit(0)
+        """,
+    )
+    seen = []
+    engine = Engine.open(engine_dir, restart_marker=False, on_recover=seen.extend, **SMALL)
+    engine.close()
+    assert [data for _, data in seen] == [b"%s %d" % (kind, n) for n in range(5) for kind in (b"row", b"index")]
+    lsns = [lsn for lsn, _ in seen]
+    assert lsns == sorted(lsns)
+    again = []  # recovery checkpointed them away: a second open finds none
+    engine = Engine.open(engine_dir, restart_marker=False, on_recover=again.extend, **SMALL)
+    engine.close()
+    assert again == []
+
+
+def test_files_without_redo_log_are_adopted(open_engine, engine_dir: Path) -> None:
+    engine = open_engine()
+    for n in range(30):
+        engine.commit(query(b"z%d" % n, 1500))
+    status = engine.status()
+    engine.close()
+    os.unlink(engine_dir / REDO_NAME)
+    engine = reopen(engine_dir)
+    assert (engine.status().file_no, engine.status().offset) == (status.file_no, status.offset)
+    assert str(engine.gtid_state()) == "0-1-30"
+    engine.commit(query(b"more", 10))
+    engine.close()
+    assert check_directory(str(engine_dir)).ok
+
+
+def test_records_of_an_earlier_epoch_are_never_replayed(tmp_path: Path) -> None:
+    """After recovery a new epoch starts: log bytes written before the crash but past the
+    recovered end can never be mistaken for records even where they line up exactly."""
+    log = RedoLog.create(str(tmp_path), 1 << 20)
+
+    def body(n: int) -> bytes:
+        builder = RecordBuilder()
+        builder.host(b"%03d" % n)
+        return builder.end((0, n))
+
+    for n in range(3):
+        log.append(body(n))
+    log.flush()
+    first = next(RedoLog.scan(log._fd, log.checkpoint))
+    # recovery ended after record 0 (records 1 and 2 were "lost"): new epoch from there
+    log.write_checkpoint(first.end_lsn, (0, 0), epoch=log.epoch + 1)
+    log.epoch += 1
+    log._buf_lsn = log.written_lsn = log.synced_lsn = first.end_lsn
+    log.append(body(7))  # same length as record 1: record 2 lines up right after it
+    log.flush()
+    found = [r.ops[0][1] for r in RedoLog.scan(log._fd, log.checkpoint)]
+    assert found == [b"007"]
+    log.close()
+
+
+def test_host_records_are_never_split_from_their_commit_by_a_checkpoint(engine_dir: Path) -> None:
+    """With a full redo log, checkpoints happen before an append, never between the layout of a
+    commit and its record: every commit's host record is either checkpointed (the host was told
+    through ``on_checkpoint``) or handed back by recovery."""
+    out = run_child(
+        engine_dir,
+        """
+        checkpoints = []
+        engine = Engine.open(engine_dir, on_checkpoint=checkpoints.append, **SMALL)
+        for n in range(60):
+            info = engine.commit(query(b"k%d" % n, 3000), host_redo=[b"host %d " % n + b"h" * 60_000])
+            print("commit", n, info.lsn)
+        print("checkpoint", max(checkpoints))
+        os._exit(0)
+        """,
+    )
+    lines = [line.split() for line in out.splitlines()]
+    last_checkpoint = int(lines[-1][1])
+    after = {int(n) for kind, n, *rest in lines[:-1] if int(rest[0]) > last_checkpoint}
+    assert 0 < len(after) < 60  # the 1 MB log forced checkpoints in between
+    seen: list[tuple[int, bytes]] = []
+    engine = Engine.open(engine_dir, restart_marker=False, on_recover=seen.extend, **SMALL)
+    engine.close()
+    recovered = {int(data.split()[1]) for _, data in seen}
+    assert recovered == after
+    assert texts(engine_dir) == [b"k%d" % n for n in range(60)]
