@@ -1,10 +1,17 @@
-"""Build of the optional C extension; all other metadata is in pyproject.toml.
+"""Build of the optional C extensions; all other metadata is in pyproject.toml.
 
 ``mariabinlog.codec._rowsfast`` is the compiled row-image decoder behind
-``mariabinlog.codec.rows``, which falls back to pure Python without it: a
-failed compile (no C compiler) does not fail the install (``optional=True``).
+``mariabinlog.codec.rows``; ``mariabinlog.tools._dumpfast`` holds the dump
+printer's hot loops (base64 lines, row counts, ``###`` lines).  Both modules
+fall back to pure Python without them: a failed compile (no C compiler) does
+not fail the install (``optional=True``).
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("mariabinlog.codec._rowsfast", ["src/mariabinlog/codec/_rowsfast.c"], optional=True)])
+setup(
+    ext_modules=[
+        Extension("mariabinlog.codec._rowsfast", ["src/mariabinlog/codec/_rowsfast.c"], optional=True),
+        Extension("mariabinlog.tools._dumpfast", ["src/mariabinlog/tools/_dumpfast.c"], optional=True),
+    ]
+)

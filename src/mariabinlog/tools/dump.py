@@ -9,9 +9,19 @@ to the last; GTID positions and domain/server filters apply to all.
 
 Deliberate differences from the C tool: event checksums are verified by
 default (``--skip-verify-binlog-checksum`` turns that off), and every read
-error names the file and the byte offset of the damaged event.  Option files
-(``/etc/mysql/...``) are never read; ``--no-defaults`` and the other
-defaults-file options are accepted and ignored.
+error names the file and the byte offset of the damaged event (`.ibb` files
+too: page CRCs, cut files, a file missing from the sequence or named out of
+order).  Option files (``/etc/mysql/...``) are never read; ``--no-defaults``
+and the other defaults-file options are accepted and ignored.
+
+The :class:`Dumper` reads and filters; what it accepts goes to a sink
+(:mod:`.sink`): the text printer (:mod:`.printer`), or with ``--format=json``
+the JSON writer (:mod:`.jsonout`), for ``mariabinlog events`` the SHOW BINLOG
+EVENTS listing (:mod:`.listing`), for ``--convert-engine-binlog`` and
+``--convert-to-engine-binlog`` the converters (:mod:`.convert`).  Big files
+are mapped, printed in bounded steps (the pages already read are handed back,
+so memory does not grow with the file) and, when stderr is a terminal, a
+progress bar follows the reading (:mod:`.progress`).
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ import struct
 import sys
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from ..codec.events import (
@@ -42,6 +52,7 @@ from ..codec.events import (
 from ..codec.gtid import Gtid, GtidFilter
 from ..errors import DecodeError, MariabinlogError, OptionError
 from . import printer as P
+from .progress import progress_for
 
 PROG = "mariadb-binlog"
 BINLOG_MAGIC = b"\xfebin"
@@ -56,6 +67,10 @@ OK_STOP = 2
 OK_EOF = 3
 
 _MAX_POS = (1 << 64) - 1
+#: Bytes of a mapped binlog between two releases of the pages already printed.
+_RELEASE_STEP = 4 << 20
+#: Input bytes between two writes of the pending output (and progress updates).
+_DRAIN_STEP = 1 << 20
 
 
 class OptionExit(Exception):
@@ -133,6 +148,12 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("rewrite-db", None, "str", "rewrite_db"),
     ("skip-annotate-row-events", None, "bool", "skip_annotate"),
     ("print-table-metadata", None, "bool", "print_table_metadata"),
+    # MariaDB 12 (MDEV-37605): `.ibb` files to legacy binlog files.
+    ("convert-engine-binlog", None, "bool", "convert_engine_binlog"),
+    ("max-binlog-size", None, "int", "max_binlog_size"),
+    # mariabinlog's own.
+    ("format", None, "str", "format"),
+    ("convert-to-engine-binlog", None, "str", "convert_to_engine_binlog"),
 )
 _BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
 _BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
@@ -185,6 +206,10 @@ class DumpOptions:
         self.rewrite_db: list[str] = []
         self.skip_annotate = False
         self.print_table_metadata = False
+        self.convert_engine_binlog = False
+        self.max_binlog_size = 1 << 30
+        self.format = "text"
+        self.convert_to_engine_binlog: str | None = None
         self.ignored: Any = None
         #: The GTID filter options in command-line order (they override each other).
         self.gtid_options: list[tuple[str, str | None]] = []
@@ -254,19 +279,24 @@ def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) 
         setattr(opts, dest, value)
 
 
+def leading_defaults_options(argv: Sequence[str]) -> int:
+    """How many of the first arguments are defaults-file options (only recognised first; ignored)."""
+    i = 0
+    while i < len(argv) and any(
+        argv[i] == "--" + d or argv[i].startswith("--" + d + "=")
+        for d in _DEFAULTS_OPTIONS
+    ):
+        i += 1
+    return i
+
+
 def parse_options(argv: Sequence[str]) -> tuple[DumpOptions, list[str], list[str]]:
     """my_getopt's handle_options for ``mariadb-binlog``'s options: (options, files, notices)."""
     opts = DumpOptions()
     files: list[str] = []
     notices: list[str] = []
     args = list(argv)
-    i = 0
-    # Defaults-file options are only recognised first; they are accepted and ignored.
-    while i < len(args) and any(
-        args[i] == "--" + d or args[i].startswith("--" + d + "=")
-        for d in _DEFAULTS_OPTIONS
-    ):
-        i += 1
+    i = leading_defaults_options(args)
     while i < len(args):
         arg = args[i]
         i += 1
@@ -445,7 +475,13 @@ class ReadError(MariabinlogError):
 class Dumper:
     """One run of the tool over a list of files."""
 
-    def __init__(self, opts: DumpOptions, err: Any) -> None:
+    def __init__(
+        self,
+        opts: DumpOptions,
+        err: Any,
+        sink: Callable[[Callable[[bytes], Any]], Any] | None = None,
+        progress: Any = None,
+    ) -> None:
         self.opts = opts
         self.err = err
         self.out_stream: BinaryIO = sys.stdout.buffer
@@ -476,7 +512,14 @@ class Dumper:
             rewrite_db=rewrite,
         )
         self.base64_mode = base64
-        self.printer = P.Printer(self._write, self.popt)
+        #: Where accepted events go: the text printer, or a sink made by ``sink(write)``.
+        self.printer: Any = (
+            P.Printer(self._write, self.popt, self._writelines)
+            if sink is None
+            else sink(self._write)
+        )
+        #: A :class:`~mariabinlog.tools.progress.Progress` bar on a terminal, else None.
+        self.progress = progress
         try:
             self.gtid_filter = GtidFilter(opts.gtid_options, verbose=opts.verbose)
         except OptionError as exc:
@@ -521,15 +564,55 @@ class Dumper:
         self.ibb: _IbbStream | None = None
         self.first_file = True
         self.exit_now = False
+        self.files: list[str] = []
 
     def _write(self, data: bytes) -> None:
         self.out_stream.write(data)
+
+    def _writelines(self, items: list[bytes]) -> None:
+        self.out_stream.writelines(items)
 
     # ------------------------------------------------------------------ main loop
 
     def run(self, files: list[str]) -> int:
         p = self.printer
-        out = p.out
+        if p.text_frame:
+            self._prologue()
+        progress = self.progress
+        if progress is not None:
+            progress.start(files)
+        retval = OK_CONTINUE
+        n = len(files)
+        self.files = files
+        try:
+            for index, name in enumerate(files):
+                first = index == 0
+                last = index == n - 1
+                if progress is not None:
+                    progress.next_file(index)
+                retval = self.dump_file(name, first, last)
+                if retval != OK_CONTINUE:
+                    break
+        finally:
+            if progress is not None:
+                progress.close()
+        if retval != ERROR_STOP and p.text_frame:
+            self._epilogue()
+        p.drain()
+        self.out_stream.flush()
+        if self.ibb is not None:
+            self.ibb.source.close()
+        if self.exit_now:
+            return 1
+        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
+        for line in diag.lines:
+            _err(self.err, line)
+        failed = retval == ERROR_STOP or bool(diag.exit_code)
+        p.finish(not failed)
+        return 1 if failed else 0
+
+    def _prologue(self) -> None:
+        out = self.printer.out
         out.append(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=1*/;\n")
         out.append(b"/*!40019 SET @@session.max_delayed_threads=0*/;\n")
         if self.opts.disable_log_bin:
@@ -547,48 +630,33 @@ class Dumper:
                 b"\n/*!40101 SET @OLD_COLLATION_CONNECTION=@@COLLATION_CONNECTION */;"
                 b"\n/*!40101 SET NAMES %s */;\n" % cs
             )
-        retval = OK_CONTINUE
-        n = len(files)
-        for index, name in enumerate(files):
-            first = index == 0
-            last = index == n - 1
-            retval = self.dump_file(name, first, last)
-            if retval != OK_CONTINUE:
-                break
-        if retval != ERROR_STOP:
-            if self.popt.flashback:
-                out.extend(reversed(p.flashback_events))
-                out.append(b"COMMIT\n/*!*/;\n")
-                out.append(p.flashback_stop)
-                out.append(b"DELIMITER ;\n")
+
+    def _epilogue(self) -> None:
+        p = self.printer
+        out = p.out
+        if self.popt.flashback:
+            out.extend(reversed(p.flashback_events))
+            out.append(b"COMMIT\n/*!*/;\n")
+            out.append(p.flashback_stop)
+            out.append(b"DELIMITER ;\n")
+        out.append(
+            b"# End of log file\nROLLBACK /* added by mysqlbinlog */;\n"
+            b"/*!50003 SET COMPLETION_TYPE=@OLD_COMPLETION_TYPE*/;\n"
+        )
+        if self.opts.disable_log_bin:
+            out.append(b"/*!32316 SET SQL_LOG_BIN=@OLD_SQL_LOG_BIN*/;\n")
+        if self.opts.set_charset:
             out.append(
-                b"# End of log file\nROLLBACK /* added by mysqlbinlog */;\n"
-                b"/*!50003 SET COMPLETION_TYPE=@OLD_COMPLETION_TYPE*/;\n"
+                b"/*!40101 SET CHARACTER_SET_CLIENT=@OLD_CHARACTER_SET_CLIENT */;\n"
+                b"/*!40101 SET CHARACTER_SET_RESULTS=@OLD_CHARACTER_SET_RESULTS */;\n"
+                b"/*!40101 SET COLLATION_CONNECTION=@OLD_COLLATION_CONNECTION */;\n"
             )
-            if self.opts.disable_log_bin:
-                out.append(b"/*!32316 SET SQL_LOG_BIN=@OLD_SQL_LOG_BIN*/;\n")
-            if self.opts.set_charset:
-                out.append(
-                    b"/*!40101 SET CHARACTER_SET_CLIENT=@OLD_CHARACTER_SET_CLIENT */;\n"
-                    b"/*!40101 SET CHARACTER_SET_RESULTS=@OLD_CHARACTER_SET_RESULTS */;\n"
-                    b"/*!40101 SET COLLATION_CONNECTION=@OLD_COLLATION_CONNECTION */;\n"
-                )
-            out.append(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=0*/;\n")
-            if self.filtering:
-                out.append(
-                    b"/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
-                    b"/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n"
-                )
-        p.drain()
-        self.out_stream.flush()
-        if self.ibb is not None:
-            self.ibb.source.close()
-        if self.exit_now:
-            return 1
-        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
-        for line in diag.lines:
-            _err(self.err, line)
-        return 1 if retval == ERROR_STOP or diag.exit_code else 0
+        out.append(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=0*/;\n")
+        if self.filtering:
+            out.append(
+                b"/*!100001 SET @@SESSION.SERVER_ID=@@GLOBAL.SERVER_ID */;\n"
+                b"/*!100001 SET @@SESSION.GTID_DOMAIN_ID=@@GLOBAL.GTID_DOMAIN_ID */;\n"
+            )
 
     def _flashback_error(self) -> int:
         """change_to_flashback_event's exit(1): what was written so far, then nothing more."""
@@ -608,7 +676,7 @@ class Dumper:
 
     def dump_file(self, name: str, first: bool, last: bool) -> int:
         p = self.printer
-        p.begin_file()
+        p.begin_file(name)
         self.group_active = True
         self.first_file = first
         if name == "-":  # the tool reads a binlog from standard input too
@@ -724,6 +792,10 @@ class Dumper:
         print_event = p.print_event
         simple = self.simple
         out = p.out
+        progress = self.progress
+        release = data.madvise if isinstance(data, mmap.mmap) else None
+        released = 0
+        checkpoint = pos + _DRAIN_STEP
         mv = memoryview(data)
         try:
             while pos < size:
@@ -807,8 +879,16 @@ class Dumper:
                     if retval:
                         return retval
                 pos = end
-                if len(out) > 4096:
+                if len(out) > 4096 or pos >= checkpoint:
+                    checkpoint = pos + _DRAIN_STEP
                     p.drain()
+                    if progress is not None:
+                        progress.update(pos)
+                    if pos - released >= _RELEASE_STEP and release is not None:
+                        # Pages read so far leave our RSS (they stay in the page cache).
+                        done = pos & -mmap.PAGESIZE
+                        release(mmap.MADV_DONTNEED, released, done - released)
+                        released = done
         finally:
             mv.release()
         return OK_CONTINUE
@@ -995,7 +1075,7 @@ class Dumper:
         (4 by default) and ``end_log_pos`` the stored 0, as the C tool does.
         """
         from ..codec.ibb import PAGE_SIZE, RecordReader, decode_header_page
-        from ..engine.files import IbbDirectory
+        from ..engine.files import IbbDirectory, ibb_file_name, ibb_file_no
 
         try:
             header = decode_header_page(data[:PAGE_SIZE])
@@ -1008,10 +1088,28 @@ class Dumper:
             return OK_CONTINUE
         st = self.ibb
         if st is None:
+            named = {ibb_file_no(f): f for f in self.files if ibb_file_no(f) is not None}
             st = self.ibb = _IbbStream(
-                IbbDirectory(os.path.dirname(os.path.abspath(name)))
+                IbbDirectory(os.path.dirname(os.path.abspath(name)), named, strict=True)  # type: ignore[arg-type]
             )
         file_no = header.file_no
+        previous = st.named_file_no
+        if previous is not None and file_no != previous + 1:
+            skipped = range(previous + 1, file_no)
+            if file_no <= previous or any(n in st.source.paths for n in skipped):
+                reason = (
+                    f"out of order: file number {file_no} named after file number {previous} "
+                    f"('{st.source.name(previous)}'); name the files in ascending order"
+                )
+            else:
+                missing = ", ".join(ibb_file_name(n) for n in skipped)
+                reason = (
+                    f"not the next file: {missing} missing between file number {previous} "
+                    f"('{st.source.name(previous)}') and file number {file_no}"
+                )
+            self.error(self._ibb_error(DecodeError(reason, offset=0, file=name), name))
+            return ERROR_STOP
+        st.named_file_no = file_no
         st.source.paths[file_no] = name
         if (
             st.groups is None
@@ -1032,9 +1130,12 @@ class Dumper:
             st.pending = None
         st.file_no = file_no
         p = self.printer
-        p.fallback_fd = st.fd or _default_fd(self.printer.timestamp)
+        p.fallback_fd = st.fd or _default_fd()
         stop = self.stop_position if last else None
         position = self.start_position if first else 4
+        record_positions = p.record_positions
+        progress = self.progress
+        checkpoint = 0
         while True:
             group = st.pending
             st.pending = None
@@ -1061,7 +1162,11 @@ class Dumper:
                             expected=f"{len(raw)} bytes",
                             file=st.source.name(group.record.file_no),
                         )
-                    ev = P.view_at(raw, 0, position, 0, st.ctx)
+                    if record_positions:
+                        ev = P.view_at(raw, 0, group.record.offset, 0, st.ctx)
+                        ev.log_pos = group.record.end_offset
+                    else:
+                        ev = P.view_at(raw, 0, position, 0, st.ctx)
                     if ev.type_code == FORMAT_DESCRIPTION_EVENT:
                         st.fd = bytes(raw)
                         p.fallback_fd = st.fd
@@ -1079,23 +1184,35 @@ class Dumper:
             except DecodeError as exc:
                 self.error(self._ibb_error(exc, name))
                 return ERROR_STOP
-            if len(p.out) > 2048:
+            if len(p.out) > 2048 or group.record.end_offset >= checkpoint:
+                checkpoint = group.record.end_offset + _DRAIN_STEP
                 p.drain()
+                if progress is not None:
+                    progress.update(group.record.end_offset)
 
     @staticmethod
     def _ibb_error(exc: DecodeError, name: str) -> str:
         if exc.file is None:
             exc = exc.located(name)
-        return f"Could not read binlog: {exc}"
+        text = f"Could not read binlog: {exc}"
+        try:
+            size = os.path.getsize(exc.file) if exc.file is not None else None
+        except OSError:
+            size = None
+        if size is not None and exc.offset is not None and exc.offset >= size:
+            text += f" ('{exc.file}' has only {size} bytes: truncated?)"
+        return text
 
 
 class _IbbStream:
     """The `.ibb` reading state carried from one named file to the next."""
 
-    __slots__ = ("ctx", "fd", "file_no", "groups", "pending", "source")
+    __slots__ = ("ctx", "fd", "file_no", "groups", "named_file_no", "pending", "source")
 
     def __init__(self, source: Any) -> None:
         self.source = source
+        #: The header file number of the last file named on the command line.
+        self.named_file_no: int | None = None
         self.fd: bytes | None = None
         self.groups: Any = None
         self.pending: Any = None
@@ -1103,7 +1220,7 @@ class _IbbStream:
         self.ctx: DecodeContext = DEFAULT_CONTEXT
 
 
-def _default_fd(_timestamp: Any) -> bytes:
+def _default_fd() -> bytes:
     """A Format_description for `.ibb` streams that have none (binlog v4, checksum OFF)."""
     from ..codec.events import FormatDescriptionEvent
 
@@ -1158,13 +1275,32 @@ Dumps a MariaDB binary log in a format usable for viewing or for piping to
 the mysql command line client.
 
 Usage: {PROG} [options] log-files
+
+mariadb-binlog's options, plus:
+  --format=text|json            text as mariadb-binlog prints it (default), or one
+                                JSON object per event (rows decoded, typed values)
+  --convert-engine-binlog       write the .ibb input as legacy binlog files
+                                BASE.000001... (BASE: --result-file, default legacy_log)
+  --max-binlog-size=N           size at which a converted file is rotated (1G)
+  --convert-to-engine-binlog=DIR
+                                write legacy input into DIR as .ibb files (the engine)
+A progress bar is shown on stderr when it is a terminal and stdout is not.
 """
 
 
 def dump_main(
-    argv: list[str], *, stdout: BinaryIO | None = None, stderr: Any = None
+    argv: list[str],
+    *,
+    stdout: BinaryIO | None = None,
+    stderr: Any = None,
+    sink: Callable[[Callable[[bytes], Any]], Any] | None = None,
 ) -> int:
-    """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status."""
+    """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status.
+
+    ``sink`` makes the events go to another sink than the text printer (see
+    :mod:`mariabinlog.tools.sink`); ``--format``, ``--convert-engine-binlog`` and
+    ``--convert-to-engine-binlog`` choose one from the command line.
+    """
     err = stderr if stderr is not None else sys.stderr
     try:
         opts, files, notices = parse_options(argv)
@@ -1179,6 +1315,10 @@ def dump_main(
         if not files:
             err.write(_USAGE)
             return 1
+        if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
+            from . import convert
+
+            return convert.convert_main(opts, files, err)
         if opts.remote:
             raise OptionExit(
                 "ERROR: --read-from-remote-server is not supported by mariabinlog dump",
@@ -1188,7 +1328,10 @@ def dump_main(
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
-        dumper = Dumper(opts, err)
+        if sink is None and opts.format != "text":
+            sink = _format_sink(opts)
+        if sink is not None and opts.flashback:
+            raise OptionExit("ERROR: --flashback works only with the text output", 1)
         out: BinaryIO
         close_out = False
         if opts.result_file:
@@ -1201,6 +1344,9 @@ def dump_main(
             close_out = True
         else:
             out = stdout if stdout is not None else sys.stdout.buffer
+        dumper = Dumper(
+            opts, err, sink, progress_for(err, None if close_out else out)
+        )
         dumper.out_stream = out
         try:
             status = dumper.run(files)
@@ -1219,6 +1365,17 @@ def dump_main(
         except OSError:
             pass
         return 1
+
+
+def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
+    """The sink ``--format`` names (``text`` is the printer itself)."""
+    if opts.format == "json":
+        from .jsonout import JsonSink
+
+        return lambda write: JsonSink(write, opts)
+    raise OptionExit(
+        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json'", 1
+    )
 
 
 def add_dump_parser(

@@ -23,8 +23,10 @@ and their row-size plan is cached with them.
 from __future__ import annotations
 
 import binascii
+import os
 import struct
 import time
+import warnings
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +112,31 @@ from ..codec.events import (
 )
 from ..errors import DecodeError
 from . import charsets
+
+#: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
+_FAST_VERSION = 1
+
+
+def _load_fast() -> Any:
+    """The compiled fast paths, or None (not built, stale, or MARIABINLOG_PURE_PYTHON=1)."""
+    if os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _dumpfast as module
+    except ImportError:
+        return None
+    if getattr(module, "FAST_VERSION", None) != _FAST_VERSION:
+        warnings.warn(
+            f"ignoring {module.__file__}: built for another printer.py (reinstall: pip install -e .)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return module
+
+
+#: ``mariabinlog.tools._dumpfast`` (base64 lines, row counts, ``###`` lines in C) or None.
+_fast = _load_fast()
 
 # --base64-output modes (the tool's enum order: NEVER, AUTO, UNSPEC, DECODE-ROWS).
 BASE64_NEVER = 0
@@ -242,6 +269,9 @@ def _serialize_xid(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
 
 def _base64_lines(data: bytes | memoryview, out: list[bytes]) -> None:
     """my_base64_encode + "\\n": 76-character lines, as ``base64.encodebytes``."""
+    if _fast is not None:
+        out.append(_fast.base64_lines(data))
+        return
     b2a = binascii.b2a_base64
     n = len(data)
     if n <= 57:
@@ -502,6 +532,10 @@ def count_rows(
     """Rows_log_event::count_row_events for one event (its quirks included)."""
     if kind_write and pos == end:
         return 1
+    if _fast is not None:
+        return _fast.count_rows(  # type: ignore[no-any-return]
+            data, pos, end, info.sizes, width, cols, cols_ai if kind_update else None
+        )
     return row_counter(info.sizes, width, cols, cols_ai if kind_update else None)(
         data, pos, end
     )
@@ -674,6 +708,10 @@ class _RowsForSql:
         self.kind = kind
 
 
+_KIND_CODE = {"insert": 0, "delete": 1, "update": 2}
+_COMMAND = {"insert": b"INSERT INTO", "delete": b"DELETE FROM", "update": b"UPDATE"}
+
+
 def render_rows(
     info: TableInfo,
     code: int,
@@ -681,46 +719,121 @@ def render_rows(
     width: int,
     cols: bytes,
     cols_ai: bytes | None,
-    data: bytes,
+    data: Any,
+    start: int,
+    end: int,
     verbose: int,
     out: list[bytes],
 ) -> int:
-    """Rows_log_event::print_verbose: append the ``###`` lines, return the rows printed."""
-    from . import rowsql
-
+    """Rows_log_event::print_verbose: append the ``###`` lines of ``data[start:end]``, return the rows printed."""
     kind = ROWS_KIND[code]
-    text = rowsql.rows_sql(
-        info.event,
-        _RowsForSql(table_id, width, cols, cols_ai, data, kind),
-        verbose=verbose,
-    )
-    out.append(text)
-    if kind == "insert" and not data:
-        return 1
-    command = (
-        b"INSERT INTO"
-        if kind == "insert"
-        else b"DELETE FROM"
-        if kind == "delete"
-        else b"UPDATE"
-    )
     header = b"### %s %s.%s\n" % (
-        command,
+        _COMMAND[kind],
         _backtick(info.event.schema.encode("utf-8", "surrogateescape")),
         _backtick(info.event.table.encode("utf-8", "surrogateescape")),
     )
+    if _fast is not None and start < end:
+        plan = info.verbose_plan
+        if plan is None:
+            plan = info.verbose_plan = _verbose_plan(info.event)
+        if plan:
+            done = _fast.verbose_rows(
+                data, start, end, _KIND_CODE[kind], width, cols, cols_ai, plan, header, verbose
+            )
+            if done is not None:
+                out.append(done[0])
+                return done[1]  # type: ignore[no-any-return]
+    from . import rowsql
+
+    rows = bytes(data[start:end])
+    text = rowsql.rows_sql(
+        info.event,
+        _RowsForSql(table_id, width, cols, cols_ai, rows, kind),
+        verbose=verbose,
+    )
+    out.append(text)
+    if kind == "insert" and not rows:
+        return 1
     return text.count(header)
+
+
+def _verbose_plan(event: TableMapEvent) -> tuple[tuple[Any, ...], ...] | bool:
+    """The column plan of ``_dumpfast.verbose_rows`` for a table map, False when a column
+    needs the Python printer (types and metadata the tool prints oddly or not at all)."""
+    from . import rowsql
+
+    plan = []
+    nulls = event.null_bitmap
+    for index, (ctype, meta) in enumerate(zip(event.column_types, event.column_meta)):
+        op = _fast_op(ctype, meta)
+        if op is None or rowsql._formatter(ctype, meta) is None:
+            return False
+        column = rowsql._Column(index, ctype, meta, bool(nulls[index >> 3] >> (index & 7) & 1))
+        plan.append((*op, column.label, column.comment, column.null_comment))
+    return tuple(plan)
+
+
+def _fast_op(ctype: int, meta: int) -> tuple[int, int, int] | None:
+    """(opcode, a, b) of one column for ``_dumpfast`` (see its V_* opcodes), None if it has none."""
+    rtype = C.real_type(ctype, meta)
+    size = C.INT_SIZES.get(rtype)
+    if size is not None:
+        return (1, size, 0)
+    if rtype == C.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        return (2, precision, scale) if 0 < precision <= 65 and scale <= precision else None
+    if rtype in _FAST_FIXED:
+        return (_FAST_FIXED[rtype], 0, 0)
+    if rtype == C.MYSQL_TYPE_BIT:
+        return (5, C.bit_width(meta), 0) if 0 < C.bit_width(meta) <= 64 else None
+    if rtype == C.MYSQL_TYPE_SET:
+        return (6, meta & 0xFF, 0) if 1 <= meta & 0xFF <= 8 else None
+    if rtype == C.MYSQL_TYPE_ENUM:
+        return (7, meta & 0xFF, 0) if meta & 0xFF in (1, 2) else None
+    if rtype in _FAST_FSP:
+        return (_FAST_FSP[rtype], meta, 0) if 0 <= meta <= 6 else None
+    if rtype in (C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VARCHAR_COMPRESSED):
+        return (16, 1 if meta < 256 else 2, 0)
+    if rtype == C.MYSQL_TYPE_STRING:
+        return (16, 1 if C.string_max_length(meta) < 256 else 2, 0)
+    if rtype in (C.MYSQL_TYPE_BLOB, C.MYSQL_TYPE_BLOB_COMPRESSED, C.MYSQL_TYPE_GEOMETRY):
+        return (16, meta, 0) if 1 <= meta <= 4 else None
+    return None
+
+
+_FAST_FIXED = {
+    C.MYSQL_TYPE_FLOAT: 3,
+    C.MYSQL_TYPE_DOUBLE: 4,
+    C.MYSQL_TYPE_TIMESTAMP: 8,
+    C.MYSQL_TYPE_DATETIME: 10,
+    C.MYSQL_TYPE_TIME: 12,
+    C.MYSQL_TYPE_DATE: 14,
+    C.MYSQL_TYPE_NEWDATE: 14,
+    C.MYSQL_TYPE_YEAR: 15,
+}
+_FAST_FSP = {C.MYSQL_TYPE_TIMESTAMP2: 9, C.MYSQL_TYPE_DATETIME2: 11, C.MYSQL_TYPE_TIME2: 13}
 
 
 class Printer:
     """Renders events as ``mariadb-binlog`` does; one instance per dump (all files).
 
     Per-file state (the tool's ``PRINT_EVENT_INFO``, re-created for every file
-    on the command line) is reset by :meth:`begin_file`.
+    on the command line) is reset by :meth:`begin_file`.  It is the dumper's
+    text sink (see :mod:`mariabinlog.tools.sink` for the others).
     """
 
-    def __init__(self, write: Callable[[bytes], Any], options: PrintOptions) -> None:
+    text_frame = True
+    record_positions = False
+
+    def __init__(
+        self,
+        write: Callable[[bytes], Any],
+        options: PrintOptions,
+        writelines: Callable[[list[bytes]], Any] | None = None,
+    ) -> None:
         self._write = write
+        #: Writes the pending pieces without joining them first (large pieces go out as they are).
+        self._writelines = writelines or (lambda items: write(b"".join(items)))
         self.opt = options
         self.out: list[bytes] = []
         self.head: list[bytes] = []
@@ -787,7 +900,7 @@ class Printer:
     def drain(self) -> None:
         """Write what is pending in the direct output list."""
         if self.out:
-            self._write(b"".join(self.out))
+            self._writelines(self.out)
             self.out.clear()
 
     def _flush_head(self) -> None:
@@ -1689,7 +1802,9 @@ class Printer:
                         width,
                         cols,
                         cols_ai,
-                        bytes(data[start:end]),
+                        data,
+                        start,
+                        end,
                         opt.verbose,
                         self.tail,
                     )
@@ -1893,7 +2008,7 @@ class Printer:
 
     # ------------------------------------------------------------------ file boundaries
 
-    def begin_file(self) -> None:
+    def begin_file(self, name: str = "") -> None:
         """dump_log_entries: a fresh PRINT_EVENT_INFO and ``DELIMITER /*!*/;``."""
         self.reset_state()
         self.out.append(b"DELIMITER /*!*/;\n")
@@ -1902,6 +2017,9 @@ class Printer:
         """dump_log_entries' closing ``DELIMITER ;`` (not with --flashback)."""
         if not self.opt.flashback:
             self.out.append(b"DELIMITER ;\n")
+
+    def finish(self, complete: bool) -> None:
+        """The run is over: nothing more to print (the dumper wrote the epilogue)."""
 
 
 class _QueryParts:

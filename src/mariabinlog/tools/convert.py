@@ -1,0 +1,455 @@
+"""Conversion between `.ibb` engine binlogs and legacy binlog files, both ways.
+
+``mariabinlog dump --convert-engine-binlog [-r BASE] FILE.ibb...`` does what
+MariaDB 12's ``mariadb-binlog --convert-engine-binlog`` does (MDEV-37605,
+mariadb-binlog.md §4): it writes legacy files ``BASE.000001``, ``BASE.000002``
+... (``BASE`` = ``--result-file``, default ``legacy_log``), each announced on
+stderr as ``Generated output file: NAME``, each starting with the magic, a
+Format_description of this tool's server version (checksums OFF, the FD's
+own CRC field filled), a Gtid_list of the GTID state so far (from the first
+input file's page-1 state record, then every GTID copied) and a
+Binlog_checkpoint naming the file.  Events are copied byte for byte with
+``log_pos`` set to their end offset in the output.  A new file (after a
+Rotate event) starts at a restart marker of the input (a Format_description:
+the server was restarted) and at the first GTID once the current file holds
+``--max-binlog-size`` bytes (default 1 GiB); groups are never split.  The
+synthesized events carry the timestamp and server id of the first input event
+(first file) or of the event that caused the rotation (later files).  The
+option combinations the C tool rejects are rejected with its messages; so
+are the filters it rejected in earlier versions (a conversion copies
+everything, or nothing).
+
+``mariabinlog dump --convert-to-engine-binlog DIR FILE...`` goes the other
+way: legacy binlog files into an `.ibb` directory written through the storage
+engine (:mod:`mariabinlog.engine`), so the result has everything the engine
+writes (GTID state records, OOB forests for large groups, a redo log): each
+GTID group becomes one commit, its events copied without checksums and with
+``log_pos`` 0; a Format_description written at server start (its ``created``
+is set) becomes a restart marker; Rotate, Gtid_list, Binlog_checkpoint and
+Stop events have no `.ibb` counterpart and are dropped.  DIR must not hold
+binlog files yet.  ``--max-binlog-size`` sets the engine's file size.
+
+The engine writes each group's GTID event itself from the GTID, ``flags2``
+and timestamp (:meth:`mariabinlog.engine.Engine.commit`), so what else the
+original GTID event carried is not copied: the group-commit id and the
+11.x thread id / engine count are dropped (hints for parallel replication and
+recovery, not data), and groups whose GTID event carries an XA transaction
+id or a START/COMMIT/ROLLBACK ALTER mark are refused with an error naming the
+GTID rather than converted into something that replays differently.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from ..codec.events import (
+    BINLOG_CHECKPOINT_EVENT,
+    CHECKSUM_OFF,
+    FL_COMMIT_ALTER_E1,
+    FL_COMPLETED_XA,
+    FL_GROUP_COMMIT_ID,
+    FL_PREPARED_XA,
+    FL_ROLLBACK_ALTER_E1,
+    FL_START_ALTER_E1,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    HEARTBEAT_LOG_EVENT,
+    ROTATE_EVENT,
+    START_ENCRYPTION_EVENT,
+    STOP_EVENT,
+    BinlogCheckpointEvent,
+    FormatDescriptionEvent,
+    GtidListEvent,
+    RotateEvent,
+)
+from ..codec.gtid import BinlogState, Gtid
+from ..errors import DecodeError, MariabinlogError
+from .listing import file_magic
+from .sink import EventSink
+
+PROG = "mariadb-binlog"
+#: The server version this tool writes into the Format_description of converted files.
+SERVER_VERSION = "12.3.0-MariaDB-mariabinlog"
+DEFAULT_BASE = "legacy_log"
+#: --max-binlog-size range (IO_SIZE .. 4 GiB), as the C tool clamps it.
+MIN_MAX_SIZE = 4096
+MAX_MAX_SIZE = 1 << 32
+_LOG_POS = struct.Struct("<I")
+_BINLOG_MAGIC = b"\xfebin"
+_IBB_MAGIC = b"\xfe\xfe\x0d\x01"
+
+
+class ConvertError(MariabinlogError):
+    """A conversion cannot go on (output file, engine directory)."""
+
+
+def convert_main(opts: Any, files: list[str], err: Any) -> int:
+    """Run one of the two conversions for the parsed ``opts``; returns the exit status."""
+    from .dump import Dumper, OptionExit, _err
+
+    if opts.convert_engine_binlog and opts.convert_to_engine_binlog is not None:
+        raise OptionExit(
+            "ERROR: --convert-engine-binlog and --convert-to-engine-binlog cannot be combined", 1
+        )
+    if opts.convert_engine_binlog:
+        _check_ibb_options(opts)
+        if any(file_magic(f) == _BINLOG_MAGIC for f in files):
+            raise OptionExit(
+                "ERROR: The --convert-engine-binlog option requires InnoDB-engine binlog input files", 1
+            )
+        size = _clamp_size(opts.max_binlog_size, err)
+
+        def make_sink(write: Callable[[bytes], Any]) -> IbbToLegacy:
+            return IbbToLegacy(opts.result_file or DEFAULT_BASE, size, err)
+
+    else:
+        _check_legacy_options(opts)
+        if any(file_magic(f) == _IBB_MAGIC for f in files):
+            raise OptionExit(
+                "ERROR: The --convert-to-engine-binlog option requires legacy binlog input files", 1
+            )
+        directory = opts.convert_to_engine_binlog
+        if os.path.isdir(directory) and any(n.endswith(".ibb") for n in os.listdir(directory)):
+            raise OptionExit(
+                f"ERROR: The --convert-to-engine-binlog directory '{directory}' already holds binlog files", 1
+            )
+        size = opts.max_binlog_size
+
+        def make_sink(write: Callable[[bytes], Any]) -> LegacyToIbb:
+            return LegacyToIbb(directory, size)
+
+    from .progress import progress_for
+
+    dumper = Dumper(opts, err, make_sink, progress_for(err, None))
+    dumper.out_stream = _NoOutput()
+    try:
+        return dumper.run(files)
+    except MariabinlogError as exc:
+        _err(err, f"ERROR: {exc}")
+        dumper.printer.finish(False)
+        return 1
+
+
+class _NoOutput:
+    """stdout stand-in: the conversions write files, never standard output."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _check_ibb_options(opts: Any) -> None:
+    """mysqlbinlog.cc's rejections for --convert-engine-binlog, same messages and order."""
+    from .dump import OptionExit
+
+    def reject(what: str) -> OptionExit:
+        return OptionExit(f"ERROR: The --convert-engine-binlog option cannot be combined with {what}", 1)
+
+    if opts.remote:
+        raise OptionExit(
+            "ERROR: The --convert-engine-binlog option does not support --read-from-remote-server", 1
+        )
+    if opts.raw:
+        raise reject("--raw")
+    if opts.flashback:
+        raise reject("--flashback")
+    if opts.stop_datetime is not None:
+        raise reject("--stop-datetime")
+    for value in (opts.start_position, opts.stop_position):
+        if value is not None and not value.strip().isdigit():
+            raise OptionExit(
+                "ERROR: The --convert-engine-binlog option does not support GTID values for "
+                "--start-position or --stop-position",
+                1,
+            )
+    if opts.stop_position is not None:
+        raise reject("--stop-position")
+    _check_filters(opts, reject)
+
+
+def _check_legacy_options(opts: Any) -> None:
+    """--convert-to-engine-binlog copies whole files: no filters, no remote reading."""
+    from .dump import OptionExit
+
+    def reject(what: str) -> OptionExit:
+        return OptionExit(f"ERROR: The --convert-to-engine-binlog option cannot be combined with {what}", 1)
+
+    if opts.remote:
+        raise reject("--read-from-remote-server")
+    for flag, what in ((opts.raw, "--raw"), (opts.flashback, "--flashback")):
+        if flag:
+            raise reject(what)
+    if opts.stop_datetime is not None:
+        raise reject("--stop-datetime")
+    if opts.stop_position is not None:
+        raise reject("--stop-position")
+    _check_filters(opts, reject)
+
+
+def _check_filters(opts: Any, reject: Callable[[str], Exception]) -> None:
+    """The filters an earlier MDEV-37605 snapshot rejected: a conversion copies everything."""
+    checks = (
+        (opts.database is not None, "--database"),
+        (opts.table is not None, "--table"),
+        (opts.start_position is not None, "--start-position"),
+        (opts.start_datetime is not None, "--start-datetime"),
+        (opts.offset != 0, "--offset"),
+        (opts.do_domain_ids is not None, "--do-domain-ids"),
+        (opts.ignore_domain_ids is not None, "--ignore-domain-ids"),
+        (opts.do_server_ids is not None, "--do-server-ids"),
+        (opts.ignore_server_ids is not None, "--ignore-server-ids"),
+        (opts.server_id is not None, "--server-id"),
+        (bool(opts.rewrite_db), "--rewrite-db"),
+        (opts.skip_annotate, "--skip-annotate-row-events"),
+    )
+    for bad, what in checks:
+        if bad:
+            raise reject(what)
+
+
+def _clamp_size(size: int, err: Any) -> int:
+    """my_getopt's range adjustment of --max-binlog-size, with its warning."""
+    from .dump import _err
+
+    clamped = min(max(size, MIN_MAX_SIZE), MAX_MAX_SIZE)
+    if clamped != size:
+        _err(err, f"Warning: option 'max-binlog-size': unsigned value {size} adjusted to {clamped}")
+    return clamped
+
+
+# ------------------------------------------------------------------------ .ibb -> legacy
+
+
+class IbbToLegacy(EventSink):
+    """Writes the `.ibb` event stream the dumper reads as legacy binlog files."""
+
+    def __init__(self, base: str, max_size: int, err: Any) -> None:
+        super().__init__(lambda data: None)
+        self.base = base
+        self.max_size = max_size
+        self.err = err
+        self.file_index = 0
+        self.output: Any = None
+        self.name = ""
+        self.position = 0
+        self.copied = 0
+        self.state: BinlogState | None = None
+        self.warned_4g = False
+
+    def begin_file(self, name: str = "") -> None:
+        super().begin_file(name)
+        if self.state is None:
+            self.state = BinlogState.from_list(Gtid(*g) for g in _initial_state(name))
+
+    def print_event(self, ev: Any) -> None:
+        raw = bytes(ev.buf[ev.start : ev.start + ev.length])
+        code = ev.type_code
+        if self.output is None:
+            self._open(ev)  # the first input event stamps the first file's prologue
+        if code == FORMAT_DESCRIPTION_EVENT:
+            # A restart marker: the server restarted; later events go to a new file.
+            if self.copied:
+                self._rotate(ev)
+            return
+        if code == GTID_EVENT and self.copied and self.position >= self.max_size:
+            self._rotate(ev)
+        end = self.position + len(raw)
+        if end >= 1 << 32 and not self.warned_4g:
+            self.warned_4g = True
+            self.err.write(
+                f"WARNING: position {end} in '{self.name}' exceeds 4 GiB; log_pos values wrap\n"
+            )
+        self._append(raw[:13] + _LOG_POS.pack(end & 0xFFFFFFFF) + raw[17:])
+        self.copied += 1
+        if code == GTID_EVENT:
+            assert self.state is not None
+            self.state.update(Gtid(ev.decoded().domain_id, ev.server_id, ev.decoded().seq_no))
+
+    def _append(self, data: bytes) -> None:
+        self.output.write(data)
+        self.position += len(data)
+
+    def _open(self, ev: Any) -> None:
+        """A new output file with its prologue (magic, FD, Gtid_list, Binlog_checkpoint)."""
+        self.file_index += 1
+        self.name = f"{self.base}.{self.file_index:06d}"
+        try:
+            self.output = open(self.name, "wb")  # noqa: SIM115 - closed by _close
+        except OSError as exc:
+            raise ConvertError(f"Could not create output file '{self.name}': {exc.strerror}") from None
+        self.err.write(f"Generated output file: {self.name}\n")
+        self.err.flush()
+        self.position = 0
+        self.copied = 0
+        header = {"timestamp": ev.when, "server_id": ev.server_id}
+        self._append(_BINLOG_MAGIC)
+        fd = FormatDescriptionEvent(
+            server_version=SERVER_VERSION, checksum_alg=CHECKSUM_OFF, **header
+        ).encode(checksum=True, log_pos=0)
+        fd = fd[:13] + _LOG_POS.pack(self.position + len(fd)) + fd[17:]
+        self._append(fd[:-4] + _LOG_POS.pack(zlib.crc32(fd[:-4])))
+        assert self.state is not None
+        gtid_list = GtidListEvent(gtids=[tuple(g) for g in self.state.to_list()], **header)
+        self._synthesized(gtid_list)
+        self._synthesized(BinlogCheckpointEvent(filename=os.path.basename(self.name).encode(), **header))
+
+    def _synthesized(self, event: Any) -> None:
+        data = event.encode(checksum=False, log_pos=0)
+        self._append(data[:13] + _LOG_POS.pack(self.position + len(data)) + data[17:])
+
+    def _rotate(self, ev: Any) -> None:
+        """Rotate event to the next output name, then the next file."""
+        next_name = f"{self.base}.{self.file_index + 1:06d}"
+        rotate = RotateEvent(
+            next_file=os.path.basename(next_name).encode(),
+            next_position=4,
+            timestamp=ev.when,
+            server_id=ev.server_id,
+        )
+        self._synthesized(rotate)
+        self._close()
+        self._open(ev)
+
+    def _close(self) -> None:
+        if self.output is not None:
+            self.output.close()
+            self.output = None
+
+    def finish(self, complete: bool) -> None:
+        self._close()
+
+
+def _initial_state(name: str) -> tuple[tuple[int, int, int], ...]:
+    """The GTID state record at page 1 of `.ibb` file ``name`` (empty when it has none)."""
+    from ..codec.ibb import (
+        PAGE_SIZE,
+        GtidState,
+        RecordReader,
+        RecordType,
+        decode_header_page,
+    )
+    from ..engine.files import IbbDirectory
+
+    try:
+        with open(name, "rb") as f:
+            header = decode_header_page(f.read(PAGE_SIZE))
+    except (OSError, DecodeError):
+        return ()
+    if header is None:
+        return ()
+    with IbbDirectory(os.path.dirname(os.path.abspath(name)), {header.file_no: name}) as source:
+        try:
+            for record in RecordReader(source, header.file_no, PAGE_SIZE):
+                if record.type == RecordType.GTID_STATE and record.offset == PAGE_SIZE:
+                    return GtidState.decode(record.payload).gtids
+                return ()
+        except DecodeError:
+            return ()
+    return ()
+
+
+# ------------------------------------------------------------------------ legacy -> .ibb
+
+#: GTID events the engine cannot reproduce (see the module docstring).
+_UNCONVERTIBLE = {FL_PREPARED_XA: "XA PREPARE group", FL_COMPLETED_XA: "XA COMMIT/ROLLBACK group"}
+_ALTER_FLAGS = FL_START_ALTER_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1
+
+#: Legacy events with no `.ibb` counterpart (file framing, not part of any group).
+_FRAMING_EVENTS = frozenset(
+    (ROTATE_EVENT, GTID_LIST_EVENT, BINLOG_CHECKPOINT_EVENT, STOP_EVENT, HEARTBEAT_LOG_EVENT, START_ENCRYPTION_EVENT)
+)
+
+
+class LegacyToIbb(EventSink):
+    """Writes the GTID groups of legacy binlog files through the storage engine."""
+
+    def __init__(self, directory: str, max_size: int) -> None:
+        super().__init__(lambda data: None)
+        from ..engine import Engine
+
+        self.engine = Engine.open(directory, restart_marker=False, durability=0, max_binlog_size=max_size)
+        self.trx: Any = None
+        self.gtid_event: Any = None
+        self.gtid_when = 0
+        self.groups = 0
+
+    def print_event(self, ev: Any) -> None:
+        code = ev.type_code
+        if code == GTID_EVENT:
+            self._commit()
+            g = ev.decoded()
+            refused = _UNCONVERTIBLE.get(g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA)) or (
+                "ALTER TABLE phase" if g.flags_extra & _ALTER_FLAGS else None
+            )
+            if refused is not None:
+                raise ConvertError(
+                    f"GTID {g.domain_id}-{g.server_id}-{g.seq_no} at offset {ev.position} of '{self.file_name}' "
+                    f"is an {refused}: the engine does not store such GTID events yet; nothing after it was converted"
+                )
+            self.gtid_event = g
+            self.gtid_when = ev.when
+            self.trx = self.engine.begin()
+            return
+        if code == FORMAT_DESCRIPTION_EVENT:
+            self._commit()
+            fd = ev.decoded()
+            if fd.create_timestamp:
+                self.engine.write_restart_marker(_ibb_event(ev, checksum_alg_off=True))
+            return
+        if code in _FRAMING_EVENTS:
+            return
+        if self.trx is None:
+            raise DecodeError(
+                f"{ev.decoded().name} event outside an event group cannot be converted",
+                offset=ev.position,
+            )
+        self.out.append(_ibb_event(ev))
+
+    def drain(self) -> None:
+        """Hand the events gathered so far to the engine's transaction (spilled out-of-band when large)."""
+        if self.out and self.trx is not None:
+            self.trx.write(b"".join(self.out))
+        self.out.clear()
+
+    def _commit(self) -> None:
+        if self.trx is None:
+            return
+        self.drain()
+        g = self.gtid_event
+        self.engine.commit(
+            trx=self.trx,
+            gtid=Gtid(g.domain_id, g.server_id, g.seq_no),
+            flags2=g.flags2 & ~FL_GROUP_COMMIT_ID,
+            timestamp=self.gtid_when,
+            wait=False,
+        )
+        self.trx = None
+        self.groups += 1
+
+    def finish(self, complete: bool) -> None:
+        if complete:
+            self._commit()
+        elif self.trx is not None:
+            self.trx.rollback()
+        self.engine.close()
+
+
+def _ibb_event(ev: Any, *, checksum_alg_off: bool = False) -> bytes:
+    """An event as `.ibb` files hold it: no CRC footer, ``log_pos`` 0 (a restart FD: algorithm OFF)."""
+    if not checksum_alg_off:
+        data = bytearray(ev.buf[ev.start : ev.body_end])
+        struct.pack_into("<II", data, 9, len(data), 0)
+        return bytes(data)
+    # A Format_description keeps its 4-byte CRC field (refilled) behind the algorithm byte.
+    data = bytearray(ev.buf[ev.start : ev.start + ev.length])
+    struct.pack_into("<II", data, 9, len(data), 0)
+    data[-5] = CHECKSUM_OFF
+    data[-4:] = _LOG_POS.pack(zlib.crc32(bytes(data[:-4])))
+    return bytes(data)

@@ -1,0 +1,410 @@
+"""``mariabinlog dump --format=json``: one JSON object per event, one per line.
+
+Every event the dump accepts (the same filters apply: positions, datetimes,
+GTID windows, domain and server ids, ``--database``/``--table`` for table
+maps, rows events and statements) becomes one line (JSON Lines)::
+
+    {"file": "mysql-bin.000001", "pos": 1904, "end_log_pos": 2010,
+     "timestamp": 1700000000, "time": "2023-11-14T22:13:20Z",
+     "type": "Write_rows_v1", "type_code": 23, "server_id": 1, "flags": 0,
+     "gtid": "0-1-7", ...fields of the event type...}
+
+Common fields: ``file`` (the base name of the file given on the command
+line), ``pos`` and ``end_log_pos`` (as SHOW BINLOG EVENTS gives them: the
+event's byte offset and the header's end position; for `.ibb` files, whose
+events have no positions of their own, the start and end offsets of the
+commit record holding the event), ``timestamp`` (epoch seconds) and ``time``
+(UTC), ``type`` as SHOW BINLOG EVENTS names it, ``type_code``, ``server_id``,
+``flags`` (header flags) and ``gtid``: the GTID of the event group the event
+belongs to, null outside groups.
+
+Per type: Format_desc ``binlog_version, server_version, created``; Gtid
+``domain_id, seq_no, standalone, flags2`` and ``commit_id``/``xid`` when
+present; Gtid_list ``gtids``; Query ``database, query, thread_id, exec_time,
+error_code``; Annotate_rows ``query``; Table_map ``table_id, database,
+table, columns`` (each ``{"name", "type", "nullable"}`` plus ``unsigned``
+and ``charset`` when the map's optional metadata says so); rows events
+``table_id, database, table, kind, stmt_end, rows``; Xid ``xid``;
+XA_prepare ``xid, one_phase``; Rotate ``next_file, next_position``;
+Binlog_checkpoint ``file``; Intvar ``name, value``; RAND ``seed1, seed2``;
+User var ``name, value``.
+
+Rows: ``rows`` is a list of ``{"after": {...}}`` (insert), ``{"before":
+{...}}`` (delete) or ``{"before": {...}, "after": {...}}`` (update).  Keys are
+the column names when the table map carries them (``binlog_row_metadata=FULL``),
+else ``"@1"``, ``"@2"``... as ``mariadb-binlog -v`` numbers them; columns
+missing from a MINIMAL/NOBLOB image are left out.  Values:
+
+* NULL: ``null``; integers, BIT, YEAR: numbers (signed unless the metadata
+  says UNSIGNED); FLOAT/DOUBLE: numbers; DECIMAL: strings with every stored
+  digit (``"-12.50"``), never floats.
+* DATE ``"2024-01-31"``, DATETIME ``"2024-01-31T12:00:00.250000"``, TIME
+  ``"-838:59:59"``, TIMESTAMP ``"2024-01-31T12:00:00Z"`` (UTC): ISO 8601 shapes,
+  but values outside ISO stay as stored: zero dates ``"0000-00-00"``,
+  ``"2024-00-00T00:00:00"``, zero TIMESTAMP ``"0000-00-00T00:00:00Z"``.
+  Fractions are shown (6 digits) when not zero.
+* ENUM and SET: the member names (a string, a list of strings) when the
+  metadata lists them, else the stored number (1-based index, bitmask).
+* Text: a string.  Without charset metadata a value that is valid UTF-8 is
+  taken as text.  Everything else (BINARY/BLOB/GEOMETRY bytes, text that is
+  not valid UTF-8) is an object ``{"base64": "..."}`` holding the exact bytes;
+  statement texts that are not valid UTF-8 are given the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import math
+import os
+import struct
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from ..codec import columns as C
+from ..codec.events import (
+    ANNOTATE_ROWS_EVENT,
+    BINLOG_CHECKPOINT_EVENT,
+    FL_COMPLETED_XA,
+    FL_GROUP_COMMIT_ID,
+    FL_PREPARED_XA,
+    FL_STANDALONE,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    INTVAR_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    RAND_EVENT,
+    ROTATE_EVENT,
+    ROWS_KIND,
+    TABLE_MAP_EVENT,
+    USER_VAR_DECIMAL,
+    USER_VAR_EVENT,
+    USER_VAR_INT,
+    USER_VAR_REAL,
+    USER_VAR_UNSIGNED_F,
+    XA_PREPARE_LOG_EVENT,
+    XID_EVENT,
+    event_type_name,
+)
+from ..codec.rows import (
+    ABSENT,
+    MysqlDate,
+    MysqlDateTime,
+    MysqlTime,
+    MysqlTimestamp,
+    row_decoder,
+)
+from . import charsets
+from .printer import decimal_to_str
+from .sink import EventSink
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
+
+
+def _bytes(value: bytes) -> dict[str, str]:
+    return {"base64": base64.b64encode(value).decode("ascii")}
+
+
+def text_or_bytes(value: bytes) -> str | dict[str, str]:
+    """``value`` as a string when it is valid UTF-8, else ``{"base64": ...}``."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return _bytes(value)
+
+
+def _iso_time(epoch: int) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _frac(microsecond: int) -> str:
+    return f".{microsecond:06d}" if microsecond else ""
+
+
+class _Column:
+    """How one column's values become JSON."""
+
+    __slots__ = ("binary", "key", "members", "set_members")
+
+    def __init__(self, key: str, binary: bool | None, members: tuple[bytes, ...] | None, is_set: bool) -> None:
+        self.key = key
+        self.binary = binary
+        self.members = None if is_set else members
+        self.set_members = members if is_set else None
+
+
+def json_value(value: Any, column: _Column) -> Any:
+    """One column value as a JSON-ready object (see the module docstring)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if column.members is not None:
+            return column.members[value - 1].decode("utf-8", "replace") if 0 < value <= len(column.members) else value
+        if column.set_members is not None:
+            return [m.decode("utf-8", "replace") for i, m in enumerate(column.set_members) if value >> i & 1]
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:  # undecodable bytes kept as surrogates
+            return _bytes(value.encode("utf-8", "surrogateescape"))
+    if isinstance(value, bytes | bytearray | memoryview):
+        value = bytes(value)
+        return _bytes(value) if column.binary else text_or_bytes(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, MysqlDateTime):
+        return (
+            f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
+            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{_frac(value.microsecond)}"
+        )
+    if isinstance(value, MysqlDate):
+        return str(value)
+    if isinstance(value, MysqlTime):
+        return str(value)
+    if isinstance(value, MysqlTimestamp):
+        if value.seconds == 0 and value.microsecond == 0:
+            return "0000-00-00T00:00:00Z"
+        moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S") + _frac(value.microsecond) + "Z"
+    return str(value)
+
+
+class _Table:
+    """A table map with what the JSON writer needs to render its rows."""
+
+    __slots__ = ("columns", "database", "event", "table")
+
+    def __init__(self, tm: Any) -> None:
+        self.event = tm
+        self.database = tm.schema
+        self.table = tm.table
+        meta = tm.optional_metadata
+        types, metas = tm.column_types, tm.column_meta
+        names = meta.column_names if meta is not None else None
+        collations = meta.column_collations(types, metas) if meta is not None else [None] * len(types)
+        enums = iter(meta.enum_str_values or ()) if meta is not None else iter(())
+        sets = iter(meta.set_str_values or ()) if meta is not None else iter(())
+        cols = []
+        for index, (ctype, cmeta) in enumerate(zip(types, metas)):
+            rtype = C.real_type(ctype, cmeta)
+            members = None
+            is_set = rtype == C.MYSQL_TYPE_SET
+            if rtype == C.MYSQL_TYPE_ENUM:
+                members = next(enums, None)
+            elif is_set:
+                members = next(sets, None)
+            collation = collations[index] if index < len(collations) else None
+            binary = (
+                True
+                if rtype == C.MYSQL_TYPE_GEOMETRY or collation == C.BINARY_COLLATION
+                else (False if collation is not None else None)
+            )
+            key = names[index] if names is not None and index < len(names) else f"@{index + 1}"
+            cols.append(_Column(key, binary, members, is_set))
+        self.columns = cols
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The ``columns`` of a Table_map object."""
+        tm = self.event
+        meta = tm.optional_metadata
+        unsigned = meta.unsigned_flags(tm.column_types, tm.column_meta) if meta is not None and meta.signedness else None
+        collations = meta.column_collations(tm.column_types, tm.column_meta) if meta is not None else None
+        out = []
+        for index, (ctype, cmeta) in enumerate(zip(tm.column_types, tm.column_meta)):
+            item: dict[str, Any] = {
+                "name": self.columns[index].key,
+                "type": C.verbose_type_name(ctype, cmeta) or C.TYPE_NAMES.get(C.real_type(ctype, cmeta), str(ctype)),
+                "nullable": tm.nullable(index),
+            }
+            if unsigned is not None and unsigned[index]:
+                item["unsigned"] = True
+            if collations is not None and collations[index] is not None:
+                entry = charsets.COLLATIONS.get(collations[index])
+                item["charset"] = entry[1] if entry else collations[index]
+            out.append(item)
+        return out
+
+    def image(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        """One row image as ``{column: value}`` (absent columns left out)."""
+        return {
+            col.key: json_value(value, col)
+            for col, value in zip(self.columns, values)
+            if value is not ABSENT
+        }
+
+
+class JsonSink(EventSink):
+    """Writes every accepted event as one JSON object per line."""
+
+    record_positions = True
+
+    def __init__(self, write: Callable[[bytes], Any], opts: Any) -> None:
+        super().__init__(write)
+        self.database = opts.database
+        self.table_filter = opts.table
+        self.tables: dict[int, _Table] = {}
+        self.gtid: str | None = None
+        self.group_open = False
+        self.standalone = False
+        self.current_db = ""
+        self.display_name = ""
+
+    def begin_file(self, name: str = "") -> None:
+        super().begin_file(name)
+        self.display_name = os.path.basename(name)
+        self.tables.clear()
+
+    def _accept(self, database: str, table: str | None = None) -> bool:
+        if self.database is not None and database != self.database:
+            return False
+        return not (table is not None and self.table_filter is not None and table != self.table_filter)
+
+    def print_event(self, ev: Any) -> None:
+        code = ev.type_code
+        obj: dict[str, Any] = {
+            "file": self.display_name,
+            "pos": ev.position,
+            "end_log_pos": ev.log_pos,
+            "timestamp": ev.when,
+            "time": _iso_time(ev.when),
+            "type": event_type_name(code),
+            "type_code": code,
+            "server_id": ev.server_id,
+            "flags": ev.flags,
+        }
+        if code == GTID_EVENT:
+            g = ev.decoded()
+            self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
+            self.group_open = True
+            self.standalone = bool(g.flags2 & FL_STANDALONE)
+            obj["gtid"] = self.gtid
+            obj.update(domain_id=g.domain_id, seq_no=g.seq_no, standalone=self.standalone, flags2=g.flags2)
+            if g.flags2 & FL_GROUP_COMMIT_ID:
+                obj["commit_id"] = g.commit_id
+            if g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
+                obj["xid"] = _xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual)
+            self._emit(obj)
+            return
+        obj["gtid"] = self.gtid if self.group_open else None
+        ends_group = False
+        if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
+            q = ev.decoded()
+            database = q.database.decode("utf-8", "replace")
+            if self.standalone or q.query.upper() in (b"COMMIT", b"ROLLBACK"):
+                ends_group = True
+            if not self._accept(database):
+                self._after(ends_group)
+                return
+            obj.update(
+                database=database,
+                query=text_or_bytes(q.query),
+                thread_id=q.thread_id,
+                exec_time=q.exec_time,
+                error_code=q.error_code,
+            )
+        elif code == TABLE_MAP_EVENT:
+            tm = ev.decoded()
+            table = self.tables[tm.table_id] = _Table(tm)
+            if not self._accept(table.database, table.table):
+                return
+            obj.update(table_id=tm.table_id, database=table.database, table=table.table, columns=table.describe())
+        elif code in ROWS_KIND:
+            rows_ev = ev.decoded()
+            table = self.tables.get(rows_ev.table_id)
+            if table is None:
+                obj.update(table_id=rows_ev.table_id, kind=rows_ev.kind, error="no table map for this table_id")
+            else:
+                if not self._accept(table.database, table.table):
+                    return
+                changes = row_decoder(table.event).decode(rows_ev)
+                rows = []
+                for change in changes:
+                    row: dict[str, Any] = {}
+                    if change.before is not None:
+                        row["before"] = table.image(change.before)
+                    if change.after is not None:
+                        row["after"] = table.image(change.after)
+                    rows.append(row)
+                obj.update(
+                    table_id=rows_ev.table_id,
+                    database=table.database,
+                    table=table.table,
+                    kind=rows_ev.kind,
+                    stmt_end=rows_ev.stmt_end,
+                    rows=rows,
+                )
+        elif code == XID_EVENT:
+            obj["xid"] = ev.decoded().xid
+            ends_group = True
+        elif code == XA_PREPARE_LOG_EVENT:
+            x = ev.decoded()
+            obj.update(xid=_xid(x.format_id, x.gtrid, x.bqual), one_phase=x.one_phase)
+            ends_group = True
+        elif code == ANNOTATE_ROWS_EVENT:
+            obj["query"] = text_or_bytes(ev.decoded().query)
+        elif code == FORMAT_DESCRIPTION_EVENT:
+            fd = ev.decoded()
+            obj.update(
+                binlog_version=fd.binlog_version,
+                server_version=fd.server_version,
+                created=fd.create_timestamp,
+            )
+            self.tables.clear()
+            ends_group = True
+        elif code == GTID_LIST_EVENT:
+            obj["gtids"] = [f"{d}-{s}-{n}" for d, s, n in ev.decoded().gtids]
+        elif code == BINLOG_CHECKPOINT_EVENT:
+            obj["checkpoint_file"] = text_or_bytes(ev.decoded().filename)
+        elif code == ROTATE_EVENT:
+            r = ev.decoded()
+            obj.update(next_file=text_or_bytes(r.next_file), next_position=r.next_position)
+        elif code == INTVAR_EVENT:
+            i = ev.decoded()
+            obj.update(name="LAST_INSERT_ID" if i.kind == 1 else "INSERT_ID", value=i.value)
+        elif code == RAND_EVENT:
+            r = ev.decoded()
+            obj.update(seed1=r.seed1, seed2=r.seed2)
+        elif code == USER_VAR_EVENT:
+            uv = ev.decoded()
+            obj.update(name=text_or_bytes(uv.var_name), value=_user_var_value(uv))
+        self._emit(obj)
+        self._after(ends_group)
+
+    def _after(self, ends_group: bool) -> None:
+        if ends_group:
+            self.group_open = False
+            self.standalone = False
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        self.out.append(_dumps(obj).encode("utf-8") + b"\n")
+
+
+def _xid(format_id: int, gtrid: bytes, bqual: bytes) -> dict[str, Any]:
+    return {"format_id": format_id, "gtrid": gtrid.hex(), "bqual": bqual.hex()}
+
+
+def _user_var_value(uv: Any) -> Any:
+    if uv.is_null:
+        return None
+    val = uv.value
+    if uv.value_type == USER_VAR_REAL:
+        number = struct.unpack_from("<d", val.ljust(8, b"\0"))[0]
+        return number if math.isfinite(number) else str(number)
+    if uv.value_type == USER_VAR_INT:
+        number = int.from_bytes(val[:8].ljust(8, b"\0"), "little")
+        if not (uv.var_flags or 0) & USER_VAR_UNSIGNED_F and number >= 1 << 63:
+            number -= 1 << 64
+        return number
+    if uv.value_type == USER_VAR_DECIMAL:
+        return decimal_to_str(val[2:], val[0], val[1]).decode()
+    if uv.charset == C.BINARY_COLLATION:
+        return _bytes(val)
+    return text_or_bytes(val)
