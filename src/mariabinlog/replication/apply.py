@@ -1,0 +1,694 @@
+"""Applying event groups to a target MariaDB server, crash-safe, one GTID domain per worker.
+
+Seed 004's "event executor": what ``mariadb-binlog | mariadb`` does, without the text in
+between and with the position kept in the target.
+
+How a group is applied (:class:`TargetSession`):
+
+* Row events go to the server as ``BINLOG '<base64>'`` statements (Table_map plus the rows
+  events up to the one with ``STMT_END_F``), after the source's Format_description was
+  given once per connection; the server applies them with its own row applier, so every
+  column type is exact.
+* Query events run as themselves after the session context their status variables
+  describe (``SET TIMESTAMP``, ``sql_mode``, character sets, time zone, ``foreign_key_checks``
+  ...; only what changed is sent), preceded by Intvar/Rand/User_var as ``SET`` statements.
+* With ``preserve_gtids`` (default) the group keeps its GTID in the target's binlog
+  (``gtid_domain_id``, ``server_id``, ``gtid_seq_no``), as replaying mariadb-binlog output does.
+* Crash safety, like ``mysql.gtid_slave_pos``: a transactional group runs as ``BEGIN ...;
+  <upsert of the domain's row in the position table>; COMMIT``, so data and position commit
+  together.  A stand-alone group (DDL, which commits implicitly) first records a *pending*
+  GTID, then runs, then records the GTID; after a crash between the two, the replica knows
+  the DDL may have run: it checks the target's ``gtid_binlog_state`` (when the target logs
+  with preserved GTIDs) or re-runs the DDL accepting "already done" errors.
+* Anything the applier cannot apply faithfully (XA groups, unknown events, encrypted or
+  damaged data) stops the replica with :class:`~mariabinlog.errors.UnsupportedError`
+  naming the event and the group: never a silent skip.
+
+:class:`Replicator` reads groups from a source, filters them (:mod:`.filters`), and hands
+each GTID domain to one worker (``workers`` connections), so different domains apply in
+parallel while each domain keeps its order.
+"""
+
+from __future__ import annotations
+
+import base64
+import queue
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..codec import events as E
+from ..codec.gtid import ConnectState, Gtid, GtidList
+from ..codec.protocol import ServerError
+from ..errors import ReplicationError, UnsupportedError
+from .filters import Decision, GroupFilter
+from .groups import EventGroup
+from .net import Connection, ConnectionLostError, ConnectionOptions, sql_string
+from .progress import Progress
+from .sources import GroupSource
+
+#: Errors after which a group is simply retried (deadlock, lock wait timeout).
+RETRYABLE = frozenset({1213, 1205})
+#: Errors that mean "this DDL already ran" when re-running a pending stand-alone group.
+ALREADY_DONE = frozenset({1007, 1008, 1050, 1051, 1054, 1060, 1061, 1091, 1146, 1304, 1305, 1360, 1449, 4031})
+
+OPTION_AUTO_IS_NULL = 1 << 14
+OPTION_NO_CHECK_CONSTRAINT_CHECKS = 1 << 15
+OPTION_NO_FOREIGN_KEY_CHECKS = 1 << 26
+OPTION_RELAXED_UNIQUE_CHECKS = 1 << 27
+_FLAGS2 = (
+    (OPTION_NO_FOREIGN_KEY_CHECKS, True, "foreign_key_checks"),
+    (OPTION_AUTO_IS_NULL, False, "sql_auto_is_null"),
+    (OPTION_RELAXED_UNIQUE_CHECKS, True, "unique_checks"),
+    (OPTION_NO_CHECK_CONSTRAINT_CHECKS, True, "check_constraint_checks"),
+)
+
+_ROWS = frozenset(E.ROWS_KIND)
+_INFLATED = {
+    E.WRITE_ROWS_COMPRESSED_EVENT_V1: E.WRITE_ROWS_EVENT_V1,
+    E.UPDATE_ROWS_COMPRESSED_EVENT_V1: E.UPDATE_ROWS_EVENT_V1,
+    E.DELETE_ROWS_COMPRESSED_EVENT_V1: E.DELETE_ROWS_EVENT_V1,
+    E.WRITE_ROWS_COMPRESSED_EVENT: E.WRITE_ROWS_EVENT,
+    E.UPDATE_ROWS_COMPRESSED_EVENT: E.UPDATE_ROWS_EVENT,
+    E.DELETE_ROWS_COMPRESSED_EVENT: E.DELETE_ROWS_EVENT,
+}
+_SILENT = frozenset({E.ANNOTATE_ROWS_EVENT, E.IGNORABLE_LOG_EVENT})
+
+
+def _uncompressed(event: E.RowsEvent) -> bytes:
+    """The plain rows event (types 23-25 / 30-32) carrying a compressed one's rows."""
+    return E.RowsEvent(
+        _INFLATED[event.type_code],
+        table_id=event.table_id,
+        width=event.width,
+        present_before=event.present_before,
+        present_after=event.present_after,
+        rows_data=event.rows_data,
+        rows_flags=event.rows_flags,
+        extra_data=event.extra_data,
+        timestamp=event.timestamp,
+        server_id=event.server_id,
+        log_pos=event.log_pos,
+        flags=event.flags,
+    ).encode()
+
+
+class ApplyError(ReplicationError):
+    """The target refused a group; names the GTID, the statement and the server error."""
+
+    def __init__(self, gtid: Gtid, statement: bytes, error: ServerError) -> None:
+        self.gtid = gtid
+        self.error = error
+        text = statement[:200].decode("utf-8", "replace")
+        super().__init__(f"applying GTID {gtid} failed: {error} (statement: {text!r})")
+
+
+def _ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class PositionTable:
+    """Where a channel's applied GTID position lives in the target (one row per domain)."""
+
+    database: str = "mariabinlog"
+    table: str = "gtid_slave_pos"
+    channel: str = "default"
+
+    @property
+    def name(self) -> str:
+        """Qualified, quoted table name."""
+        return f"{_ident(self.database)}.{_ident(self.table)}"
+
+    def create(self) -> list[str]:
+        """Statements that create the table when missing (InnoDB: it must commit with the data)."""
+        return [
+            f"CREATE DATABASE IF NOT EXISTS {_ident(self.database)}",
+            f"CREATE TABLE IF NOT EXISTS {self.name} ("
+            " channel VARCHAR(64) NOT NULL, domain_id INT UNSIGNED NOT NULL,"
+            " server_id INT UNSIGNED NOT NULL, seq_no BIGINT UNSIGNED NOT NULL,"
+            " pending_server_id INT UNSIGNED NULL, pending_seq_no BIGINT UNSIGNED NULL,"
+            " PRIMARY KEY (channel, domain_id)) ENGINE=InnoDB",
+        ]
+
+    def upsert(self, gtid: Gtid) -> bytes:
+        """Record ``gtid`` as applied (clears a pending marker)."""
+        return (
+            f"INSERT INTO {self.name} (channel, domain_id, server_id, seq_no) VALUES"
+            f" ({sql_string(self.channel)}, {gtid.domain}, {gtid.server}, {gtid.seq})"
+            " ON DUPLICATE KEY UPDATE server_id=VALUES(server_id), seq_no=VALUES(seq_no),"
+            " pending_server_id=NULL, pending_seq_no=NULL"
+        ).encode()
+
+    def mark_pending(self, gtid: Gtid) -> bytes:
+        """Record that stand-alone group ``gtid`` is about to run (seq_no 0 when the domain is new)."""
+        return (
+            f"INSERT INTO {self.name} (channel, domain_id, server_id, seq_no, pending_server_id, pending_seq_no)"
+            f" VALUES ({sql_string(self.channel)}, {gtid.domain}, {gtid.server}, 0, {gtid.server}, {gtid.seq})"
+            " ON DUPLICATE KEY UPDATE pending_server_id=VALUES(pending_server_id), pending_seq_no=VALUES(pending_seq_no)"
+        ).encode()
+
+    def read(self, conn: Connection) -> tuple[ConnectState, dict[int, Gtid]]:
+        """The recorded position and the pending stand-alone groups of the channel."""
+        rows = conn.rows(
+            f"SELECT domain_id, server_id, seq_no, pending_server_id, pending_seq_no FROM {self.name}"
+            f" WHERE channel={sql_string(self.channel)} ORDER BY domain_id"
+        )
+        position = ConnectState()
+        pending: dict[int, Gtid] = {}
+        for domain, server, seq, p_server, p_seq in rows:
+            assert domain is not None and server is not None and seq is not None
+            if int(seq):
+                position.update(Gtid(int(domain), int(server), int(seq)))
+            if p_seq is not None and p_server is not None:
+                pending[int(domain)] = Gtid(int(domain), int(p_server), int(p_seq))
+        return position, pending
+
+    def reset(self, conn: Connection) -> None:
+        """Forget the channel's position."""
+        conn.query(f"DELETE FROM {self.name} WHERE channel={sql_string(self.channel)}")
+
+
+# --------------------------------------------------------------------------- one connection
+
+
+class _Plan:
+    """A group translated into what is sent: ASCII statement batches and raw query texts."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self) -> None:
+        # ("batch", [statements]) | ("query", text, expected error code, tolerate "already done")
+        self.steps: list[tuple[Any, ...]] = []
+
+
+class TargetSession:
+    """One connection to the target that applies groups (see the module docstring)."""
+
+    def __init__(
+        self,
+        options: ConnectionOptions,
+        table: PositionTable,
+        *,
+        preserve_gtids: bool = True,
+        retries: int = 5,
+    ) -> None:
+        self.options = options
+        self.table = table
+        self.preserve_gtids = preserve_gtids
+        self.retries = retries
+        self.conn: Connection | None = None
+        self._fd_key: tuple[Any, ...] | None = None
+        self._session: dict[str, bytes] = {}
+        self._collations: dict[int, tuple[str, str]] = {}
+
+    # -- connection -----------------------------------------------------------------------------
+
+    def connect(self) -> Connection:
+        """Open the connection (again) and reset what the session knows."""
+        self.close()
+        conn = Connection.open(self.options)
+        conn.query("SET @@session.pseudo_slave_mode=1, @@session.sql_log_bin=1")
+        self.conn = conn
+        self._fd_key = None
+        self._session = {}
+        return conn
+
+    def close(self) -> None:
+        """Close the connection."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def _c(self) -> Connection:
+        return self.conn if self.conn is not None else self.connect()
+
+    # -- translation ----------------------------------------------------------------------------
+
+    def _format_description(self, fd: E.FormatDescriptionEvent | None) -> bytes | None:
+        """``BINLOG`` of the Format_description (checksums off) when the session lacks it."""
+        if fd is None:
+            fd = E.FormatDescriptionEvent(server_version="10.11.0-MariaDB")
+        key = (fd.binlog_version, fd.server_version, fd.post_header_lengths)
+        if key == self._fd_key:
+            return None
+        self._fd_key = key
+        plain = E.FormatDescriptionEvent(
+            server_version=fd.server_version,
+            binlog_version=fd.binlog_version,
+            header_length=fd.header_length,
+            post_header_lengths=fd.post_header_lengths,
+            checksum_alg=E.CHECKSUM_OFF,
+            timestamp=fd.timestamp,
+            server_id=fd.server_id,
+        )
+        return b"BINLOG '" + base64.b64encode(plain.encode()) + b"'"
+
+    def _set(self, name: str, value: bytes, out: list[bytes]) -> None:
+        if self._session.get(name) != value:
+            self._session[name] = value
+            out.append(b"@@session." + name.encode() + b"=" + value)
+
+    def _context(self, event: E.QueryEvent) -> list[bytes]:
+        """``SET`` (and ``USE``) statements for the session context of ``event``."""
+        status = dict(event.status_vars)
+        parts: list[bytes] = []
+
+        def number(code: int, default: int = 0) -> int:
+            value = status.get(code, default)
+            return value if isinstance(value, int) else default
+
+        def numbers(code: int) -> tuple[int, ...]:
+            value = status.get(code, ())
+            return tuple(v for v in value if isinstance(v, int)) if isinstance(value, tuple) else ()
+
+        sec_part = number(E.Q_HRNOW)
+        stamp = b"%d.%06d" % (event.timestamp, sec_part) if sec_part else b"%d" % event.timestamp
+        self._set("timestamp", stamp, parts)
+        self._set("pseudo_thread_id", b"%d" % event.thread_id, parts)
+        if E.Q_FLAGS2_CODE in status:
+            flags2 = number(E.Q_FLAGS2_CODE)
+            for bit, inverted, name in _FLAGS2:
+                on = bool(flags2 & bit) != inverted
+                self._set(name, b"1" if on else b"0", parts)
+        if E.Q_SQL_MODE_CODE in status:
+            self._set("sql_mode", b"%d" % number(E.Q_SQL_MODE_CODE), parts)
+        increment, offset = numbers(E.Q_AUTO_INCREMENT) or (1, 1)
+        self._set("auto_increment_increment", b"%d" % increment, parts)
+        self._set("auto_increment_offset", b"%d" % offset, parts)
+        charset = numbers(E.Q_CHARSET_CODE)
+        if len(charset) == 3:
+            self._set("character_set_client", b"%d" % charset[0], parts)
+            self._set("collation_connection", b"%d" % charset[1], parts)
+            self._set("collation_server", b"%d" % charset[2], parts)
+        zone = status.get(E.Q_TIME_ZONE_CODE)
+        if isinstance(zone, bytes) and zone:
+            self._set("time_zone", b"'" + zone.replace(b"\\", b"\\\\").replace(b"'", b"\\'") + b"'", parts)
+        self._set("lc_time_names", b"%d" % number(E.Q_LC_TIME_NAMES_CODE), parts)
+        cdb = number(E.Q_CHARSET_DATABASE_CODE)
+        self._set("collation_database", b"%d" % cdb if cdb else b"DEFAULT", parts)
+        collations = numbers(E.Q_CHARACTER_SET_COLLATIONS)
+        if collations:
+            pairs = [
+                f"{self._collation(collations[i])[1]}={self._collation(collations[i + 1])[0]}"
+                for i in range(0, len(collations), 2)
+            ]
+            self._set("character_set_collations", sql_string(",".join(pairs)).encode(), parts)
+        out = [b"SET " + b", ".join(parts)] if parts else []
+        if event.database and not event.flags & E.LOG_EVENT_SUPPRESS_USE_F:
+            if self._session.get("use") != event.database:
+                self._session["use"] = event.database
+                out.append(b"USE `" + event.database.replace(b"`", b"``") + b"`")
+        return out
+
+    def _collation(self, number: int) -> tuple[str, str]:
+        """(collation name, character set name) of collation ``number``, from the target."""
+        found = self._collations.get(number)
+        if found is None:
+            rows = self._c().rows(
+                f"SELECT COLLATION_NAME, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID={number}"
+            )
+            if not rows:
+                raise UnsupportedError(f"the target does not know collation id {number}")
+            found = (rows[0][0].decode(), rows[0][1].decode())  # type: ignore[union-attr]
+            self._collations[number] = found
+        return found
+
+    def _user_var(self, event: E.UserVarEvent) -> bytes:
+        name = b"@`" + event.var_name.replace(b"`", b"``") + b"`"
+        if event.is_null:
+            return b"SET " + name + b":=NULL"
+        kind = event.value_type
+        value = event.value
+        if kind == E.USER_VAR_INT:
+            number = int.from_bytes(value[:8].ljust(8, b"\0"), "little")
+            if not (event.var_flags or 0) & E.USER_VAR_UNSIGNED_F and number >= 1 << 63:
+                number -= 1 << 64
+            return b"SET %s:=%d" % (name, number)
+        if kind == E.USER_VAR_REAL:
+            return b"SET %s:=%r" % (name, struct.unpack("<d", value[:8].ljust(8, b"\0"))[0])
+        if kind == E.USER_VAR_DECIMAL:
+            from ..codec.rows import _decimal_codec  # noqa: PLC0415 - the codec's DECIMAL unpacker
+
+            precision, scale = value[0], value[1]
+            convert: Any = _decimal_codec(0, precision << 8 | scale).conv
+            return b"SET %s:=%s" % (name, str(convert(value[2:])).encode())
+        if kind == E.USER_VAR_STRING:
+            collation, charset = self._collation(event.charset)
+            literal = b"X'" + value.hex().encode() + b"'"
+            if charset == "binary":
+                return b"SET %s:=%s" % (name, literal)
+            return b"SET %s:=CONVERT(%s USING %s) COLLATE %s" % (name, literal, charset.encode(), collation.encode())
+        raise UnsupportedError(f"User_var event with value type {kind}")
+
+    def plan(self, group: EventGroup, *, tolerant: bool = False) -> _Plan:
+        """Translate ``group`` into statements (see the module docstring)."""
+        plan = _Plan()
+        gtid = group.gtid
+        table = self.table
+        standalone = group.gtid_event.standalone
+        if group.gtid_event.flags2 & (E.FL_PREPARED_XA | E.FL_COMPLETED_XA):
+            raise UnsupportedError(f"GTID {gtid}: XA transactions cannot be applied by mariabinlog replicate")
+        batch: list[bytes] = []
+        fd = self._format_description(group.fd)
+        if fd is not None:
+            batch.append(fd)
+        gtid_vars = (
+            b"SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d" % gtid
+            if self.preserve_gtids
+            else None
+        )
+        if standalone:
+            batch += [b"SET @@session.sql_log_bin=0", table.mark_pending(gtid), b"SET @@session.sql_log_bin=1"]
+        else:
+            if gtid_vars:
+                batch.append(gtid_vars)
+            batch.append(b"BEGIN")
+        rows: list[bytes] = []
+        ended = False
+        for event, raw in zip(group.events[1:], group.raw[1:], strict=True):
+            code = event.type_code
+            if ended:
+                raise UnsupportedError(f"GTID {gtid}: {event.name} event after the end of its group")
+            if code in _SILENT:
+                continue
+            if code == E.TABLE_MAP_EVENT:
+                rows.append(raw)
+                continue
+            if code in _ROWS:
+                assert isinstance(event, E.RowsEvent)
+                # BINLOG statements refuse compressed rows events (ER 1730): send them inflated.
+                rows.append(_uncompressed(event) if event.compressed else raw)
+                if event.stmt_end:
+                    batch.append(b"BINLOG '" + base64.b64encode(b"".join(rows)) + b"'")
+                    rows = []
+                continue
+            if rows:
+                raise UnsupportedError(f"GTID {gtid}: rows events without STMT_END_F before a {event.name} event")
+            if code == E.INTVAR_EVENT:
+                assert isinstance(event, E.IntvarEvent)
+                name = b"INSERT_ID" if event.kind == E.INTVAR_INSERT_ID else b"LAST_INSERT_ID"
+                batch.append(b"SET %s=%d" % (name, event.value))
+            elif code == E.RAND_EVENT:
+                assert isinstance(event, E.RandEvent)
+                batch.append(b"SET @@RAND_SEED1=%d, @@RAND_SEED2=%d" % (event.seed1, event.seed2))
+            elif code == E.USER_VAR_EVENT:
+                assert isinstance(event, E.UserVarEvent)
+                batch.append(self._user_var(event))
+            elif code in (E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT):
+                assert isinstance(event, E.QueryEvent)
+                query = event.query
+                if query == b"BEGIN" and not standalone:
+                    continue
+                if query == b"COMMIT" and not standalone:
+                    batch += [table.upsert(gtid), b"COMMIT"]
+                    ended = True
+                    continue
+                if query == b"ROLLBACK" and not standalone:
+                    batch += [b"ROLLBACK", table.upsert(gtid)]
+                    ended = True
+                    continue
+                batch += self._context(event)
+                if standalone and gtid_vars:
+                    batch.append(gtid_vars)
+                plan.steps.append(("batch", batch))
+                batch = []
+                expected = event.error_code
+                plan.steps.append(("query", query, expected, tolerant))
+                if standalone:
+                    batch += [b"SET @@session.sql_log_bin=0", table.upsert(gtid), b"SET @@session.sql_log_bin=1"]
+                    ended = True
+            elif code == E.XID_EVENT:
+                batch += [table.upsert(gtid), b"COMMIT"]
+                ended = True
+            else:
+                raise UnsupportedError(
+                    f"GTID {gtid}: cannot apply a {event.name} event (type {code}); refusing to skip it"
+                )
+        if rows:
+            raise UnsupportedError(f"GTID {gtid}: the group ends inside a rows statement (no STMT_END_F)")
+        if not ended:
+            raise UnsupportedError(f"GTID {gtid}: incomplete event group (no COMMIT/XID/statement)")
+        if batch:
+            plan.steps.append(("batch", batch))
+        return plan
+
+    # -- execution ------------------------------------------------------------------------------
+
+    def apply(self, group: EventGroup, *, tolerant: bool = False) -> None:
+        """Apply ``group`` with its position; retries deadlocks and a lost connection."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                conn = self._c()
+                self._run(conn, self.plan(group, tolerant=tolerant), group.gtid)
+                return
+            except ApplyError:
+                self._rollback()
+                raise
+            except ServerError:  # only RETRYABLE ones get here
+                self._rollback()
+                if attempt > self.retries:
+                    raise
+                time.sleep(0.05 * attempt)
+            except ConnectionLostError:
+                self.close()
+                if attempt > self.retries:
+                    raise
+                time.sleep(0.2 * attempt)
+                # The COMMIT may have reached the target before the connection broke.
+                position, _ = self.table.read(self._c())
+                done = position.get(group.gtid.domain)
+                if done is not None and done.seq >= group.gtid.seq and done.server == group.gtid.server:
+                    return
+
+    def _run(self, conn: Connection, plan: _Plan, gtid: Gtid) -> None:
+        for step in plan.steps:
+            if step[0] == "batch":
+                statements = step[1]
+                if not statements:
+                    continue
+                text = b";\n".join(statements)
+                try:
+                    conn.query(text, statements=len(statements))
+                except ServerError as err:
+                    if err.code in RETRYABLE:
+                        raise
+                    raise ApplyError(gtid, text, err) from err
+            else:
+                _, query, expected, tolerant = step
+                try:
+                    conn.query(query)
+                except ServerError as err:
+                    if err.code == expected or (tolerant and err.code in ALREADY_DONE):
+                        continue
+                    if err.code in RETRYABLE:
+                        raise
+                    raise ApplyError(gtid, query, err) from err
+
+    def _rollback(self) -> None:
+        # What the failed plan set in the session may not have run: send it all again.
+        self._fd_key = None
+        self._session = {}
+        if self.conn is not None:
+            try:
+                self.conn.query("ROLLBACK")
+            except (ServerError, ConnectionLostError):
+                self.close()
+
+
+# --------------------------------------------------------------------------- the replica
+
+
+_DONE = object()
+
+
+class _Worker(threading.Thread):
+    """Applies the groups of the domains assigned to it, in order."""
+
+    def __init__(self, index: int, replicator: Replicator) -> None:
+        super().__init__(name=f"apply-{index}", daemon=True)
+        self.replicator = replicator
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=replicator.queue_size)
+        self.session = TargetSession(
+            replicator.target, replicator.table, preserve_gtids=replicator.preserve_gtids
+        )
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        replicator = self.replicator
+        try:
+            while True:
+                try:
+                    item = self.queue.get(timeout=0.2)
+                except queue.Empty:
+                    if replicator.failed.is_set():
+                        return
+                    continue
+                if item is _DONE:
+                    return
+                group = item
+                pending = replicator.pending.get(group.gtid.domain)
+                tolerant = pending is not None and pending == group.gtid
+                self.session.apply(group, tolerant=tolerant)
+                if tolerant:
+                    replicator.pending.pop(group.gtid.domain, None)
+                replicator.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+                replicator.applied()
+        except BaseException as err:  # reported by Replicator.run
+            self.error = err
+            replicator.failed.set()
+        finally:
+            self.session.close()
+
+
+class Replicator:
+    """Reads a source, filters, and applies to the target with ``workers`` connections."""
+
+    def __init__(
+        self,
+        target: ConnectionOptions,
+        *,
+        table: PositionTable | None = None,
+        workers: int = 1,
+        preserve_gtids: bool = True,
+        queue_size: int = 256,
+        progress: Progress | None = None,
+    ) -> None:
+        self.target = target
+        self.table = table or PositionTable()
+        self.workers_wanted = max(1, workers)
+        self.preserve_gtids = preserve_gtids
+        self.queue_size = queue_size
+        self.progress = progress or Progress("replicate")
+        self.failed = threading.Event()
+        self.pending: dict[int, Gtid] = {}
+        self._workers: list[_Worker] = []
+        self._domains: dict[int, _Worker] = {}
+        self._idle = threading.Condition()
+        self._inflight = 0
+
+    def prepare(self, start: ConnectState | None, *, reset: bool = False) -> ConnectState:
+        """Create the position table, resolve pending stand-alone groups, return the start position.
+
+        The recorded position wins; ``start`` is used when the channel has none (or with
+        ``reset``, which forgets the recorded one).
+        """
+        with Connection.open(self.target) as conn:
+            exists = conn.rows(
+                "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA="
+                f"{sql_string(self.table.database)} AND TABLE_NAME={sql_string(self.table.table)}"
+            )
+            if not exists:
+                conn.query(";".join(self.table.create()))
+            if reset:
+                self.table.reset(conn)
+            position, pending = self.table.read(conn)
+            if pending and self.preserve_gtids:
+                logged = conn.text("SELECT IF(@@log_bin, @@gtid_binlog_state, '')") or ""
+                binlog = {(g.domain, g.server): g.seq for g in GtidList.parse(logged)}
+                for domain, gtid in list(pending.items()):
+                    if binlog.get((gtid.domain, gtid.server), -1) >= gtid.seq:
+                        conn.query(self.table.upsert(gtid))
+                        position.update(gtid)
+                        del pending[domain]
+            self.pending = pending
+        if len(position) or not start:
+            return position
+        return start.copy()
+
+    def _worker_for(self, domain: int) -> _Worker:
+        worker = self._domains.get(domain)
+        if worker is None:
+            if len(self._workers) < self.workers_wanted:
+                worker = _Worker(len(self._workers), self)
+                self._workers.append(worker)
+                worker.start()
+            else:
+                counts = {id(w): 0 for w in self._workers}
+                for assigned in self._domains.values():
+                    counts[id(assigned)] += 1
+                worker = min(self._workers, key=lambda w: counts[id(w)])
+            self._domains[domain] = worker
+        return worker
+
+    def queued(self) -> int:
+        """Groups waiting in the workers' queues."""
+        return sum(w.queue.qsize() for w in self._workers)
+
+    def run(self, source: GroupSource, group_filter: GroupFilter) -> None:
+        """Apply everything ``source`` yields until it ends, the stop position, or an error."""
+        progress = self.progress
+        progress.queued = self.queued
+        progress.source_idle = lambda: source.idle
+        progress.state = "running"
+        try:
+            self._dispatch(source, group_filter)
+        except BaseException as exc:
+            self._finish(source)
+            for worker in self._workers:
+                if worker.error is not None:
+                    exc.add_note(f"an apply worker failed too: {worker.error}")
+            raise
+        self._finish(source)
+        for worker in self._workers:
+            if worker.error is not None:
+                raise worker.error
+
+    def _dispatch(self, source: GroupSource, group_filter: GroupFilter) -> None:
+        for group in source.groups():
+            if self.failed.is_set():
+                return
+            decision = group_filter.decide(group.gtid)
+            if decision is Decision.STOP:
+                return
+            if decision is Decision.APPLY:
+                # DDL is a barrier across domains: schema changes made in one domain are
+                # usually what the others write into (tables created before the data).
+                ddl = bool(group.gtid_event.flags2 & (E.FL_DDL | E.FL_STANDALONE))
+                if ddl:
+                    self._drain()
+                worker = self._worker_for(group.gtid.domain)
+                with self._idle:
+                    self._inflight += 1
+                while not self.failed.is_set():
+                    try:
+                        worker.queue.put(group, timeout=0.2)
+                        break
+                    except queue.Full:
+                        pass
+                if ddl:
+                    self._drain()
+            if group_filter.done:
+                return
+
+    def _drain(self) -> None:
+        """Wait until every dispatched group is applied (or a worker failed)."""
+        with self._idle:
+            while self._inflight and not self.failed.is_set():
+                self._idle.wait(0.2)
+
+    def applied(self) -> None:
+        """A worker finished a group."""
+        with self._idle:
+            self._inflight -= 1
+            if not self._inflight:
+                self._idle.notify_all()
+
+    def _finish(self, source: GroupSource) -> None:
+        """Close the source, let the workers apply what is queued, wait for them."""
+        source.close()
+        for worker in self._workers:
+            while worker.is_alive():
+                try:
+                    worker.queue.put(_DONE, timeout=0.2)
+                    break
+                except queue.Full:
+                    if self.failed.is_set():
+                        break
+        for worker in self._workers:
+            worker.join()
+        self.progress.state = "failed" if self.failed.is_set() else "done"

@@ -1,0 +1,129 @@
+"""The archiver: a primary's binlog stream stored durably in an `.ibb` directory by the engine.
+
+``mariabinlog archive --from PRIMARY --dir DIR`` is a replica whose "relay log" is a real
+`.ibb` binlog.  Its position is the engine's GTID state and nothing else: on start it opens
+the engine (which recovers after a crash), asks the primary for everything after
+``gtid_binlog_state``'s last GTID per domain, and appends each complete event group with
+:meth:`Engine.commit` under the group's own GTID.  A crash loses at most groups that were
+not yet durable, and those are simply fetched again: no group is missing or stored twice.
+
+Durability is group commit: groups are appended without waiting, and a syncer thread makes
+them durable every ``sync_interval`` seconds (and at the end).  When the stream is idle the
+archiver also checkpoints, so that the last, partly filled page reaches its file and readers
+in other processes (``mariabinlog serve --dir``) see the newest groups.
+
+Seam note: :meth:`Engine.commit` writes its own GTID event from ``gtid``, ``flags2`` and
+``timestamp``; the primary's GTID event's optional fields (commit id, XA xid, extra flags,
+thread id) are not kept.  Groups with XA xids are refused rather than stored altered.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ..codec.events import FL_COMPLETED_XA, FL_PREPARED_XA
+from ..engine import Engine, EngineConfig
+from ..errors import UnsupportedError
+from .client import BinlogClient
+from .groups import EventGroup, clear_log_pos
+from .progress import Progress
+
+
+class Archiver:
+    """Streams groups from a :class:`BinlogClient` into an engine directory (module docstring)."""
+
+    def __init__(
+        self,
+        directory: str,
+        *,
+        config: EngineConfig | None = None,
+        sync_interval: float = 0.05,
+        publish_interval: float = 0.5,
+        purge_interval: float = 60.0,
+        progress: Progress | None = None,
+    ) -> None:
+        self.directory = directory
+        self.config = config or EngineConfig()
+        self.sync_interval = sync_interval
+        self.publish_interval = publish_interval
+        self.purge_interval = purge_interval
+        self.progress = progress or Progress("archive")
+        self.engine: Engine | None = None
+        self._stop = threading.Event()
+        self._lsn = 0
+        self._synced = 0
+        self._published = 0
+        self._error: BaseException | None = None
+
+    def open(self) -> Engine:
+        """Open (recover) the engine; its GTID state is where the stream resumes."""
+        self.engine = Engine.open(self.directory, self.config, restart_marker=False)
+        state = self.engine.gtid_state()
+        self.progress.position = state.connect_state()
+        return self.engine
+
+    def store(self, group: EventGroup) -> None:
+        """Append one group (not yet durable)."""
+        engine = self.engine
+        assert engine is not None
+        gtid_event = group.gtid_event
+        if gtid_event.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
+            raise UnsupportedError(f"GTID {group.gtid}: XA groups cannot be archived without their xid (engine seam)")
+        body = b"".join(clear_log_pos(raw) for raw in group.raw[1:])
+        info = engine.commit(
+            body, gtid=group.gtid, flags2=gtid_event.flags2, timestamp=gtid_event.timestamp, wait=False
+        )
+        self._lsn = info.lsn
+        self.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+
+    def _sync_loop(self, idle: Callable[[], bool]) -> None:
+        engine = self.engine
+        assert engine is not None
+        last_purge = time.monotonic()
+        try:
+            while not self._stop.wait(self.sync_interval):
+                lsn = self._lsn
+                if lsn > self._synced:
+                    engine.group_commit(lsn)
+                    self._synced = lsn
+                elif lsn > self._published and idle():
+                    engine.checkpoint()
+                    self._published = lsn
+                if self.purge_interval and time.monotonic() - last_purge > self.purge_interval:
+                    engine.purge()
+                    last_purge = time.monotonic()
+        except BaseException as err:  # reported by run()
+            self._error = err
+
+    def run(self, client: BinlogClient) -> None:
+        """Archive until the client's stream ends or :meth:`stop`; always leaves everything durable."""
+        engine = self.engine or self.open()
+        client.position = self.progress.position.copy()
+        syncer = threading.Thread(target=self._sync_loop, args=(lambda: client.idle,), name="archive-sync", daemon=True)
+        syncer.start()
+        self.progress.state = "running"
+        try:
+            for group in client.groups():
+                self.store(group)
+                if self._error is not None or self._stop.is_set():
+                    break
+        finally:
+            self._stop.set()
+            syncer.join()
+            if self._lsn > self._synced:
+                engine.group_commit(self._lsn)
+            self.progress.state = "stopped"
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to end after the current group."""
+        self._stop.set()
+
+    def close(self) -> None:
+        """Close the engine (clean shutdown: checkpoint)."""
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None

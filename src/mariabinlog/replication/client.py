@@ -1,0 +1,301 @@
+"""A GTID replication client: stream a MariaDB primary's binlog, resume after dropped connections.
+
+:class:`BinlogClient` does what a replica's I/O thread does (protocol.md §1, §2, §5):
+authenticate, declare itself checksum-aware (``@master_binlog_checksum``) and GTID-capable
+(``@mariadb_slave_capability``), give its start position as ``@slave_connect_state``, ask
+for heartbeats, register (COM_REGISTER_SLAVE) and send COM_BINLOG_DUMP.  It decodes the
+stream with the format core and handles what the primary adds: the fake (artificial)
+Rotate naming the file, the Format_description that sets the checksum algorithm, Gtid_list
+events and heartbeats.  An engine-binlog primary (positions 0, artificial Format_description,
+rotates only as file-change markers) needs nothing else: positions are then reported as 0.
+
+Two ways to read:
+
+* :meth:`BinlogClient.events`: every event as it arrives (one connection, no reconnect),
+  with the primary's file name and offsets: what ``mariabinlog dump
+  --read-from-remote-server`` prints.
+* :meth:`BinlogClient.groups`: complete event groups only.  After each group the client's
+  :attr:`~BinlogClient.position` advances; when the connection drops (or stays silent for
+  two heartbeat periods) the client reconnects with that position as the connect state, so
+  no group is lost or delivered twice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+
+from ..codec.events import (
+    CHECKSUM_CRC32,
+    CHECKSUM_OFF,
+    FORMAT_DESCRIPTION_EVENT,
+    HEARTBEAT_LOG_EVENT,
+    LOG_EVENT_ARTIFICIAL_F,
+    ROTATE_EVENT,
+    START_ENCRYPTION_EVENT,
+    Event,
+    FormatDescriptionEvent,
+    RotateEvent,
+)
+from ..codec.gtid import ConnectState
+from ..codec.protocol import (
+    BINLOG_DUMP_NON_BLOCK,
+    BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+    MARIA_SLAVE_CAPABILITY_GTID,
+    BinlogDump,
+    EndOfStream,
+    RegisterSlave,
+    ServerError,
+)
+from ..codec.stream import EventStreamDecoder
+from ..errors import DecodeError, OptionError
+from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
+from .net import Connection, ConnectionLostError, ConnectionOptions, sql_string
+
+#: Server errors after which reconnecting cannot help (bad position, auth, privileges).
+FATAL_SERVER_ERRORS = frozenset({1236, 1045, 1044, 1227, 1142, 1064, 1193})
+
+
+class StreamEvent:
+    """One event of a dump: decoded ``event``, the bytes as received (CRC footer included when
+    the primary sends one), the primary's file name and the event's start/end offsets there
+    (0 for an engine-binlog primary, whose events have no offsets)."""
+
+    __slots__ = ("event", "raw", "has_checksum", "file", "position", "end_position")
+
+    def __init__(self, event: Event, raw: bytes, has_checksum: bool, file: str, position: int, end_position: int) -> None:
+        self.event = event
+        self.raw = raw
+        self.has_checksum = has_checksum
+        self.file = file
+        self.position = position
+        self.end_position = end_position
+
+    def stripped(self) -> bytes:
+        """The event bytes without the CRC footer."""
+        return strip_checksum(self.raw) if self.has_checksum else self.raw
+
+    def __repr__(self) -> str:
+        return f"StreamEvent({self.event.name}, {self.file}:{self.position})"
+
+
+def default_server_id() -> int:
+    """A server id unlikely to clash with real servers (``COM_BINLOG_DUMP`` kills a dump of the same id)."""
+    return 0x7F000000 | (os.getpid() & 0xFFFFFF)
+
+
+class BinlogClient:
+    """Replication client of one primary; see the module docstring.
+
+    ``start`` is the connect state (last applied GTID per domain, ``""`` = from the start of
+    the primary's binlog).  ``heartbeat`` is the heartbeat period in seconds (0 = none);
+    without any data for ``2 * heartbeat + 5`` s the connection counts as lost.
+    ``blocking=False`` ends the stream when the primary has sent everything (EOF), like
+    ``mariadb-binlog`` without ``--stop-never``.  ``checksum`` is what the client declares in
+    ``@master_binlog_checksum``: ``"server"`` (the primary's own ``@@global.binlog_checksum``,
+    as a replica does), ``"NONE"`` or ``"CRC32"``.  ``reconnect`` is how many consecutive
+    failed attempts :meth:`groups` tolerates (0 = never reconnect).
+    """
+
+    def __init__(
+        self,
+        options: ConnectionOptions,
+        *,
+        start: ConnectState | str = "",
+        server_id: int | None = None,
+        heartbeat: float = 5.0,
+        blocking: bool = True,
+        annotate: bool = True,
+        register: bool = True,
+        strict: bool = False,
+        capability: int = MARIA_SLAVE_CAPABILITY_GTID,
+        checksum: str = "server",
+        verify_checksum: bool = True,
+        reconnect: int = 10,
+        reconnect_delay: float = 0.5,
+        until: ConnectState | str | None = None,
+    ) -> None:
+        if checksum.upper() not in ("SERVER", "NONE", "CRC32"):
+            raise OptionError(f"checksum must be server, NONE or CRC32, not {checksum!r}")
+        self.options = options
+        self.position = start.copy() if isinstance(start, ConnectState) else ConnectState.parse(start)
+        self.server_id = default_server_id() if server_id is None else server_id
+        self.heartbeat = heartbeat
+        self.blocking = blocking
+        self.annotate = annotate
+        self.register = register
+        self.strict = strict
+        self.capability = capability
+        self.checksum = checksum.upper()
+        self.verify_checksum = verify_checksum
+        self.reconnect = reconnect
+        self.reconnect_delay = reconnect_delay
+        self.until = until if until is None or isinstance(until, ConnectState) else ConnectState.parse(until)
+        #: Primary's file name and offset after the last event (offset 0 for engine binlogs).
+        self.file = ""
+        self.file_position = 0
+        self.server_version = ""
+        self.primary_server_id = 0
+        #: ``time.time()`` minus the primary's ``UNIX_TIMESTAMP()`` at connect (for lag).
+        self.clock_skew = 0.0
+        #: ``time.monotonic()`` of the last heartbeat (the primary had nothing more to send).
+        self.last_heartbeat = 0.0
+        #: True while the last thing received was a heartbeat: the primary had nothing to send.
+        self.idle = False
+        self.connects = 0
+        self.on_discard: Callable[[list[Event]], None] | None = None
+        self._conn: Connection | None = None
+
+    # -- connection -----------------------------------------------------------------------------
+
+    def _set_up(self, conn: Connection) -> int:
+        """Session variables of protocol.md §1; returns the checksum algorithm of fake events."""
+        declared = "@@global.binlog_checksum" if self.checksum == "SERVER" else sql_string(self.checksum)
+        statements = [f"SET @master_binlog_checksum= {declared}"]
+        if self.heartbeat > 0:
+            statements.append(f"SET @master_heartbeat_period= {int(self.heartbeat * 1e9)}")
+        statements += [
+            f"SET @mariadb_slave_capability= {self.capability}",
+            f"SET @slave_connect_state= {sql_string(str(self.position))}",
+            f"SET @slave_gtid_strict_mode= {1 if self.strict else 0}",
+            "SET @slave_gtid_ignore_duplicates= 0",
+        ]
+        if self.until is not None:
+            statements.append(f"SET @slave_until_gtid= {sql_string(str(self.until))}")
+        statements.append("SELECT @master_binlog_checksum, @@global.server_id, UNIX_TIMESTAMP(6)")
+        rows = conn.rows(";".join(statements))
+        alg, server_id, now = rows[0]
+        self.primary_server_id = int(server_id or 0)
+        if now is not None:
+            self.clock_skew = time.time() - float(now)
+        return CHECKSUM_CRC32 if (alg or b"").upper() == b"CRC32" else CHECKSUM_OFF
+
+    def _connect(self) -> tuple[Connection, int]:
+        conn = Connection.open(self.options)
+        try:
+            self.server_version = conn.server_version
+            alg = self._set_up(conn)
+            if self.register:
+                conn.register_slave(RegisterSlave(self.server_id, user=self.options.user, port=0))
+            flags = (BINLOG_SEND_ANNOTATE_ROWS_EVENT if self.annotate else 0) | (
+                0 if self.blocking else BINLOG_DUMP_NON_BLOCK
+            )
+            conn.start_dump(BinlogDump(self.server_id, 4, flags, b""))
+            if self.blocking:
+                conn.settimeout(2 * self.heartbeat + 5 if self.heartbeat > 0 else self.options.read_timeout)
+        except BaseException:
+            conn.close()
+            raise
+        self.connects += 1
+        return conn, alg
+
+    def close(self) -> None:
+        """Close the current connection (a running iteration ends with ConnectionLostError)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.abort()
+            conn.close()
+
+    # -- streaming ------------------------------------------------------------------------------
+
+    def events(self) -> Iterator[StreamEvent]:
+        """Every event from :attr:`position` on, over one connection (see the module docstring)."""
+        conn, alg = self._connect()
+        self._conn = conn
+        decoder = EventStreamDecoder(checksum_alg=alg, verify_checksum=self.verify_checksum)
+        try:
+            while True:
+                packet = conn.read_dump()
+                if isinstance(packet, EndOfStream):
+                    self.idle = True
+                    return
+                data = packet.data
+                if len(data) < 19:
+                    raise DecodeError(
+                        f"event packet of {len(data)} bytes", offset=0, expected="at least a 19-byte event header"
+                    )
+                code = data[4]
+                has_crc = decoder.checksum_alg == CHECKSUM_CRC32 if code != FORMAT_DESCRIPTION_EVENT else (
+                    len(data) > 19 + 57 + 4 and data[-5] == CHECKSUM_CRC32
+                )
+                if code == START_ENCRYPTION_EVENT:
+                    raise DecodeError(
+                        "the primary sent a Start_encryption event; encrypted binlogs are sent decrypted by"
+                        " MariaDB, so this stream is damaged",
+                        offset=0,
+                        expected="unencrypted events",
+                    )
+                event = decoder.decode(data, 0)
+                yield self._place(event, data, has_crc)
+        finally:
+            if self._conn is conn:
+                self._conn = None
+            conn.close()
+
+    def _place(self, event: Event, data: bytes, has_crc: bool) -> StreamEvent:
+        """Track the primary's file and offset (protocol.md §3/§4) and wrap the event."""
+        size = len(data)
+        code = event.type_code
+        log_pos = event.log_pos
+        self.idle = False
+        if code == ROTATE_EVENT:
+            assert isinstance(event, RotateEvent)
+            start = 0 if event.flags & LOG_EVENT_ARTIFICIAL_F else (log_pos - size if log_pos >= size else self.file_position)
+            placed = StreamEvent(event, data, has_crc, self.file, start, log_pos)
+            self.file = event.next_file.decode("utf-8", "replace")
+            self.file_position = event.next_position
+            return placed
+        if code == HEARTBEAT_LOG_EVENT:
+            self.last_heartbeat = time.monotonic()
+            self.idle = True
+            return StreamEvent(event, data, has_crc, self.file, log_pos, log_pos)
+        if log_pos:
+            start = log_pos - size if log_pos >= size else self.file_position
+            self.file_position = log_pos
+            return StreamEvent(event, data, has_crc, self.file, start, log_pos)
+        if code == FORMAT_DESCRIPTION_EVENT or not self.file_position:
+            # Artificial/first FD, or an engine-binlog primary: no offsets.
+            return StreamEvent(event, data, has_crc, self.file, self.file_position, self.file_position)
+        start = self.file_position
+        self.file_position += size
+        return StreamEvent(event, data, has_crc, self.file, start, self.file_position)
+
+    def groups(self) -> Iterator[EventGroup]:
+        """Complete event groups from :attr:`position` on, reconnecting after lost connections."""
+        failures = 0
+        while True:
+            assembler = GroupAssembler()
+            assembler.on_discard = self.on_discard
+            fd: FormatDescriptionEvent | None = None
+            try:
+                for placed in self.events():
+                    event = placed.event
+                    code = event.type_code
+                    if code in CONTROL_EVENTS:
+                        if code == FORMAT_DESCRIPTION_EVENT:
+                            assert isinstance(event, FormatDescriptionEvent)
+                            fd = event
+                            if event.create_timestamp and assembler.open:
+                                # The primary restarted in the middle of writing this group.
+                                dropped = assembler.discard()
+                                if self.on_discard is not None:
+                                    self.on_discard(dropped)
+                        continue
+                    group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
+                    if group is not None:
+                        self.position.update(group.gtid)
+                        failures = 0
+                        yield group
+                return
+            except ConnectionLostError:
+                failures += 1
+                if failures > self.reconnect:
+                    raise
+            except ServerError as err:
+                if err.code in FATAL_SERVER_ERRORS:
+                    raise
+                failures += 1
+                if failures > self.reconnect:
+                    raise
+            time.sleep(min(self.reconnect_delay * (2 ** (failures - 1)), 10.0))

@@ -1,0 +1,136 @@
+"""Which event groups a command-line replica applies: start/stop positions, domain and server
+filters, GTID strict mode (seed 004: ``--start-position``, ``--stop-position``,
+``--gtid-strict-mode``, ``--do/ignore-domain-ids``, ``--do/ignore-server-ids``).
+
+Semantics, per GTID domain:
+
+* start (exclusive): the last GTID already applied.  As a primary positions a replica,
+  groups of the domain are skipped until that GTID itself (or a later sequence number)
+  is seen; everything after it follows in binlog order, so an out-of-order group behind
+  the start GTID is applied, not lost (non-strict mode);
+* stop (inclusive): groups with ``seq > stop.seq`` are skipped; once a domain reaches its
+  stop GTID (or passes it) it is done, and when every listed domain is done the run ends.
+  With a stop list, domains that are not in it are skipped, as mariadb-binlog does;
+* strict mode: a group whose ``seq`` is not above the last one seen in its domain is an
+  error (:class:`~mariabinlog.errors.GtidStrictModeError`), the replica stops before it;
+* domain and server filters (server = the GTID's server id) skip groups.  Skipped groups
+  are not recorded as applied (as with MariaDB's ``DO_DOMAIN_IDS``), so a later run with
+  other filters or another stop position still applies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+
+from ..codec.gtid import ConnectState, Gtid
+from ..errors import GtidStrictModeError, OptionError
+
+
+class Decision(Enum):
+    """What to do with a group."""
+
+    APPLY = "apply"
+    SKIP = "skip"  # filtered out or beyond the stop position
+    PAST = "past"  # at or before the start position: ignore entirely
+    STOP = "stop"  # the stop position was reached before this group: end the run
+
+
+class GroupFilter:
+    """Decides, group by group, what a replica does (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        start: ConnectState | None = None,
+        stop: ConnectState | None = None,
+        do_domains: Iterable[int] | None = None,
+        ignore_domains: Iterable[int] | None = None,
+        do_servers: Iterable[int] | None = None,
+        ignore_servers: Iterable[int] | None = None,
+        strict: bool = False,
+    ) -> None:
+        if do_domains is not None and ignore_domains is not None:
+            raise OptionError("--do-domain-ids and --ignore-domain-ids cannot be used together")
+        if do_servers is not None and ignore_servers is not None:
+            raise OptionError("--do-server-ids and --ignore-server-ids cannot be used together")
+        self.start = start.copy() if start is not None else ConnectState()
+        self.stop = stop
+        self.do_domains = frozenset(do_domains) if do_domains is not None else None
+        self.ignore_domains = frozenset(ignore_domains or ())
+        self.do_servers = frozenset(do_servers) if do_servers is not None else None
+        self.ignore_servers = frozenset(ignore_servers or ())
+        self.strict = strict
+        self._seen: dict[int, int] = {}
+        self._passed: set[int] = set()
+        self._reached: set[int] = set()
+        if stop is not None:
+            for domain, gtid in stop.items():
+                begun = self.start.get(domain)
+                if begun is not None and begun.seq >= gtid.seq:
+                    self._reached.add(domain)
+
+    @property
+    def done(self) -> bool:
+        """True once every stop position has been reached."""
+        return self.stop is not None and len(self._reached) == len(self.stop)
+
+    def decide(self, gtid: Gtid) -> Decision:
+        """The decision for the group ``gtid``; raises GtidStrictModeError in strict mode."""
+        if self.done:
+            return Decision.STOP
+        domain, server, seq = gtid
+        begun = self.start.get(domain)
+        if begun is not None and domain not in self._passed:
+            if seq < begun.seq or (seq == begun.seq and server != begun.server):
+                return Decision.PAST
+            self._passed.add(domain)
+            self._seen[domain] = begun.seq
+            if seq == begun.seq:
+                return Decision.PAST
+        previous = self._seen.get(domain)
+        if previous is not None and seq <= previous and self.strict:
+            raise GtidStrictModeError(
+                f"GTID {gtid} is out of order: an earlier group of domain {domain} had sequence number"
+                f" {previous} (GTID strict mode)"
+            )
+        if previous is None or seq > previous:
+            self._seen[domain] = seq
+        if self.stop is not None:
+            until = self.stop.get(domain)
+            if until is None or domain in self._reached:
+                return Decision.SKIP
+            if seq >= until.seq:
+                self._reached.add(domain)
+                if seq > until.seq:
+                    return Decision.SKIP
+        if self.do_domains is not None and domain not in self.do_domains:
+            return Decision.SKIP
+        if domain in self.ignore_domains:
+            return Decision.SKIP
+        if self.do_servers is not None and server not in self.do_servers:
+            return Decision.SKIP
+        if server in self.ignore_servers:
+            return Decision.SKIP
+        return Decision.APPLY
+
+    def unreached(self) -> list[Gtid]:
+        """Stop GTIDs not reached (for the end-of-run warning)."""
+        if self.stop is None:
+            return []
+        return [gtid for domain, gtid in self.stop.items() if domain not in self._reached]
+
+
+def parse_ids(option: str, text: str | None) -> frozenset[int] | None:
+    """``1,2,3`` as a set of u32 ids (None when the option is absent)."""
+    if text is None:
+        return None
+    ids = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) > 0xFFFFFFFF:
+            raise OptionError(f"--{option}: {part!r} is not an id between 0 and 4294967295")
+        ids.add(int(part))
+    return frozenset(ids)

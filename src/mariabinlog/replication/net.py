@@ -1,0 +1,297 @@
+"""The socket driver around :class:`~mariabinlog.codec.protocol.ClientProtocol`.
+
+The codec knows the protocol; this module only moves bytes: it connects over TCP or a Unix
+socket, optionally upgrades to TLS after the SSL request, authenticates, runs queries and
+reads the packets of a binlog dump.  Every blocking call has a timeout, and a connection
+that breaks or stays silent past its read timeout raises :class:`ConnectionLostError`, which
+the replication client answers by reconnecting.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from dataclasses import dataclass, replace
+from types import TracebackType
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ..codec.protocol import (
+    NEED_DATA,
+    AuthMoreData,
+    AuthSwitchRequest,
+    BinlogDump,
+    BinlogEventPacket,
+    ClientProtocol,
+    ClientState,
+    ConnectionClosed,
+    EndOfStream,
+    ErrPacket,
+    Handshake,
+    OkPacket,
+    RegisterSlave,
+    ResultSet,
+    Row,
+)
+from ..errors import OptionError, ReplicationError
+
+RECV_SIZE = 1 << 18
+
+
+class ConnectionLostError(ReplicationError):
+    """The connection broke, was closed by the peer, or stayed silent past the read timeout."""
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """Where and how to connect: TCP ``host:port`` or a Unix ``socket``, credentials, TLS, timeouts."""
+
+    host: str = "127.0.0.1"
+    port: int = 3306
+    socket: str | None = None
+    user: str = "root"
+    password: str = ""
+    database: str | None = None
+    ssl: ssl.SSLContext | None = None
+    connect_timeout: float = 10.0
+    read_timeout: float | None = 60.0
+
+    @classmethod
+    def from_url(cls, url: str, **overrides: object) -> ConnectionOptions:
+        """Parse ``mariadb://user:password@host:port/db?socket=/path&ssl=1&ssl_ca=FILE``.
+
+        ``mysql://`` is accepted too.  ``ssl=1`` uses TLS without certificate checks,
+        ``ssl_ca=FILE`` verifies the server certificate against that CA.
+        """
+        parts = urlsplit(url)
+        if parts.scheme not in ("mariadb", "mysql"):
+            raise OptionError(f"{url!r} is not a mariadb://user:password@host:port URL")
+        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        context = None
+        if query.get("ssl_ca"):
+            context = ssl.create_default_context(cafile=query["ssl_ca"])
+            context.check_hostname = False
+        elif query.get("ssl", "0") not in ("0", "", "false", "no"):
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        try:
+            port = parts.port or 3306
+        except ValueError as err:
+            raise OptionError(f"bad port in {url!r}: {err}") from None
+        options = cls(
+            host=parts.hostname or "127.0.0.1",
+            port=port,
+            socket=query.get("socket"),
+            user=unquote(parts.username) if parts.username else "root",
+            password=unquote(parts.password) if parts.password else "",
+            database=parts.path.lstrip("/") or None,
+            ssl=context,
+        )
+        return replace(options, **overrides) if overrides else options  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """``user@host:port`` or ``user@socket`` for messages (never the password)."""
+        where = self.socket if self.socket else f"{self.host}:{self.port}"
+        return f"{self.user}@{where}"
+
+
+class Connection:
+    """One authenticated client connection."""
+
+    def __init__(self, sock: socket.socket, proto: ClientProtocol, options: ConnectionOptions) -> None:
+        self.sock = sock
+        self.proto = proto
+        self.options = options
+
+    @property
+    def handshake(self) -> Handshake:
+        """The server's handshake (version, connection id, capabilities)."""
+        assert self.proto.handshake is not None
+        return self.proto.handshake
+
+    @property
+    def server_version(self) -> str:
+        """Server version without the ``5.5.5-`` compatibility prefix MariaDB sends."""
+        version = self.handshake.server_version
+        return version[6:] if version.startswith("5.5.5-") else version
+
+    @classmethod
+    def open(cls, options: ConnectionOptions) -> Connection:
+        """Connect, upgrade to TLS if asked, authenticate; errors name the server."""
+        try:
+            if options.socket:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(options.connect_timeout)
+                sock.connect(options.socket)
+            else:
+                sock = socket.create_connection((options.host, options.port), timeout=options.connect_timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as err:
+            raise ConnectionLostError(f"cannot connect to {options.describe()}: {err}") from None
+        conn = cls(sock, ClientProtocol(), options)
+        try:
+            conn._authenticate()
+        except BaseException:
+            conn.close()
+            raise
+        conn.sock.settimeout(options.read_timeout)
+        return conn
+
+    def _authenticate(self) -> None:
+        options = self.options
+        event = self._next()
+        if isinstance(event, ErrPacket):
+            raise event.exception()
+        assert isinstance(event, Handshake)
+        if options.ssl is not None:
+            self._send(self.proto.send_ssl_request())
+            try:
+                self.sock = options.ssl.wrap_socket(
+                    self.sock, server_hostname=options.host if options.ssl.check_hostname else None
+                )
+            except (OSError, ssl.SSLError) as err:
+                raise ConnectionLostError(f"TLS handshake with {options.describe()} failed: {err}") from None
+        self._send(self.proto.send_handshake_response(options.user, options.password, database=options.database))
+        while True:
+            event = self._next()
+            if isinstance(event, OkPacket):
+                return
+            if isinstance(event, ErrPacket):
+                raise event.exception()
+            if isinstance(event, AuthSwitchRequest):
+                self._send(self.proto.send_auth_switch_response(event))
+            elif isinstance(event, AuthMoreData):
+                raise ReplicationError(
+                    f"{options.describe()} wants more authentication data; only mysql_native_password is supported"
+                )
+
+    # -- I/O ------------------------------------------------------------------------------------
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError as err:
+            raise ConnectionLostError(f"lost connection to {self.options.describe()}: {err}") from None
+
+    def _next(self) -> object:
+        proto = self.proto
+        while True:
+            event = proto.next_event()
+            if event is not NEED_DATA:
+                if isinstance(event, ConnectionClosed):
+                    raise ConnectionLostError(f"{self.options.describe()} closed the connection")
+                return event
+            try:
+                data = self.sock.recv(RECV_SIZE)
+            except TimeoutError:
+                raise ConnectionLostError(
+                    f"no data from {self.options.describe()} for {self.sock.gettimeout()} s"
+                ) from None
+            except OSError as err:
+                raise ConnectionLostError(f"lost connection to {self.options.describe()}: {err}") from None
+            proto.receive_data(data)
+
+    def settimeout(self, seconds: float | None) -> None:
+        """Read timeout for what follows (None: wait forever)."""
+        self.sock.settimeout(seconds)
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def query(self, sql: str | bytes, *, statements: int | None = None) -> list[OkPacket | ResultSet]:
+        """Run ``sql`` (several statements allowed); the results in order, :class:`ServerError` on ERR.
+
+        ``statements``: how many results to read at least (see
+        :meth:`ClientProtocol.await_more_results`); reading stops early at an ERR.
+        """
+        self._send(self.proto.send_query(sql))
+        results: list[OkPacket | ResultSet] = []
+        error: ErrPacket | None = None
+        while True:
+            while self.proto.state is ClientState.AWAIT_RESULT:
+                event = self._next()
+                if isinstance(event, ErrPacket):
+                    error = event
+                elif isinstance(event, (OkPacket, ResultSet)):
+                    results.append(event)
+            if error is not None or statements is None or len(results) >= statements:
+                break
+            self.proto.await_more_results()
+        if error is not None:
+            raise error.exception()
+        return results
+
+    def rows(self, sql: str | bytes) -> list[Row]:
+        """Rows of the (last) result set of ``sql``."""
+        sets = [r for r in self.query(sql) if isinstance(r, ResultSet)]
+        return list(sets[-1].rows) if sets else []
+
+    def scalar(self, sql: str | bytes) -> bytes | None:
+        """First value of the first row of ``sql``'s result set (None if no row or NULL)."""
+        rows = self.rows(sql)
+        return rows[0][0] if rows and rows[0] else None
+
+    def text(self, sql: str | bytes) -> str | None:
+        """:meth:`scalar` decoded as UTF-8."""
+        value = self.scalar(sql)
+        return None if value is None else value.decode("utf-8", "replace")
+
+    def ping(self) -> None:
+        """COM_PING."""
+        self._send(self.proto.send_ping())
+        event = self._next()
+        if isinstance(event, ErrPacket):
+            raise event.exception()
+
+    def register_slave(self, command: RegisterSlave) -> None:
+        """COM_REGISTER_SLAVE."""
+        self._send(self.proto.send_register_slave(command))
+        event = self._next()
+        if isinstance(event, ErrPacket):
+            raise event.exception()
+
+    def start_dump(self, command: BinlogDump) -> None:
+        """COM_BINLOG_DUMP; then read with :meth:`read_dump`."""
+        self._send(self.proto.send_binlog_dump(command))
+
+    def read_dump(self) -> BinlogEventPacket | EndOfStream:
+        """Next event packet of the dump, or EndOfStream; an ERR raises :class:`ServerError`."""
+        event = self._next()
+        if isinstance(event, ErrPacket):
+            raise event.exception()
+        assert isinstance(event, (BinlogEventPacket, EndOfStream))
+        return event
+
+    def close(self) -> None:
+        """Send COM_QUIT when possible and close the socket; never raises."""
+        try:
+            if self.proto.state is ClientState.READY:
+                self.sock.settimeout(1.0)
+                self.sock.sendall(self.proto.send_quit())
+        except OSError:
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def abort(self) -> None:
+        """Close the socket at once (e.g. from another thread to stop a blocking read)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def sql_string(value: str | bytes) -> str:
+    """A single-quoted SQL string literal (backslash and quote escaped), for ASCII-safe values."""
+    text = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+

@@ -1,0 +1,611 @@
+"""The binlog server: the primary side of the replication protocol over an `.ibb` archive.
+
+``mariabinlog serve --dir DIR`` lets real MariaDB replicas (``CHANGE MASTER TO ...
+MASTER_USE_GTID=slave_pos``) replicate from an archive as if it were their primary:
+
+* handshake and ``mysql_native_password`` authentication against configured accounts
+  (wrong credentials: ``ERROR 1045 Access denied``), optional TLS;
+* the queries a replica sends while it sets up (``SELECT UNIX_TIMESTAMP()``,
+  ``SELECT @@GLOBAL.SERVER_ID``, ``SET @master_binlog_checksum= @@global.binlog_checksum``,
+  ``SELECT @master_binlog_checksum``, ``SET @mariadb_slave_capability``, ``SET
+  @slave_connect_state``, ``SHOW VARIABLES LIKE ...``): ``SET`` of user variables and a
+  small ``SELECT`` of variables, functions and literals;
+* COM_REGISTER_SLAVE, and COM_BINLOG_DUMP in GTID mode: the start position is checked as
+  MariaDB's ``check_slave_start_position``/``gtid_find_binlog_file`` do, with the same
+  errors (1236 "... which is not in the master's binlog", "... purged"); then a fake
+  Rotate, a Format_description, a fake Gtid_list, the events and heartbeats while idle.
+
+Positions: `.ibb` events have none, but a 10.x replica keeps ``Read_Master_Log_Pos`` from
+the events' ``log_pos``.  The server therefore synthesizes them: each archive file is served
+as a virtual file of the same name (``binlog-NNNNNN.ibb``) whose events get consecutive
+positions from 4 on, with a Rotate + Format_description where the archive moves to its next
+file, and a CRC32 footer on every event when the replica declared ``CRC32``.  Everything else
+of the stream is one unbroken GTID sequence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import ssl
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from ..codec import protocol as P
+from ..codec.events import (
+    ANNOTATE_ROWS_EVENT,
+    CHECKSUM_CRC32,
+    CHECKSUM_OFF,
+    LOG_EVENT_ARTIFICIAL_F,
+    FormatDescriptionEvent,
+    GtidListEvent,
+    HeartbeatEvent,
+    RotateEvent,
+)
+from ..codec.gtid import BinlogState, ConnectState
+from ..codec.primitives import U32
+from ..errors import GtidError, ReplicationError
+from .groups import EventGroup
+from .progress import Progress
+from .sources import ArchiveReader, ReadOnlyPages
+
+SERVER_VERSION = "10.11.19-MariaDB-mariabinlog"
+ENGINE_BINLOG_REQUIRES_GTID = "Slave must enable GTID mode when master uses --binlog-storage-engine"
+_ROTATE_AT = 0xF0000000  # synthesized positions stay below 2**32
+
+
+@dataclass
+class ServerConfig:
+    """What a binlog server serves and how it presents itself."""
+
+    directory: str
+    accounts: dict[str, bytes] = field(default_factory=dict)  # user -> SHA1(SHA1(password)) (b"" = none)
+    host: str = "127.0.0.1"
+    port: int = 0
+    server_id: int = 1
+    server_version: str = SERVER_VERSION
+    ssl: ssl.SSLContext | None = None
+    poll_interval: float = 0.02
+    gtid_domain_id: int = 0
+    #: Speak like a primary running ``--binlog-storage-engine`` (protocol.md §4): artificial
+    #: Format_description first, no checksums, ``log_pos`` 0, an artificial Rotate (position 0)
+    #: before the first group of each file and no positions anywhere.
+    engine_style: bool = False
+
+
+def hash_password(password: str) -> bytes:
+    """What an account stores: SHA1(SHA1(password)), b"" for an empty password."""
+    return P.native_password_hash(password.encode())
+
+
+class BinlogServer:
+    """A listening binlog server; one thread per connection (see the module docstring)."""
+
+    def __init__(self, config: ServerConfig, *, progress: Progress | None = None) -> None:
+        self.config = config
+        self.progress = progress or Progress("serve")
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._sessions: set[_Session] = set()
+        self._lock = threading.Lock()
+        self._next_id = 1
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) the server listens on."""
+        assert self._listener is not None
+        host, port = self._listener.getsockname()[:2]
+        return host, port
+
+    def start(self) -> BinlogServer:
+        """Bind and start accepting connections in a background thread."""
+        if not os.path.isdir(self.config.directory):
+            raise ReplicationError(f"{self.config.directory}: not a directory")
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.config.host, self.config.port))
+        listener.listen(16)
+        listener.settimeout(0.2)
+        self._listener = listener
+        self._thread = threading.Thread(target=self._accept_loop, name="binlog-server", daemon=True)
+        self._thread.start()
+        self.progress.state = "listening"
+        return self
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stop.is_set():
+            try:
+                sock, peer = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                connection_id = self._next_id
+                self._next_id += 1
+                session = _Session(self, sock, peer, connection_id)
+                self._sessions.add(session)
+            session.start()
+
+    def forget(self, session: _Session) -> None:
+        """A session ended."""
+        with self._lock:
+            self._sessions.discard(session)
+
+    @property
+    def sessions(self) -> int:
+        """Connections being served."""
+        with self._lock:
+            return len(self._sessions)
+
+    def stop(self) -> None:
+        """Stop accepting, end every session, wait for the threads."""
+        self._stop.set()
+        if self._listener is not None:
+            self._listener.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        with self._lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            session.close()
+        for session in sessions:
+            session.join(timeout=5)
+        self.progress.state = "stopped"
+
+    def serve_forever(self) -> None:
+        """Block until :meth:`stop` (from a signal handler or another thread)."""
+        while not self._stop.wait(0.2):
+            pass
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stop.is_set()
+
+
+# --------------------------------------------------------------------------- queries
+
+_SET = re.compile(r"^\s*SET\s+(.*)$", re.I | re.S)
+_ASSIGN = re.compile(r"^\s*(@@(?:session\.|global\.|local\.)?|@)?`?([A-Za-z0-9_$.]+)`?\s*(?::?=)\s*(.*?)\s*$", re.S)
+_SELECT = re.compile(r"^\s*SELECT\s+(.*?)\s*(?:LIMIT\s+\d+\s*)?;?\s*$", re.I | re.S)
+_SHOW_VARS = re.compile(r"^\s*SHOW\s+(?:GLOBAL\s+|SESSION\s+)?VARIABLES\s+(?:LIKE|WHERE\s+Variable_name\s*=)\s*'([^']*)'\s*;?\s*$", re.I)
+_STRING = re.compile(r"^'((?:[^'\\]|\\.)*)'$|^\"((?:[^\"\\]|\\.)*)\"$", re.S)
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def _split_top(text: str, separator: str) -> list[str]:
+    """Split at top-level ``separator`` characters (not inside quotes or parentheses)."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _split_commas(text: str) -> list[str]:
+    """Split at top-level commas."""
+    return _split_top(text, ",")
+
+
+class _Unsupported(Exception):
+    """A query the server does not understand (answered with an ERR)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Session(threading.Thread):
+    """One client connection."""
+
+    def __init__(self, server: BinlogServer, sock: socket.socket, peer: object, connection_id: int) -> None:
+        super().__init__(name=f"binlog-session-{connection_id}", daemon=True)
+        self.server = server
+        self.sock = sock
+        self.peer = peer
+        self.connection_id = connection_id
+        self.proto = P.ServerProtocol()
+        self.user_vars: dict[str, str | None] = {}
+        self._closed = False
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the session (from another thread)."""
+        self._closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _next(self) -> object:
+        while True:
+            event = self.proto.next_event()
+            if event is not P.NEED_DATA:
+                return event
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError:
+                if self._closed or self.server.stopping:
+                    return P.ConnectionClosed()
+                continue
+            except OSError:
+                data = b""
+            self.proto.receive_data(data)
+
+    def run(self) -> None:
+        try:
+            self.sock.settimeout(1.0)
+            self._serve()
+        except (OSError, P.MalformedPacketError, P.LocalProtocolError):
+            pass
+        finally:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.server.forget(self)
+
+    # -- authentication -------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        config = self.server.config
+        nonce = bytes((b % 94) + 33 for b in os.urandom(20))
+        self._send(self.proto.send_handshake("5.5.5-" + config.server_version, self.connection_id, nonce, tls=config.ssl is not None))
+        event = self._next()
+        if isinstance(event, P.SslRequest):
+            if config.ssl is None:
+                return
+            self.sock = config.ssl.wrap_socket(self.sock, server_side=True)
+            self.sock.settimeout(1.0)
+            event = self._next()
+        if not isinstance(event, P.HandshakeResponse):
+            return
+        if event.auth_plugin != P.NATIVE_PASSWORD:
+            self._send(self.proto.send_auth_switch(nonce))
+            event = self._next()
+            if not isinstance(event, P.HandshakeResponse):
+                return
+        user = self.proto.auth.user
+        stored = config.accounts.get(user)
+        if stored is None or not self.proto.check_password(stored):
+            using = "YES" if self.proto.auth.response else "NO"
+            host = self.peer[0] if isinstance(self.peer, tuple) else "localhost"
+            self._send(
+                self.proto.send_error(
+                    P.ErrPacket(P.ER_ACCESS_DENIED_ERROR, f"Access denied for user '{user}'@'{host}' (using password: {using})", "28000")
+                )
+            )
+            return
+        self._send(self.proto.send_auth_ok())
+        self._commands()
+
+    def _commands(self) -> None:
+        while not self._closed:
+            event = self._next()
+            if isinstance(event, (P.Quit, P.ConnectionClosed)):
+                return
+            if isinstance(event, P.Query):
+                self._query(event.text)
+            elif isinstance(event, (P.Ping, P.RegisterSlave)):
+                self._send(self.proto.send_ok())
+            elif isinstance(event, P.BinlogDump):
+                self._dump(event)
+                return
+            elif isinstance(event, P.UnknownCommand):
+                self._send(self.proto.send_error(P.ErrPacket(P.ER_UNKNOWN_COM_ERROR, "Unknown command", "08S01")))
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def _variables(self) -> dict[str, str]:
+        config = self.server.config
+        state = self._reader(ConnectState()).current_state()
+        return {
+            "server_id": str(config.server_id),
+            "gtid_domain_id": str(config.gtid_domain_id),
+            "binlog_checksum": "CRC32",
+            "version": config.server_version,
+            "version_comment": "mariabinlog binlog server",
+            "gtid_binlog_pos": str(state.connect_state()),
+            "gtid_binlog_state": str(state),
+            "gtid_current_pos": str(state.connect_state()),
+            "gtid_strict_mode": "OFF",
+            "log_bin": "ON",
+            "binlog_format": "ROW",
+            "hostname": socket.gethostname(),
+            "server_uuid": "",
+            "rpl_semi_sync_master_enabled": "OFF",
+            "max_allowed_packet": str(1 << 30),
+            "time_zone": "SYSTEM",
+            "system_time_zone": "UTC",
+            "collation_server": "utf8mb4_general_ci",
+            "character_set_server": "utf8mb4",
+            "binlog_storage_engine": "",
+        }
+
+    def _value(self, expr: str, variables: dict[str, str]) -> str | None:
+        text = expr.strip()
+        lowered = text.lower()
+        match = _STRING.match(text)
+        if match:
+            raw = match.group(1) if match.group(1) is not None else match.group(2)
+            return re.sub(r"\\(.)", r"\1", raw)
+        if _NUMBER.match(text):
+            return text
+        if lowered == "null":
+            return None
+        if lowered.startswith("@@"):
+            name = re.sub(r"^@@(global\.|session\.|local\.)?", "", lowered)
+            if name not in variables:
+                raise _Unsupported(P.ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
+            return variables[name]
+        if lowered.startswith("@"):
+            return self.user_vars.get(lowered[1:].strip("`"))
+        if lowered in ("unix_timestamp()", "unix_timestamp(6)"):
+            now = time.time()
+            return f"{now:.6f}" if "6" in lowered else str(int(now))
+        if lowered in ("version()",):
+            return variables["version"]
+        if lowered in ("connection_id()",):
+            return str(self.connection_id)
+        if lowered in ("database()", "user()", "current_user()"):
+            return None if lowered == "database()" else f"{self.proto.auth.user}@%"
+        raise _Unsupported(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support '{text}'")
+
+    def _query(self, sql: str) -> None:
+        """Answer a query; a multi-statement query gets one result per statement."""
+        statements = [part for part in _split_top(sql, ";") if part.strip()] or [""]
+        out = bytearray()
+        for index, statement in enumerate(statements):
+            try:
+                out += self._answer(statement.strip(), more=index + 1 < len(statements))
+            except _Unsupported as err:
+                out += self.proto.send_error(P.ErrPacket(err.code, err.message, "42000"))
+                break
+        self._send(bytes(out))
+
+    def _answer(self, sql: str, *, more: bool = False) -> bytes:
+        set_match = _SET.match(sql)
+        if set_match:
+            variables = self._variables()
+            for part in _split_commas(set_match.group(1)):
+                if re.match(r"^(NAMES|CHARACTER\s+SET)\b", part, re.I):
+                    continue
+                assign = _ASSIGN.match(part)
+                if not assign:
+                    raise _Unsupported(P.ER_PARSE_ERROR, f"You have an error in your SQL syntax near '{part[:40]}'")
+                prefix, name, expr = assign.groups()
+                if prefix == "@":
+                    self.user_vars[name.lower()] = self._value(expr, variables)
+            return self.proto.send_ok(more=more)
+        show = _SHOW_VARS.match(sql)
+        if show:
+            pattern = re.compile("^" + re.escape(show.group(1).lower()).replace("%", ".*").replace("_", ".") + "$")
+            rows = tuple(
+                (name.encode(), value.encode()) for name, value in sorted(self._variables().items()) if pattern.match(name)
+            )
+            return self.proto.send_result_set((P.Column("Variable_name"), P.Column("Value")), rows, more=more)
+        select = _SELECT.match(sql)
+        if select:
+            variables = self._variables()
+            items = _split_commas(select.group(1))
+            names, values = [], []
+            for item in items:
+                alias = re.match(r"^(.*?)\s+AS\s+`?(\w+)`?$", item, re.I | re.S)
+                expr, name = (alias.group(1), alias.group(2)) if alias else (item, item)
+                names.append(P.Column(name))
+                value = self._value(expr, variables)
+                values.append(None if value is None else value.encode())
+            return self.proto.send_result_set(tuple(names), (tuple(values),), more=more)
+        raise _Unsupported(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support this statement: {sql[:60]}")
+
+    # -- the dump -------------------------------------------------------------------------------
+
+    def _reader(self, start: ConnectState) -> ArchiveReader:
+        return ArchiveReader(ReadOnlyPages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
+
+    def _dump_error(self, message: str, code: int = P.ER_MASTER_FATAL_ERROR_READING_BINLOG) -> None:
+        self._send(self.proto.send_error(P.ErrPacket(code, message, "HY000")))
+
+    def _check_start(self, start: ConnectState, state: BinlogState) -> str | None:
+        """``check_slave_start_position``: the error text for a start GTID the archive lacks."""
+        for gtid in start.values():
+            mine = state.find(gtid.domain, gtid.server)
+            if mine is not None and mine.seq >= gtid.seq:
+                continue
+            last = state.last(gtid.domain)
+            if last is None:
+                continue  # a domain this archive never had: start on it when it appears
+            if last.seq >= gtid.seq:
+                return (
+                    f"Error: connecting slave requested to start from GTID {gtid}, which is not in the master's"
+                    " binlog. Since the master's binlog contains GTIDs with higher sequence numbers, it probably"
+                    " means that the slave has diverged due to executing extra erroneous transactions"
+                )
+            return f"Error: connecting slave requested to start from GTID {gtid}, which is not in the master's binlog"
+        return None
+
+    def _dump(self, command: P.BinlogDump) -> None:
+        capability = int(self.user_vars.get("mariadb_slave_capability") or 0)
+        connect = self.user_vars.get("slave_connect_state")
+        if connect is None:
+            self._dump_error(ENGINE_BINLOG_REQUIRES_GTID)
+            return
+        if capability < P.MARIA_SLAVE_CAPABILITY_GTID:
+            self._dump_error("mariabinlog serve needs a GTID-aware replica (@mariadb_slave_capability >= 4)")
+            return
+        try:
+            start = ConnectState.parse(connect.strip())
+        except GtidError:
+            self._dump_error(
+                "Out of memory or malformed slave request when obtaining start position from GTID state",
+                1105,
+            )
+            return
+        reader = self._reader(start)
+        state = reader.current_state()
+        error = self._check_start(start, state)
+        first_file = ""
+        if error is None:
+            try:
+                first_file = reader.pages.name(reader.seek())
+            except ReplicationError as err:
+                error = str(err)
+        if error is not None:
+            self._dump_error(error)
+            return
+        declared = (self.user_vars.get("master_binlog_checksum") or "").upper()
+        _Stream(self, reader, start, declared == "CRC32", command).run(first_file)
+
+
+class _Stream:
+    """The events of one dump: synthesized positions, rotates, heartbeats."""
+
+    def __init__(self, session: _Session, reader: ArchiveReader, start: ConnectState, crc: bool, command: P.BinlogDump) -> None:
+        self.session = session
+        self.reader = reader
+        self.start = start
+        self.crc = crc
+        self.command = command
+        self.server_id = session.server.config.server_id
+        period = session.user_vars.get("master_heartbeat_period")
+        self.heartbeat = float(period) / 1e9 if period else 0.0
+        self.annotate = bool(command.flags & P.BINLOG_SEND_ANNOTATE_ROWS_EVENT)
+        self.file = ""
+        self.pos = 4
+        self.out = bytearray()
+
+    def _emit(self, raw: bytes) -> None:
+        """Queue one event with its synthesized ``log_pos`` (and CRC)."""
+        size = len(raw) + (4 if self.crc else 0)
+        end = self.pos + size
+        data = raw[:9] + U32.pack(size) + U32.pack(end) + raw[17:]
+        if self.crc:
+            data += U32.pack(zlib.crc32(data))
+        self.out += self.session.proto.send_event(data)
+        self.pos = end
+
+    def _artificial(self, event: RotateEvent | GtidListEvent | HeartbeatEvent, log_pos: int) -> None:
+        event.server_id = self.server_id
+        self.out += self.session.proto.send_event(event.encode(checksum=self.crc, log_pos=log_pos))
+
+    def _fd(self) -> None:
+        fd = self.reader.fd
+        event = FormatDescriptionEvent(
+            server_version=SERVER_VERSION if fd is None else fd.server_version,
+            post_header_lengths=None if fd is None else fd.post_header_lengths,
+            checksum_alg=CHECKSUM_CRC32 if self.crc else CHECKSUM_OFF,
+            timestamp=int(time.time()),
+            server_id=self.server_id,
+        )
+        raw = event.encode(checksum=self.crc)
+        end = self.pos + len(raw)
+        raw = raw[:13] + U32.pack(end) + raw[17:]
+        if self.crc:
+            raw = raw[:-4] + U32.pack(zlib.crc32(raw[:-4]))
+        self.out += self.session.proto.send_event(raw)
+        self.pos = end
+
+    def _begin(self, name: str) -> None:
+        """Stream start: fake Rotate naming ``name``, its Format_description, the fake Gtid_list."""
+        self.file = name
+        self.pos = 4
+        self._artificial(RotateEvent(next_file=name.encode(), next_position=4, flags=LOG_EVENT_ARTIFICIAL_F), 0)
+        self._fd()
+        self._artificial(GtidListEvent(gtids=list(self.start.values()), flags=LOG_EVENT_ARTIFICIAL_F), 0)
+
+    def _rotate_to(self, name: str) -> None:
+        """A file ends: Rotate at its end, then the next (virtual) file's Format_description."""
+        rotate = RotateEvent(next_file=name.encode(), next_position=4, server_id=self.server_id)
+        self._emit(rotate.encode())
+        self.file = name
+        self.pos = 4
+        self._fd()
+
+    def _flush(self) -> None:
+        if self.out:
+            self.session._send(bytes(self.out))
+            self.out.clear()
+
+    def _begin_engine_style(self) -> None:
+        """protocol.md §4: an artificial Format_description (checksums off, log_pos 0), the fake Gtid_list."""
+        self.crc = False
+        self.pos = 0
+        fd = FormatDescriptionEvent(
+            server_version=SERVER_VERSION, flags=LOG_EVENT_ARTIFICIAL_F, server_id=self.server_id
+        )
+        self.out += self.session.proto.send_event(fd.encode(checksum=False, log_pos=0))
+        self._artificial(GtidListEvent(gtids=list(self.start.values()), flags=LOG_EVENT_ARTIFICIAL_F), 0)
+
+    def _send_group_engine_style(self, group: EventGroup) -> None:
+        if group.source != self.file:
+            self.file = group.source
+            rotate = RotateEvent(next_file=group.source.encode(), next_position=0, flags=LOG_EVENT_ARTIFICIAL_F)
+            self._artificial(rotate, 0)
+        for raw in group.raw:
+            if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
+                continue
+            self.out += self.session.proto.send_event(raw)
+
+    def run(self, first_file: str) -> None:
+        """Send the stream until the replica goes away, the server stops, or (non-blocking) the end."""
+        session = self.session
+        non_block = bool(self.command.flags & P.BINLOG_DUMP_NON_BLOCK)
+        engine_style = session.server.config.engine_style
+        if engine_style:
+            self._begin_engine_style()
+        else:
+            self._begin(first_file)
+        self._flush()
+        last_send = time.monotonic()
+        progress = session.server.progress
+        while not session._closed and not session.server.stopping:
+            sent = False
+            for group in self.reader.available():
+                if engine_style:
+                    self._send_group_engine_style(group)
+                else:
+                    if group.source != self.file or self.pos > _ROTATE_AT:
+                        self._rotate_to(group.source)
+                    for raw in group.raw:
+                        if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
+                            continue
+                        self._emit(raw)
+                if len(self.out) > 1 << 16:
+                    self._flush()
+                progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+                sent = True
+            if sent:
+                self._flush()
+                last_send = time.monotonic()
+                continue
+            if non_block:
+                self.out += session.proto.send_eof()
+                self._flush()
+                return
+            if self.heartbeat and time.monotonic() - last_send >= self.heartbeat:
+                self._artificial(HeartbeatEvent(log_ident=(self.file or first_file).encode()), self.pos)
+                self._flush()
+                last_send = time.monotonic()
+            time.sleep(session.server.config.poll_interval)

@@ -1,0 +1,484 @@
+"""Event sources: where replication reads event groups from (seed 004's "event source").
+
+Three kinds, one interface (:class:`GroupSource`): ``groups()`` yields
+:class:`~mariabinlog.replication.groups.EventGroup` objects in binlog order.
+
+* :class:`PrimarySource`: a live MariaDB primary through :class:`BinlogClient` (GTID
+  positioned, reconnecting).
+* :class:`ArchiveSource`: an `.ibb` directory (one the archiver writes), read through the
+  codec's record reader, optionally following it as it grows.  It is read without the
+  engine's directory lock, so an archiver may be writing it at the same time; torn pages
+  at the growing end are retried, and a position lost under it (a file rewritten by
+  recovery) is found again by GTID.
+* :class:`FileSource`: binlog files named on the command line, legacy or `.ibb`.
+
+:class:`ArchiveReader` also gives the binlog server what a primary needs to check a
+replica's start position: the archive's first and current GTID state.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from ..codec.events import (
+    CHECKSUM_OFF,
+    DEFAULT_CONTEXT,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    START_ENCRYPTION_EVENT,
+    FormatDescriptionEvent,
+    decode_event,
+    encrypted_error,
+)
+from ..codec.gtid import BinlogState, ConnectState, Gtid
+from ..codec.ibb_page import (
+    IBB_MAGIC,
+    LEGACY_MAGIC,
+    PAGE_SIZE,
+    PAGE_SIZE_SHIFT,
+    RecordType,
+    decode_header_page,
+)
+from ..codec.ibb_reader import EventGroup as StoredGroup
+from ..codec.ibb_reader import RecordReader
+from ..codec.stream import EventStreamDecoder, iter_legacy_events
+from ..engine.files import ibb_file_no
+from ..engine.recovery import commit_gtid, latest_state, read_state_record
+from ..engine.storage import binlog_name, list_binlogs
+from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
+from .client import BinlogClient
+from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler
+from .net import ConnectionOptions
+
+PURGED = (
+    "Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old"
+    " and required binlog files have been purged."
+)
+
+
+class GroupSource(Protocol):
+    """Anything that yields event groups in binlog order."""
+
+    def groups(self) -> Iterator[EventGroup]:
+        """Event groups from the source's start position on."""
+        ...
+
+    @property
+    def idle(self) -> bool:
+        """True when the source has delivered everything it has right now."""
+        ...
+
+    def close(self) -> None:
+        """Stop reading (a blocked ``groups()`` iteration ends)."""
+        ...
+
+
+# --------------------------------------------------------------------------- live primary
+
+
+class PrimarySource:
+    """Groups streamed from a live primary by :class:`BinlogClient` (which owns the position)."""
+
+    def __init__(self, client: BinlogClient) -> None:
+        self.client = client
+
+    @property
+    def idle(self) -> bool:
+        """The primary's last message was a heartbeat."""
+        return self.client.idle
+
+    def groups(self) -> Iterator[EventGroup]:
+        """Groups from the client's position, reconnecting as needed."""
+        return self.client.groups()
+
+    def close(self) -> None:
+        """Drop the connection (ends the iteration)."""
+        self.client.reconnect = 0
+        self.client.close()
+
+
+# --------------------------------------------------------------------------- .ibb archives
+
+
+class ReadOnlyPages:
+    """A codec PageSource over the ``binlog-NNNNNN.ibb`` files of a directory, by ``pread``.
+
+    Nothing is mapped, so a file that the writer truncates or purges under us can never
+    fault the process; a page past the end of a file, or of a missing file, is None.
+    """
+
+    def __init__(self, directory: str, paths: dict[int, str] | None = None) -> None:
+        self.directory = directory
+        self.paths = dict(paths or {})
+        self._fds: dict[int, int] = {}
+
+    def path(self, file_no: int) -> str:
+        """Path of file ``file_no``."""
+        return self.paths.get(file_no) or os.path.join(self.directory, binlog_name(file_no))
+
+    def name(self, file_no: int) -> str:
+        """The file name (as replicas see it in Master_Log_File)."""
+        return os.path.basename(self.path(file_no))
+
+    def page(self, file_no: int, page_no: int) -> bytes | None:
+        """Page ``page_no`` of file ``file_no`` or None."""
+        fd = self._fds.get(file_no)
+        if fd is None:
+            try:
+                fd = os.open(self.path(file_no), os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            self._fds[file_no] = fd
+        data = os.pread(fd, PAGE_SIZE, page_no << PAGE_SIZE_SHIFT)
+        return data if len(data) == PAGE_SIZE else None
+
+    def forget(self) -> None:
+        """Close every descriptor (files may have been purged or re-created)."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def files(self) -> list[int]:
+        """File numbers present, ascending."""
+        if self.paths:
+            return sorted(self.paths)
+        return list_binlogs(self.directory)
+
+
+class ArchiveReader:
+    """Event groups of an `.ibb` archive after a GTID connect state, optionally following it.
+
+    Positioning as ibb-format.md §7 (and :class:`mariabinlog.engine.EngineReader`): the newest
+    file whose page-1 state lies before the connect state, then the interval states of that
+    file, then read skipping the groups the connect state already covers.
+    """
+
+    def __init__(
+        self,
+        pages: ReadOnlyPages,
+        start: ConnectState | None,
+        *,
+        follow: bool = False,
+        poll_interval: float = 0.05,
+        torn_retries: int = 100,
+    ) -> None:
+        self.pages = pages
+        #: None: read from the oldest file present, whatever GTIDs it starts with.
+        self.from_oldest = start is None
+        self.position = ConnectState() if start is None else start.copy()
+        self.follow = follow
+        self.poll_interval = poll_interval
+        self.torn_retries = torn_retries
+        self.idle = False
+        self.file_no = 0
+        self.fd: FormatDescriptionEvent | None = None
+        self._closed = False
+        self._records: RecordReader | None = None
+
+    def close(self) -> None:
+        """End a following iteration at its next poll."""
+        self._closed = True
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _state_at(self, file_no: int) -> BinlogState | None:
+        record = read_state_record(self.pages, file_no, 1)
+        return None if record is None else BinlogState.from_list(Gtid(*g) for g in record.gtids)
+
+    def current_state(self) -> BinlogState:
+        """The GTID state after the last group written so far."""
+        files = self.pages.files()
+        for file_no in reversed(files):
+            base = self._state_at(file_no)
+            if base is None:
+                continue
+            header = decode_header_page(self.pages.page(file_no, 0) or b"")
+            interval = header.gtid_state_interval if header is not None else 0
+            pages = header.page_count if header is not None else 1
+            page_no, diff = latest_state(self.pages, file_no, pages, interval)
+            if diff is not None:
+                for triple in diff.gtids:
+                    base.update(Gtid(*triple))
+            try:
+                for record in RecordReader(self.pages, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True):
+                    if record.type == RecordType.COMMIT and not record.nested:
+                        gtid = commit_gtid(record)
+                        if gtid is not None:
+                            base.update(gtid)
+            except DecodeError:
+                pass  # a torn page at the growing end: the state up to it
+            return base
+        return BinlogState()
+
+    def _seek(self, target: ConnectState) -> tuple[int, int]:
+        files = self.pages.files()
+        if not files:
+            return 0, PAGE_SIZE
+        for file_no in reversed(files):
+            state = self._state_at(file_no)
+            if state is None:
+                continue
+            if state.is_before_pos(target):
+                header = decode_header_page(self.pages.page(file_no, 0) or b"")
+                interval = header.gtid_state_interval if header is not None else 0
+                best = 1
+                if interval > 1:
+                    page_no = interval
+                    while True:
+                        diff = read_state_record(self.pages, file_no, page_no)
+                        if diff is None:
+                            break
+                        probe = state.copy()
+                        for gtid in diff.gtids:
+                            probe.update(Gtid(*gtid))
+                        if not probe.is_before_pos(target):
+                            break
+                        best = page_no
+                        page_no += interval
+                return file_no, best << PAGE_SIZE_SHIFT
+        if all(self._state_at(file_no) is None for file_no in files):
+            return files[0], PAGE_SIZE  # nothing readable yet: wait at the start
+        raise ReplicationError(PURGED)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def groups(self) -> Iterator[EventGroup]:
+        """Groups after :attr:`position`; with ``follow`` waits for more until :meth:`close`."""
+        while not self._closed:
+            produced = False
+            for group in self.available():
+                produced = True
+                yield group
+            if not self.follow:
+                return
+            if not produced:
+                time.sleep(self.poll_interval)
+
+    def seek(self) -> int:
+        """Position the reader after :attr:`position`; returns the file number it starts in.
+
+        Raises :class:`ReplicationError` (the primary's "purged" text) when the archive no
+        longer has the files that position needs.
+        """
+        if self.from_oldest:
+            files = self.pages.files()
+            file_no, offset = (files[0] if files else 0), PAGE_SIZE
+            self.from_oldest = False
+        else:
+            file_no, offset = self._seek(self.position)
+        self._records = RecordReader(self.pages, file_no, offset, skip_partial=True)
+        self.file_no = file_no
+        return file_no
+
+    def available(self) -> Iterator[EventGroup]:
+        """The groups that can be read now (none when the reader is at the current end)."""
+        if self._records is None:
+            self.seek()
+        assert self._records is not None
+        torn = 0
+        while True:
+            try:
+                for stored in self._records.event_groups():
+                    group = self._group(stored)
+                    torn = 0
+                    if group is None:
+                        continue
+                    position = self.position
+                    seen = position.get(group.gtid.domain)
+                    if seen is not None and group.gtid.seq <= seen.seq:
+                        continue
+                    position.update(group.gtid)
+                    self.file_no = stored.record.file_no
+                    self.idle = False
+                    yield group
+            except TruncatedError:
+                # The last record continues in a page the writer has not written out yet: that
+                # is the current end of the archive; the reader resumes at the record's start.
+                pass
+            except DecodeError:
+                # A page torn by a concurrent write, or a layout rewritten by the writer's
+                # recovery: retry, then find our place again by GTID.
+                torn += 1
+                if torn > self.torn_retries:
+                    raise
+                time.sleep(self.poll_interval)
+                if torn % 10 == 0:
+                    self.pages.forget()
+                    self.seek()
+                continue
+            self.idle = True
+            return
+
+    def _group(self, stored: StoredGroup) -> EventGroup | None:
+        return self.convert(stored, self.pages.name(stored.record.file_no))
+
+    def convert(self, stored: StoredGroup, name: str) -> EventGroup | None:
+        """The event group of a stored COMMIT record (None for a restart marker, whose
+        Format_description becomes :attr:`fd`)."""
+        raw_events = list(stored.events())
+        if not raw_events:
+            return None
+        if raw_events[0][4] != GTID_EVENT:
+            if raw_events[0][4] == FORMAT_DESCRIPTION_EVENT:  # restart marker
+                event = decode_event(raw_events[0])
+                assert isinstance(event, FormatDescriptionEvent)
+                self.fd = event
+            return None
+        ctx = self.fd.context() if self.fd is not None else DEFAULT_CONTEXT
+        events = [decode_event(raw, 0, None, ctx) for raw in raw_events]
+        gtid_event = events[0]
+        gtid = Gtid(gtid_event.domain_id, gtid_event.server_id, gtid_event.seq_no)  # type: ignore[attr-defined]
+        return EventGroup(gtid, events, raw_events, self.fd, name, 0)
+
+
+class ArchiveSource:
+    """Groups from an `.ibb` archive directory (see :class:`ArchiveReader`)."""
+
+    def __init__(self, directory: str, start: ConnectState, *, follow: bool = False) -> None:
+        if not os.path.isdir(directory):
+            raise OptionError(f"{directory}: not a directory")
+        self.reader = ArchiveReader(ReadOnlyPages(directory), start, follow=follow)
+
+    @property
+    def idle(self) -> bool:
+        """Everything written so far has been read."""
+        return self.reader.idle
+
+    def groups(self) -> Iterator[EventGroup]:
+        """Groups after the start position."""
+        return self.reader.groups()
+
+    def close(self) -> None:
+        """Stop following."""
+        self.reader.close()
+
+
+# --------------------------------------------------------------------------- files
+
+
+class FileSource:
+    """Groups of binlog files given by name, in the order given: legacy files or `.ibb` files."""
+
+    def __init__(self, paths: list[str]) -> None:
+        if not paths:
+            raise OptionError("no binlog files given")
+        self.paths = paths
+        self.idle = False
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop after the current group."""
+        self._closed = True
+
+    def groups(self) -> Iterator[EventGroup]:
+        """Every group of the files in order."""
+        kinds = {_sniff(path) for path in self.paths}
+        if kinds == {"ibb"}:
+            numbers = {}
+            for path in self.paths:
+                number = _ibb_number(path)
+                numbers[number] = path
+            reader = ArchiveReader(ReadOnlyPages(os.path.dirname(self.paths[0]) or ".", numbers), None)
+            for group in reader.groups():
+                if self._closed:
+                    return
+                yield group
+        elif kinds == {"legacy"}:
+            for path in self.paths:
+                yield from self._legacy(path)
+                if self._closed:
+                    return
+        else:
+            raise OptionError("mixing legacy and .ibb binlog files in one source is not supported")
+        self.idle = True
+
+    def _legacy(self, path: str) -> Iterator[EventGroup]:
+        name = os.path.basename(path)
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as data:
+                decoder = EventStreamDecoder()
+                assembler = GroupAssembler()
+                fd: FormatDescriptionEvent | None = None
+                try:
+                    for event in iter_legacy_events(data, decoder=decoder):
+                        code = event.type_code
+                        if code == START_ENCRYPTION_EVENT:
+                            raise encrypted_error(event.position or 0)
+                        if code in CONTROL_EVENTS:
+                            if code == FORMAT_DESCRIPTION_EVENT:
+                                assert isinstance(event, FormatDescriptionEvent)
+                                fd = event
+                            continue
+                        start, end = event.position or 0, event.end_position or 0
+                        raw = bytes(data[start:end])
+                        if decoder.checksum_alg != CHECKSUM_OFF:
+                            raw = raw[:9] + (end - start - 4).to_bytes(4, "little") + raw[13:-4]
+                        group = assembler.feed(event, raw, fd, name, end)
+                        if group is not None:
+                            yield group
+                            if self._closed:
+                                return
+                except DecodeError as err:
+                    raise err.located(path) from None
+
+
+def _sniff(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as err:
+        raise OptionError(f"cannot read {path}: {err.strerror}") from None
+    if magic == LEGACY_MAGIC:
+        return "legacy"
+    if magic == IBB_MAGIC:
+        return "ibb"
+    raise OptionError(f"{path}: not a binlog file (neither legacy nor .ibb magic)")
+
+
+def _ibb_number(path: str) -> int:
+    number = ibb_file_no(path)
+    if number is not None:
+        return number
+    with open(path, "rb") as handle:
+        header = decode_header_page(handle.read(PAGE_SIZE))
+    if header is None:
+        raise OptionError(f"{path}: empty .ibb file")
+    return header.file_no
+
+
+# --------------------------------------------------------------------------- choosing
+
+
+def is_primary_url(spec: str) -> bool:
+    """True for ``mariadb://`` / ``mysql://`` URLs."""
+    return spec.startswith(("mariadb://", "mysql://"))
+
+
+def open_source(
+    specs: list[str],
+    start: ConnectState,
+    *,
+    follow: bool = True,
+    client_options: dict[str, Any] | None = None,
+) -> GroupSource:
+    """The source named by ``specs``: one primary URL, one archive directory, or binlog files."""
+    if not specs:
+        raise OptionError("--from needs a primary URL, an archive directory or binlog files")
+    if is_primary_url(specs[0]):
+        if len(specs) > 1:
+            raise OptionError("only one primary can be a source")
+        client = BinlogClient(ConnectionOptions.from_url(specs[0]), start=start, blocking=follow, **(client_options or {}))
+        return PrimarySource(client)
+    if len(specs) == 1 and os.path.isdir(specs[0]):
+        return ArchiveSource(specs[0], start, follow=follow)
+    for spec in specs:
+        if os.path.isdir(spec):
+            raise OptionError(f"{spec}: a directory must be the only source")
+    return FileSource(specs)

@@ -1,0 +1,281 @@
+"""primary -> ``mariabinlog archive`` (.ibb through the engine) -> ``mariabinlog serve`` -> a real
+MariaDB replica, and the archive's and server's own guarantees and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mariadb_server import MariaDBServer, MariaDBServerFactory
+from replication_helpers import (
+    LIVE_TABLES,
+    PRIMARY_OPTIONS,
+    REPL_PASSWORD,
+    REPL_USER,
+    binlog_gtids,
+    create_repl_user,
+    gtid_binlog_pos,
+    mixed_workload,
+    wait_for,
+)
+
+from mariabinlog.cli import main as cli_main
+from mariabinlog.codec.events import (
+    CHECKSUM_OFF,
+    LOG_EVENT_ARTIFICIAL_F,
+    FormatDescriptionEvent,
+    HeartbeatEvent,
+    RotateEvent,
+)
+from mariabinlog.codec.gtid import BinlogState, ConnectState, GtidList
+from mariabinlog.codec.protocol import ServerError
+from mariabinlog.engine import Engine
+from mariabinlog.replication.client import BinlogClient
+from mariabinlog.replication.net import ConnectionOptions
+from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
+from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def primary_url(server: MariaDBServer) -> str:
+    """The replication account's URL."""
+    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
+
+
+def archive(*args: str) -> int:
+    """``mariabinlog archive ARGS`` in-process."""
+    return cli_main(["archive", "--quiet", *args])
+
+
+def archived_gtids(directory: Path) -> list[str]:
+    """GTIDs of every group in an archive, in order."""
+    return [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
+
+
+def engine_state(directory: Path) -> BinlogState:
+    """The archive engine's GTID state (opens and closes the engine)."""
+    engine = Engine.open(directory, restart_marker=False)
+    try:
+        return engine.gtid_state()
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def source(mariadb_server_factory: MariaDBServerFactory) -> MariaDBServer:
+    """A primary with the mixed workload (DDL, all types, a big transaction, domains 10-13)."""
+    server = mariadb_server_factory(*PRIMARY_OPTIONS, "--server-id=1", name="arch-primary")
+    create_repl_user(server)
+    mixed_workload(server)
+    return server
+
+
+@pytest.fixture
+def binlog_server(tmp_path: Path) -> Iterator[callable]:  # type: ignore[valid-type]
+    """Start in-process binlog servers over a directory; all are stopped at the end."""
+    servers: list[BinlogServer] = []
+
+    def start(directory: Path, **options: object) -> BinlogServer:
+        config = ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)}, server_id=1, **options)  # type: ignore[arg-type]
+        server = BinlogServer(config).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def test_archive_is_the_stream_and_restart_continues(source: MariaDBServer, tmp_path: Path) -> None:
+    directory = tmp_path / "arch"
+    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    assert archived_gtids(directory) == binlog_gtids(source)
+    assert engine_state(directory) == BinlogState.from_list(GtidList.parse(source.rows("SELECT @@gtid_binlog_state")[0][0]))
+    assert len(list(directory.glob("binlog-*.ibb"))) > 3  # the 20000-row transaction spans files
+    # More data; a restart asks only for what is missing.
+    source.sql("SET gtid_domain_id=11; INSERT INTO live.d1 (k, note) VALUES (900, 'after restart')")
+    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    assert archived_gtids(directory) == binlog_gtids(source)
+
+
+def _small_groups(source: MariaDBServer, count: int) -> None:
+    source.pipe(
+        "CREATE TABLE IF NOT EXISTS live.small (id INT PRIMARY KEY AUTO_INCREMENT, note VARCHAR(40)) ENGINE=InnoDB;\n"
+        + "".join(f"INSERT INTO live.small (note) VALUES ('small {i}');\n" for i in range(count))
+    )
+
+
+def test_archive_purge_options(source: MariaDBServer, tmp_path: Path) -> None:
+    directory = tmp_path / "purged"
+    options = ["--max-binlog-size", "64K", "--max-total-size", "256K", "--purge-interval", "0.01"]
+    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    # The big groups' out-of-band data keeps their files; many small groups later, they can go.
+    _small_groups(source, 2500)
+    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    files = sorted(directory.glob("binlog-*.ibb"))
+    assert files[0].name != "binlog-000000.ibb"
+    assert sum(f.stat().st_size for f in files[:-1]) <= 256 * 1024 + 64 * 1024
+    # The state survives purging; what is left reads back in order.
+    assert engine_state(directory).connect_state() == ConnectState.parse(gtid_binlog_pos(source))
+    left = archived_gtids(directory)
+    assert left and left == binlog_gtids(source)[-len(left) :]
+
+
+def _wait_replica(replica: MariaDBServer, position: str, timeout: float = 120) -> None:
+    def caught_up() -> bool:
+        status = replica.records("SHOW SLAVE STATUS")[0]
+        if status["Last_IO_Error"] or status["Last_SQL_Error"]:
+            pytest.fail(f"replica stopped: {status['Last_IO_Error']} {status['Last_SQL_Error']}")
+        return ConnectState.parse(replica.rows("SELECT @@gtid_slave_pos")[0][0]) == ConnectState.parse(position)
+
+    wait_for(caught_up, timeout, f"the replica to reach {position}")
+
+
+def test_primary_archive_serve_real_replica(
+    source: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, tmp_path: Path, binlog_server
+) -> None:  # type: ignore[no-untyped-def]
+    directory = tmp_path / "chain"
+    # The archiver runs as its own process, following the primary, while the server serves.
+    command = [sys.executable, "-m", "mariabinlog", "archive", "--from", primary_url(source), "--dir",
+               str(directory), "--stop-never", "--heartbeat", "0.5", "--max-binlog-size", "1M", "--quiet"]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    archiver = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    replica = mariadb_server_factory("--server-id=3", "--default-time-zone=+00:00", name="chain-replica")
+    try:
+        wait_for(lambda: directory.is_dir() and any(directory.glob("binlog-*.ibb")), 60, "the archive")
+        server = binlog_server(directory)
+        host, port = server.address
+        replica.sql(
+            f"CHANGE MASTER TO MASTER_HOST='{host}', MASTER_PORT={port}, MASTER_USER='{REPL_USER}',"
+            f" MASTER_PASSWORD='{REPL_PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_HEARTBEAT_PERIOD=1;"
+            " START SLAVE"
+        )
+        _wait_replica(replica, gtid_binlog_pos(source))
+        assert replica.checksum_table(*LIVE_TABLES) == source.checksum_table(*LIVE_TABLES)
+        # Live: new writes in several domains flow primary -> archiver -> server -> replica.
+        source.pipe(
+            "SET gtid_domain_id=12; INSERT INTO live.d2 (k, note) SELECT seq, 'live' FROM live.seq_1_to_500;\n"
+            "SET gtid_domain_id=0; ALTER TABLE live.types ADD COLUMN later VARCHAR(10) DEFAULT 'x';\n"
+            "SET gtid_domain_id=13; UPDATE live.d3 SET note = 'changed' WHERE k < 10;\n"
+        )
+        _wait_replica(replica, gtid_binlog_pos(source))
+        assert replica.checksum_table(*LIVE_TABLES) == source.checksum_table(*LIVE_TABLES)
+        status = replica.records("SHOW SLAVE STATUS")[0]
+        assert status["Master_Log_File"].startswith("binlog-") and int(status["Read_Master_Log_Pos"]) > 4
+    finally:
+        archiver.send_signal(signal.SIGTERM)
+        _, err = archiver.communicate(timeout=60)
+        replica.sql("STOP SLAVE")
+    assert archiver.returncode == 0, err.decode()
+
+
+def test_server_refuses_like_a_primary(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
+    directory = tmp_path / "errors"
+    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    server = binlog_server(directory)
+    host, port = server.address
+    served = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
+    primary = ConnectionOptions(host="127.0.0.1", port=source.port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
+    # Wrong credentials.
+    with pytest.raises(ServerError) as info:
+        list(BinlogClient(ConnectionOptions(host=host, port=port, user=REPL_USER, password="nope"), blocking=False).groups())
+    assert info.value.code == 1045 and "Access denied for user 'repl'" in info.value.message
+    # A GTID the binlog does not have, beyond it and before it: the primary's own errors.
+    for start in ("10-1-999999", "10-7-3", "0-1-1,10-1-999999"):
+        errors = []
+        for options in (primary, served):
+            with pytest.raises(ServerError) as info:
+                list(BinlogClient(options, start=start, blocking=False, reconnect=0).groups())
+            errors.append((info.value.code, info.value.message))
+        assert errors[0] == errors[1], start
+    # Everything after a GTID, non-blocking: the same groups as the primary sends.
+    start = binlog_gtids(source)[5]
+    expected = [str(g.gtid) for g in BinlogClient(primary, start=start, blocking=False).groups()]
+    got = [str(g.gtid) for g in BinlogClient(served, start=start, blocking=False).groups()]
+    assert got == expected
+
+
+def test_server_reports_purged_positions(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
+    directory = tmp_path / "purged-serve"
+    options = ["--max-binlog-size", "64K", "--max-total-size", "128K", "--purge-interval", "0.01"]
+    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    _small_groups(source, 1000)
+    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    server = binlog_server(directory)
+    host, port = server.address
+    served = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
+    with pytest.raises(ServerError) as info:
+        list(BinlogClient(served, start="", blocking=False, reconnect=0).groups())
+    assert info.value.code == 1236
+    assert info.value.message == (
+        "Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old"
+        " and required binlog files have been purged."
+    )
+    # The newest position still works.
+    assert list(BinlogClient(served, start=gtid_binlog_pos(source), blocking=False).groups()) == []
+
+
+def test_client_reads_an_engine_binlog_style_stream(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
+    directory = tmp_path / "engine-style"
+    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    server = binlog_server(directory, engine_style=True)
+    host, port = server.address
+    options = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
+    events = list(BinlogClient(options, blocking=False).events())
+    first = events[0].event
+    assert isinstance(first, FormatDescriptionEvent) and first.flags & LOG_EVENT_ARTIFICIAL_F
+    assert first.checksum_alg == CHECKSUM_OFF and not any(e.has_checksum for e in events)
+    rotates = [e.event for e in events if isinstance(e.event, RotateEvent)]
+    assert rotates and all(r.flags & LOG_EVENT_ARTIFICIAL_F and r.next_position == 0 for r in rotates)
+    assert [r.next_file.decode() for r in rotates] == sorted({r.next_file.decode() for r in rotates})
+    assert all(e.position == 0 and e.end_position == 0 for e in events)
+    groups = list(BinlogClient(options, blocking=False).groups())
+    assert [str(g.gtid) for g in groups] == binlog_gtids(source)
+    assert {g.source for g in groups} == {r.next_file.decode() for r in rotates}
+    # Heartbeats of an engine-style primary name the current .ibb file.
+    client = BinlogClient(options, start=gtid_binlog_pos(source), heartbeat=0.2)
+    for placed in client.events():
+        if isinstance(placed.event, HeartbeatEvent):
+            assert placed.event.log_ident.decode().startswith("binlog-")
+            break
+    client.close()
+
+
+def test_serve_and_replicate_commands(source: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, tmp_path: Path) -> None:
+    directory = tmp_path / "cli"
+    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    port_file = tmp_path / "port"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "mariabinlog", "serve", "--dir", str(directory), "--port", "0", "--port-file",
+         str(port_file), "--account", f"{REPL_USER}:{REPL_PASSWORD}"],
+        env=env, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(port_file.exists, 30, "the server's port file")
+        port = int(port_file.read_text())
+        # replicate from the served archive (a primary URL), with JSON progress.
+        target = mariadb_server_factory("--server-id=5", name="cli-target")
+        progress = tmp_path / "progress.jsonl"
+        status = cli_main(["replicate", "--quiet", "--from", f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}"
+                           f"@127.0.0.1:{port}", "--to", f"mariadb://root@127.0.0.1:{target.port}",
+                           "--progress-json", str(progress), "--progress-interval", "0.05"])
+        assert status == 0
+        assert target.checksum_table(*LIVE_TABLES) == source.checksum_table(*LIVE_TABLES)
+        reports = [json.loads(line) for line in progress.read_text().splitlines()]
+        final = reports[-1]
+        assert final["state"] == "done" and final["job"] == "replicate"
+        assert ConnectState.parse(final["position"]) == ConnectState.parse(gtid_binlog_pos(source))
+        assert final["groups"] == len(binlog_gtids(source)) and {"events_per_s", "seconds_behind"} <= set(final)
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        _, err = serve.communicate(timeout=30)
+    assert serve.returncode == 0, err.decode()
+    assert b"listening on 127.0.0.1:" in err

@@ -1,0 +1,163 @@
+"""``mariabinlog replicate`` against real target servers: the shared corpus replayed from its binlog
+files (every column type, statement and mixed format, compressed events, big transactions,
+several domains), positions, filters, strict mode, refusals, resume, and a live primary with
+per-domain parallel apply."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from mariadb_server import CORPUS_OPTIONS, MariaDBServer, MariaDBServerFactory
+from replication_helpers import (
+    LIVE_TABLES,
+    binlog_gtids,
+    gtid_binlog_pos,
+    mixed_workload,
+    root_options,
+)
+
+from mariabinlog.cli import main as cli_main
+from mariabinlog.codec.gtid import ConnectState
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+
+
+def _replay_rows() -> list[dict[str, str]]:
+    path = CORPUS / "replay.tsv"
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+REPLAY = _replay_rows()
+
+
+def url(server: MariaDBServer) -> str:
+    """The server's root URL over TCP."""
+    return f"mariadb://root@127.0.0.1:{server.port}"
+
+
+def expected_checksums(workload: str) -> dict[str, int]:
+    """``checksums/<workload>.tsv`` of the corpus: table -> CHECKSUM TABLE ... EXTENDED."""
+    with (CORPUS / "checksums" / f"{workload}.tsv").open(newline="") as handle:
+        return {row["table"]: int(row["checksum"]) for row in csv.DictReader(handle, delimiter="\t")}
+
+
+def position(target: MariaDBServer, channel: str) -> ConnectState:
+    """The channel's recorded position in the target."""
+    rows = target.rows(
+        f"SELECT domain_id, server_id, seq_no FROM mariabinlog.gtid_slave_pos WHERE channel='{channel}' ORDER BY domain_id"
+    )
+    return ConnectState.parse(",".join(f"{d}-{s}-{n}" for d, s, n in rows))
+
+
+def replicate(*args: str) -> int:
+    """Run ``mariabinlog replicate ARGS`` in-process; its exit status."""
+    return cli_main(["replicate", "--quiet", *args])
+
+
+@pytest.fixture(scope="module")
+def target(mariadb_server_factory: MariaDBServerFactory) -> MariaDBServer:
+    """A target with the corpus server's options, logging what it applies."""
+    return mariadb_server_factory(*CORPUS_OPTIONS, "--log-bin", "--server-id=99", name="target")
+
+
+@pytest.mark.parametrize("row", [r for r in REPLAY if r["workload"] != "w09_xa"], ids=lambda r: r["workload"])
+def test_corpus_replays_to_recorded_checksums(row: dict[str, str], target: MariaDBServer) -> None:
+    workload = row["workload"]
+    files = [str(CORPUS / f) for f in row["files"].split()]
+    options = row["options"].split()
+    assert replicate("--from", *files, "--to", url(target), "--channel", workload, "--parallel", "1", *options) == 0
+    expected = expected_checksums(workload)
+    assert target.checksum_table(*expected) == expected
+    # The position is the last GTID of every domain, and the target's binlog kept the GTIDs.
+    last = ConnectState()
+    for gtid in _file_gtids(files):
+        last.update(gtid)
+    assert position(target, workload) == last
+
+
+def _file_gtids(files: list[str]) -> list:  # type: ignore[type-arg]
+    from mariabinlog.replication.sources import FileSource
+
+    return [group.gtid for group in FileSource(files).groups()]
+
+
+def test_xa_groups_are_refused_loudly(target: MariaDBServer, capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(p) for p in sorted((CORPUS / "binlogs" / "w09_xa").glob("mysql-bin.*"))]
+    assert replicate("--from", *files, "--to", url(target), "--channel", "xa") == 1
+    err = capsys.readouterr().err
+    assert "XA transactions cannot be applied" in err and "GTID 0-1-" in err
+
+
+def test_strict_mode_stops_before_an_out_of_order_gtid(target: MariaDBServer, capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(p) for p in sorted((CORPUS / "binlogs" / "w08_gtid_out_of_order").glob("mysql-bin.*"))]
+    target.sql("DROP DATABASE IF EXISTS w08_ooo")
+    # Domain 1 writes tables that domain 0 creates: apply serially.
+    assert replicate("--from", *files, "--to", url(target), "--channel", "strict", "--parallel", "1") == 1
+    assert "GTID 1-2-5 is out of order" in capsys.readouterr().err
+    assert position(target, "strict")[1] == ConnectState.parse("1-2-10")[1]
+    # Without strict mode the rest follows, from where the first run stopped.
+    assert replicate("--from", *files, "--to", url(target), "--channel", "strict", "--parallel", "1",
+                     "--skip-gtid-strict-mode") == 0
+    expected = expected_checksums("w08_gtid_out_of_order")
+    assert target.checksum_table(*expected) == expected
+
+
+def test_start_stop_positions_and_filters_then_resume(target: MariaDBServer) -> None:
+    files = [str(p) for p in sorted((CORPUS / "binlogs" / "w07_gtid_domains").glob("mysql-bin.*"))]
+    gtids = _file_gtids(files)
+    target.sql("DROP DATABASE IF EXISTS w07_dom")
+    channel = "filters"
+    # Phase 1: domain 0 only, up to its 8th group.
+    stop0 = [g for g in gtids if g.domain == 0][7]
+    assert replicate("--from", *files, "--to", url(target), "--channel", channel, "--stop-position", str(stop0)) == 0
+    assert position(target, channel) == ConnectState([stop0])
+    # Phase 2: the rest of domains 0 and 1, not domain 2 (skipped groups are not recorded).
+    assert replicate("--from", *files, "--to", url(target), "--channel", channel, "--ignore-domain-ids", "2") == 0
+    last = {d: [g for g in gtids if g.domain == d][-1] for d in (0, 1, 2)}
+    assert position(target, channel) == ConnectState([last[0], last[1]])
+    # Phase 3: domain 2 alone, from its beginning; then everything is there exactly once.
+    assert replicate("--from", *files, "--to", url(target), "--channel", channel, "--do-domain-ids", "2") == 0
+    assert position(target, channel) == ConnectState([last[0], last[1], last[2]])
+    expected = expected_checksums("w07_gtid_domains")
+    assert target.checksum_table(*expected) == expected
+    # A fourth run finds nothing to do.
+    assert replicate("--from", *files, "--to", url(target), "--channel", channel) == 0
+    assert target.checksum_table(*expected) == expected
+
+
+
+
+@pytest.mark.parametrize("parallel", ["1", "4"])
+def test_live_primary_serial_and_per_domain_parallel(
+    mariadb_server_factory: MariaDBServerFactory, parallel: str
+) -> None:
+    primary = mariadb_server_factory("--log-bin", "--binlog-format=ROW", "--server-id=1", name="live-primary")
+    replica = mariadb_server_factory("--log-bin", "--server-id=2", name=f"live-target-{parallel}")
+    mixed_workload(primary)
+    assert replicate("--from", url(primary), "--to", url(replica), "--parallel", parallel) == 0
+    assert replica.checksum_table(*LIVE_TABLES) == primary.checksum_table(*LIVE_TABLES)
+    assert position(replica, "default") == ConnectState.parse(gtid_binlog_pos(primary))
+    # Groups kept their GTIDs and each domain its order in the target's binlog.
+    source = binlog_gtids(primary)
+    applied = [g for g in binlog_gtids(replica) if not g.endswith("-2-1") and "-2-" not in g]
+    for domain in {g.split("-")[0] for g in source}:
+        assert [g for g in applied if g.split("-")[0] == domain] == [g for g in source if g.split("-")[0] == domain]
+    primary.stop()
+    replica.stop()
+
+
+def test_unreachable_source_and_bad_options(target: MariaDBServer, capsys: pytest.CaptureFixture[str]) -> None:
+    assert replicate("--from", "mariadb://root@127.0.0.1:1", "--to", url(target), "--channel", "none",
+                     "--reconnect", "1") == 1
+    assert "cannot connect" in capsys.readouterr().err
+    assert replicate("--from", "/nonexistent/binlog", "--to", url(target)) == 1
+    assert "cannot read /nonexistent/binlog" in capsys.readouterr().err
+    assert replicate("--from", str(CORPUS / "README.md"), "--to", url(target), "--do-domain-ids", "1",
+                     "--ignore-domain-ids", "2") == 1
+    assert "cannot be used together" in capsys.readouterr().err
+    assert root_options(target).port == target.port

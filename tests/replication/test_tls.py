@@ -1,0 +1,81 @@
+"""TLS: the client streams from a real MariaDB primary over TLS (certificate checked against its CA),
+and the binlog server serves over TLS."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+from pathlib import Path
+
+import pytest
+from mariadb_server import MariaDBServer, MariaDBServerFactory
+from replication_helpers import (
+    PRIMARY_OPTIONS,
+    REPL_PASSWORD,
+    REPL_USER,
+    binlog_gtids,
+    create_repl_user,
+)
+
+from mariabinlog.replication.client import BinlogClient
+from mariabinlog.replication.net import Connection, ConnectionOptions
+from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 made with the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def tls_primary(mariadb_server_factory: MariaDBServerFactory, certificate: tuple[Path, Path]) -> MariaDBServer:
+    cert, key = certificate
+    server = mariadb_server_factory(*PRIMARY_OPTIONS, "--server-id=1", f"--ssl-cert={cert}", f"--ssl-key={key}",
+                                    name="tls-primary")
+    create_repl_user(server)
+    server.sql("CREATE DATABASE t; CREATE TABLE t.x (id INT PRIMARY KEY); INSERT INTO t.x VALUES (1), (2)")
+    return server
+
+
+def test_client_streams_over_verified_tls(tls_primary: MariaDBServer, certificate: tuple[Path, Path]) -> None:
+    cert, _ = certificate
+    password = REPL_PASSWORD.replace("ä", "%C3%A4")
+    url = f"mariadb://{REPL_USER}:{password}@127.0.0.1:{tls_primary.port}/?ssl_ca={cert}"
+    options = ConnectionOptions.from_url(url)
+    with Connection.open(options) as conn:
+        assert conn.rows("SHOW SESSION STATUS LIKE 'Ssl_cipher'")[0][1]
+    groups = list(BinlogClient(options, blocking=False).groups())
+    assert [str(g.gtid) for g in groups] == binlog_gtids(tls_primary)
+
+
+def test_binlog_server_over_tls(tls_primary: MariaDBServer, certificate: tuple[Path, Path], tmp_path: Path) -> None:
+    from mariabinlog.cli import main as cli_main
+
+    cert, key = certificate
+    password = REPL_PASSWORD.replace("ä", "%C3%A4")
+    directory = tmp_path / "arch"
+    assert cli_main(["archive", "--quiet", "--from", f"mariadb://{REPL_USER}:{password}@127.0.0.1:{tls_primary.port}/?ssl=1",
+                     "--dir", str(directory)]) == 0
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server = BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)}, ssl=context)).start()
+    try:
+        host, port = server.address
+        client_context = ssl.create_default_context(cafile=str(cert))
+        options = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, ssl=client_context)
+        groups = list(BinlogClient(options, blocking=False).groups())
+        assert [str(g.gtid) for g in groups] == binlog_gtids(tls_primary)
+    finally:
+        server.stop()
