@@ -1,18 +1,8 @@
 #!/usr/bin/env bash
-# The main job on sample data: set up (idempotent), then run mariabinlog over a real
-# binlog from the shared corpus that sits beside the repository.
+# The main job on bundled sample data: set up (idempotent), then run the Spark pipeline on a
+# sample binlog that the project generates with its own engine (no SOURCE given). It writes
+# CDC tables, latest-state tables and a report (PNG chart + summary) under out/sample/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-
-sample="../shared/corpus/binlogs/w01_basic_row/mysql-bin.000001"
-if [ ! -f "$sample" ]; then
-  echo "run-sample: $sample not found (the shared corpus belongs beside the repository)" >&2
-  exit 1
-fi
-
-if .venv/bin/mariabinlog dump --help >/dev/null 2>&1; then
-  exec .venv/bin/mariabinlog dump "$sample"
-fi
-echo "run-sample: this build has no 'dump' command yet, so only the version is shown" >&2
-exec .venv/bin/mariabinlog --version
+exec .venv/bin/mariabinlog pipeline --out out/sample

@@ -1,0 +1,515 @@
+"""Reading one input split into Arrow record batches (executor side).
+
+:class:`SplitReader` walks the events a split owns with their event-group context, decoding
+every byte through the codec: legacy files with :func:`iter_legacy_events`, `.ibb` files with
+the codec's :class:`RecordReader` (from the split's first page, skipping continuation chunks,
+stopping at the first record that starts at or after the split's end) and each COMMIT record's
+:class:`EventGroup`, whose OOB data is read by reference wherever it lies.  Group filters are
+applied at the GTID event, so a rejected `.ibb` group costs one event decode and no OOB reads.
+
+The view builders turn those events into :class:`pyarrow.RecordBatch` es whose schema is exactly
+``to_arrow_schema(view schema)``, as Spark requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from ..codec.columns import ABSENT
+from ..codec.events import (
+    ANNOTATE_ROWS_EVENT,
+    BINLOG_CHECKPOINT_EVENT,
+    CHECKSUM_CRC32,
+    CHECKSUM_OFF,
+    FL_GROUP_COMMIT_ID,
+    FL_STANDALONE,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    GTID_LIST_EVENT,
+    HEARTBEAT_LOG_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    ROTATE_EVENT,
+    ROWS_KIND,
+    START_ENCRYPTION_EVENT,
+    STOP_EVENT,
+    TABLE_MAP_EVENT,
+    XA_PREPARE_LOG_EVENT,
+    XID_EVENT,
+    AnnotateRowsEvent,
+    Event,
+    GtidEvent,
+    QueryEvent,
+    RowsEvent,
+    TableMapEvent,
+    XidEvent,
+)
+from ..codec.ibb import CommitRecord, EventGroup, RecordReader, RecordType
+from ..codec.primitives import U32
+from ..codec.rows import row_decoder
+from ..codec.stream import EventStreamDecoder, iter_legacy_events
+from ..engine.files import IbbDirectory
+from ..errors import DecodeError
+from .files import read_whole
+from .options import ScanOptions
+from .plan import Split
+from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+
+#: Events that stand outside event groups (they end any group in progress).
+META_EVENTS = frozenset(
+    (
+        FORMAT_DESCRIPTION_EVENT,
+        ROTATE_EVENT,
+        STOP_EVENT,
+        GTID_LIST_EVENT,
+        BINLOG_CHECKPOINT_EVENT,
+        START_ENCRYPTION_EVENT,
+        HEARTBEAT_LOG_EVENT,
+    )
+)
+_END_QUERIES = frozenset((b"COMMIT", b"ROLLBACK"))
+
+
+class Group(NamedTuple):
+    """The event group an event belongs to: its GTID, commit id, GTID-event time and flags,
+    and where the group starts (COMMIT record for `.ibb`, GTID event for legacy)."""
+
+    domain: int
+    server: int
+    seq: int
+    commit_id: int | None
+    timestamp: int
+    flags: int
+    file_no: int
+    position: int
+
+    @property
+    def gtid(self) -> str:
+        """``domain-server-seq``."""
+        return f"{self.domain}-{self.server}-{self.seq}"
+
+
+def group_of(event: GtidEvent, file_no: int, position: int) -> Group:
+    """The :class:`Group` a GTID event starts."""
+    commit_id = event.commit_id if event.flags2 & FL_GROUP_COMMIT_ID else None
+    return Group(
+        event.domain_id, event.server_id, event.seq_no, commit_id, event.timestamp, event.flags2, file_no, position
+    )
+
+
+class Item(NamedTuple):
+    """One event of a split: where, which one of the group, the event, its v4 bytes without
+    checksum footer (only when asked for), its group and its length as stored."""
+
+    position: int
+    index: int
+    event: Event
+    raw: bytes | None
+    group: Group | None
+    length: int
+
+
+def ends_group(event: Event) -> bool:
+    """True for the events that close a legacy event group (Xid, COMMIT/ROLLBACK, XA_prepare)."""
+    code = event.type_code
+    if code == XID_EVENT or code == XA_PREPARE_LOG_EVENT:
+        return True
+    if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
+        return event.query.strip().upper() in _END_QUERIES  # type: ignore[attr-defined]
+    return False
+
+
+class SplitReader:
+    """The events a split owns, in order; ``decoder`` holds the table maps of the current group."""
+
+    def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False) -> None:
+        self.split = split
+        self.options = options
+        self.raw = raw
+        # `.ibb` events carry no checksum; a legacy file's Format_description sets its own.
+        self.decoder = EventStreamDecoder(checksum_alg=CHECKSUM_OFF, verify_checksum=options.verify_checksum)
+
+    def __iter__(self) -> Iterator[Item]:
+        if self.split.kind == "legacy":
+            return self._legacy()
+        return self._ibb()
+
+    def _keep_outside(self, event: Event) -> bool:
+        flt = self.options.filter
+        return not flt.by_gtid and flt.accepts_time(event.timestamp)
+
+    # -- legacy ------------------------------------------------------------------------------
+
+    def _legacy(self) -> Iterator[Item]:
+        split, flt = self.split, self.options.filter
+        data = read_whole(split.path)
+        dec = self.decoder
+        group: Group | None = None
+        keep = False
+        left: int | None = None  # events left in a standalone group
+        try:
+            for event in iter_legacy_events(data, start=max(split.start, 4), decoder=dec):
+                pos: int = event.position  # type: ignore[assignment]
+                if pos >= split.end:
+                    break
+                if pos < split.start:
+                    continue  # the Format_description read for its checksum setting
+                length = event.end_position - pos  # type: ignore[operator]
+                code = event.type_code
+                if code == GTID_EVENT:
+                    assert isinstance(event, GtidEvent)
+                    group = group_of(event, split.file_no, pos)
+                    keep = flt.accepts(group.domain, group.server, group.seq, group.timestamp)
+                    left = 1 if event.flags2 & FL_STANDALONE else None
+                    if keep:
+                        yield Item(pos, 0, event, self._legacy_raw(data, pos, length), group, length)
+                    continue
+                if code in META_EVENTS:
+                    group = None
+                if group is None:
+                    if self._keep_outside(event):
+                        yield Item(pos, 0, event, self._legacy_raw(data, pos, length), None, length)
+                    continue
+                if keep:
+                    yield Item(pos, 0, event, self._legacy_raw(data, pos, length), group, length)
+                if left is not None:
+                    left -= 1
+                if left == 0 or ends_group(event):
+                    group = None
+        except DecodeError as err:
+            raise err.located(split.path) from None
+        finally:
+            if not isinstance(data, bytes):
+                data.close()
+
+    def _legacy_raw(self, data: Any, pos: int, length: int) -> bytes | None:
+        """The event without its CRC footer, length field adjusted (as `.ibb` stores events)."""
+        if not self.raw:
+            return None
+        footer = 4 if self.decoder.checksum_alg == CHECKSUM_CRC32 else 0
+        raw = bytearray(data[pos : pos + length - footer])
+        U32.pack_into(raw, 9, len(raw))
+        return bytes(raw)
+
+    # -- .ibb --------------------------------------------------------------------------------
+
+    def _ibb(self) -> Iterator[Item]:
+        split = self.split
+        source = IbbDirectory(split.directory, {split.file_no: split.path})
+        try:
+            reader = RecordReader(source, split.file_no, split.start, skip_partial=True)
+            for record in reader:
+                if record.nested:
+                    continue
+                if record.file_no != split.file_no or record.offset >= split.end:
+                    break
+                if record.type != RecordType.COMMIT or record.offset < split.start:
+                    continue
+                try:
+                    commit = CommitRecord.decode(record.payload)
+                except DecodeError as err:
+                    raise err.located(source.name(record.file_no), record.offset) from None
+                yield from self._ibb_group(_event_group(reader, record, commit), record.offset, source)
+        finally:
+            source.close()
+
+    def _ibb_group(self, group_data: EventGroup, offset: int, source: IbbDirectory) -> Iterator[Item]:
+        split, dec, flt = self.split, self.decoder, self.options.filter
+        name = source.name(split.file_no)
+        raws = group_data.events()
+        group: Group | None = None
+        try:
+            for index, raw in enumerate(raws):
+                event = dec.decode(raw, 0)
+                if index == 0 and event.type_code == GTID_EVENT:
+                    assert isinstance(event, GtidEvent)
+                    group = group_of(event, split.file_no, offset)
+                    if not flt.accepts(group.domain, group.server, group.seq, group.timestamp):
+                        return
+                elif group is None and not self._keep_outside(event):
+                    continue
+                yield Item(offset, index, event, raw if self.raw else None, group, len(raw))
+        except DecodeError as err:
+            raise err.located(name, offset) from None
+
+
+def _event_group(reader: RecordReader, record: Any, commit: CommitRecord) -> EventGroup:
+    """The event group of a COMMIT record met while iterating ``reader``.
+
+    ``RecordReader.event_groups()`` hides the other records, which a split needs to see to stop
+    at its end; this builds the same :class:`EventGroup` over the reader's validated pages.
+    (Asks for a public ``RecordReader.group(record)`` in the codec.)
+    """
+    return EventGroup(record, commit, reader._pages)
+
+
+# ------------------------------------------------------------------------------------------------
+# Views
+
+
+class MapColumn:
+    """A ``map<string,string>`` column built from flat key/value lists (no per-entry tuples)."""
+
+    __slots__ = ("offsets", "keys", "values", "nulls")
+
+    def __init__(self) -> None:
+        self.offsets = [0]
+        self.keys: list[str] = []
+        self.values: list[str | None] = []
+        self.nulls: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.nulls)
+
+    def add(self, names: tuple[str, ...], image: tuple[Any, ...] | None, partial: bool) -> None:
+        """One row image (None = no image); ``partial`` images skip their ABSENT columns."""
+        if image is None:
+            self.nulls.append(True)
+        else:
+            self.nulls.append(False)
+            if partial:
+                present = [(n, v) for n, v in zip(names, image) if v is not ABSENT]
+                self.keys.extend(n for n, _ in present)
+                self.values.extend(render(v) for _, v in present)
+            else:
+                self.keys.extend(names)
+                self.values.extend(map(render, image))
+        self.offsets.append(len(self.keys))
+
+    def add_all(self, names: tuple[str, ...], images: list[tuple[Any, ...] | None], partial: bool) -> None:
+        """The images of one rows event; full images are rendered column by column (one
+        renderer per column, chosen by its first value: a column's values share one type)."""
+        full = [image for image in images if image is not None]
+        if partial or not full:
+            for image in images:
+                self.add(names, image, partial)
+            return
+        columns = []
+        for column in zip(*full):
+            first = next((v for v in column if v is not None), None)
+            if first is None:
+                columns.append(column)
+                continue
+            convert = render_function(first)
+            columns.append(map(convert, column) if None not in column else [
+                None if v is None else convert(v) for v in column])
+        rows = zip(*columns)
+        keys, values, nulls, offsets = self.keys, self.values, self.nulls, self.offsets
+        width = len(names)
+        for image in images:
+            if image is None:
+                nulls.append(True)
+            else:
+                nulls.append(False)
+                keys.extend(names)
+                values.extend(next(rows))
+            offsets.append(offsets[-1] + (0 if image is None else width))
+
+    def array(self, kind: pa.DataType) -> pa.Array:
+        return pa.MapArray.from_arrays(
+            pa.array(self.offsets, pa.int32()),
+            pa.array(self.keys, pa.string()),
+            pa.array(self.values, pa.string()),
+            type=kind,
+            mask=pa.array(self.nulls, pa.bool_()),
+        )
+
+
+class _Batches:
+    """Columns filled row by row and cut into record batches of the exact Arrow schema.
+
+    ``maps`` names the columns built as :class:`MapColumn` instead of Python lists.
+    """
+
+    def __init__(self, schema: pa.Schema, rows: int, maps: tuple[str, ...] = ()) -> None:
+        self.schema = schema
+        self.rows = rows
+        self.maps = maps
+        self.columns: list[Any] = self._empty()
+
+    def _empty(self) -> list[Any]:
+        return [MapColumn() if f.name in self.maps else [] for f in self.schema]
+
+    def full(self) -> bool:
+        return len(self.columns[0]) >= self.rows
+
+    def flush(self) -> pa.RecordBatch | None:
+        if not self.columns[0]:
+            return None
+        arrays = [
+            col.array(f.type) if isinstance(col, MapColumn) else pa.array(col, type=f.type)
+            for col, f in zip(self.columns, self.schema)
+        ]
+        self.columns = self._empty()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _micros(seconds: int) -> int:
+    return seconds * 1_000_000
+
+
+def _location_and_gtid(split: Split, item: Item) -> list[Any]:
+    g = item.group
+    if g is None:
+        return [split.path, split.file_no, item.position, item.index, None, None, None, None, None, None]
+    return [split.path, split.file_no, item.position, item.index, g.gtid, g.domain, g.server, g.seq, g.commit_id,
+            _micros(g.timestamp)]
+
+
+def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | None, str | None, str | None, int | None]:
+    """(database, table, query, xid) of an event."""
+    code = event.type_code
+    if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
+        assert isinstance(event, QueryEvent)
+        return decode_text(event.database) or None, None, decode_text(event.query), None
+    if code == TABLE_MAP_EVENT:
+        assert isinstance(event, TableMapEvent)
+        return event.schema, event.table, None, None
+    if code in ROWS_KIND:
+        table_map = decoder.table_maps.get(event.table_id)  # type: ignore[attr-defined]
+        return (None, None, None, None) if table_map is None else (table_map.schema, table_map.table, None, None)
+    if code == ANNOTATE_ROWS_EVENT:
+        assert isinstance(event, AnnotateRowsEvent)
+        return None, None, decode_text(event.query), None
+    if code == XID_EVENT:
+        assert isinstance(event, XidEvent)
+        return None, None, None, event.xid
+    return None, None, None, None
+
+
+def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    out = _Batches(schema, options.batch_rows)
+    reader = SplitReader(split, options)
+    for item in reader:
+        event = item.event
+        row = _location_and_gtid(split, item)
+        row += [event.server_id, event.name, event.type_code, item.length, event.flags]
+        row += _event_details(event, reader.decoder)
+        for col, value in zip(out.columns, row):
+            col.append(value)
+        if out.full():
+            batch = out.flush()
+            if batch is not None:
+                yield batch
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
+class _TableInfo(NamedTuple):
+    names: tuple[str, ...]
+    keys: list[str] | None
+    converters: tuple[Any, ...] | None
+
+
+def _full(bitmap: bytes | None, width: int) -> bool:
+    """True when a rows event's column bitmap names every column (no ABSENT values)."""
+    if bitmap is None:
+        return True
+    whole, rest = divmod(width, 8)
+    return bitmap[:whole] == b"\xff" * whole and (not rest or bitmap[whole] & ((1 << rest) - 1) == (1 << rest) - 1)
+
+
+def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    wanted = options.table
+    out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
+    reader = SplitReader(split, options)
+    cached: tuple[TableMapEvent, _TableInfo] | None = None
+    for item in reader:
+        event = item.event
+        if event.type_code not in ROWS_KIND:
+            continue
+        assert isinstance(event, RowsEvent)
+        table_map = reader.decoder.table_map_for(event)
+        if wanted is not None and (table_map.schema, table_map.table) != wanted:
+            continue
+        if cached is None or cached[0] is not table_map:
+            names = column_names(table_map)
+            converters = typed_row_struct(table_map)[1] if wanted is not None else None
+            cached = (table_map, _TableInfo(names, key_columns(table_map, names), converters))
+        info = cached[1]
+        try:
+            changes = row_decoder(table_map).decode(event)
+        except DecodeError as err:
+            raise err.located(split.path, item.position) from None
+        partial_before = not _full(event.present_before, event.width)
+        partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
+        fixed = _location_and_gtid(split, item)
+        fixed[4:4] = [None]  # row_index, set per row
+        fixed += [table_map.schema, table_map.table, None, info.keys]
+        for start in range(0, len(changes), options.batch_rows):
+            chunk = changes[start : start + options.batch_rows]
+            cols = out.columns
+            for row_index, change in enumerate(chunk, start):
+                fixed[4] = row_index
+                fixed[-2] = change.kind
+                for col, value in zip(cols, fixed):
+                    col.append(value)
+            if info.converters is None:
+                cols[-2].add_all(info.names, [c.before for c in chunk], partial_before)
+                cols[-1].add_all(info.names, [c.after for c in chunk], partial_after)
+            else:
+                cols[-2].extend(_typed(info, c.before) for c in chunk)
+                cols[-1].extend(_typed(info, c.after) for c in chunk)
+            if out.full():
+                batch = out.flush()
+                if batch is not None:
+                    yield batch
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
+def _typed(info: _TableInfo, image: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    if image is None:
+        return None
+    assert info.converters is not None
+    return {
+        name: (None if value is None or value is ABSENT else convert(value))
+        for name, value, convert in zip(info.names, image, info.converters)
+    }
+
+
+def _groups_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    out = _Batches(schema, options.batch_rows)
+    current: Group | None = None
+    events: list[bytes] = []
+
+    def emit() -> None:
+        assert current is not None
+        row = [split.path, split.file_no, current.position, current.gtid, current.domain, current.server,
+               current.seq, current.commit_id, _micros(current.timestamp), current.flags, len(events), list(events)]
+        for col, value in zip(out.columns, row):
+            col.append(value)
+
+    for item in SplitReader(split, options, raw=True):
+        if item.group is not current:
+            if current is not None:
+                emit()
+            current, events = item.group, []
+        if current is not None:
+            assert item.raw is not None
+            events.append(item.raw)
+        if out.full():
+            batch = out.flush()
+            if batch is not None:
+                yield batch
+    if current is not None:
+        emit()
+    batch = out.flush()
+    if batch is not None:
+        yield batch
+
+
+_BUILDERS = {"events": _events_batches, "rows": _rows_batches, "groups": _groups_batches}
+
+
+def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Record batches of the chosen view for ``splits``, in order."""
+    build = _BUILDERS[options.view]
+    for split in splits:
+        yield from build(split, options, schema)
+

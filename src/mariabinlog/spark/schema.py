@@ -1,0 +1,303 @@
+"""Spark schemas of the three views, the typed row-image schema of one table, and value rendering.
+
+* ``events``: one row per event.  For `.ibb` files ``position`` is the COMMIT record's offset and
+  ``event_index`` numbers the events of the group; for legacy files ``position`` is the event's
+  own offset and ``event_index`` is 0.  GTID columns are set on every event of a group and null
+  outside groups (Format_description, Gtid_list, Rotate, ...).
+* ``rows``: one row per changed row, ``before``/``after`` as ``map<string,string>`` keyed by column
+  name (``@1``, ``@2``... when the table map carries no names); a key is missing when the column
+  is not in the image (MINIMAL/NOBLOB), its value is null for SQL NULL.  With ``table`` set,
+  ``before``/``after`` are structs of typed columns instead (see :func:`typed_row_struct`).
+* ``groups``: one row per event group with its events' bytes (v4 events without checksum
+  footer), the unit of replay.
+
+Rendering of values as map strings: integers and decimals in decimal, floats as ``repr``,
+temporal values as MariaDB prints them, TIMESTAMP in UTC, text as is, bytes as UTF-8 text when
+they decode, else ``0x`` + hex.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from ..codec import columns as C
+from ..codec.columns import MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp
+from ..codec.events import TableMapEvent
+
+_LOCATION = [
+    StructField("source_file", StringType()),
+    StructField("file_no", LongType()),
+    StructField("position", LongType()),
+    StructField("event_index", IntegerType()),
+]
+_GTID = [
+    StructField("gtid", StringType()),
+    StructField("domain_id", LongType()),
+    StructField("gtid_server_id", LongType()),
+    StructField("seq_no", LongType()),
+    StructField("commit_id", LongType()),
+    StructField("timestamp", TimestampType()),
+]
+
+EVENTS_SCHEMA = StructType(
+    _LOCATION
+    + _GTID
+    + [
+        StructField("server_id", LongType()),
+        StructField("event_type", StringType()),
+        StructField("type_code", IntegerType()),
+        StructField("event_length", LongType()),
+        StructField("flags", IntegerType()),
+        StructField("database", StringType()),
+        StructField("table", StringType()),
+        StructField("query", StringType()),
+        StructField("xid", LongType()),
+    ]
+)
+
+
+def rows_schema(image: DataType | None = None) -> StructType:
+    """The rows view; ``image`` is the type of ``before``/``after`` (default: string maps)."""
+    image = image or MapType(StringType(), StringType())
+    return StructType(
+        _LOCATION
+        + [StructField("row_index", IntegerType())]
+        + _GTID
+        + [
+            StructField("database", StringType()),
+            StructField("table", StringType()),
+            StructField("op", StringType()),
+            StructField("key_columns", ArrayType(StringType())),
+            StructField("before", image),
+            StructField("after", image),
+        ]
+    )
+
+
+ROWS_SCHEMA = rows_schema()
+
+GROUPS_SCHEMA = StructType(
+    _LOCATION[:3]
+    + _GTID
+    + [
+        StructField("gtid_flags", IntegerType()),
+        StructField("event_count", IntegerType()),
+        StructField("events", ArrayType(BinaryType())),
+    ]
+)
+
+SCHEMAS = {"events": EVENTS_SCHEMA, "rows": ROWS_SCHEMA, "groups": GROUPS_SCHEMA}
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+
+
+def _text(value: str) -> str:
+    """``value`` as valid UTF-8 text (surrogate-escaped bytes become U+FFFD)."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes of unknown charset as text (UTF-8, invalid sequences replaced)."""
+    return data.decode("utf-8", "replace")
+
+
+def _timestamp_text(value: MysqlTimestamp) -> str:
+    if not value.seconds and not value.microsecond:
+        return "0000-00-00 00:00:00"
+    moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC)
+    frac = f".{value.microsecond:06d}" if value.microsecond else ""
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + frac
+
+
+def _bytes_text(value: bytes) -> str:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + value.hex()
+
+
+_RENDERERS: dict[type, Callable[[Any], str]] = {
+    str: _text,
+    int: str,
+    Decimal: str,
+    bytes: _bytes_text,
+    float: repr,
+    MysqlTimestamp: _timestamp_text,
+    MysqlDate: str,
+    MysqlDateTime: str,
+    MysqlTime: str,
+}
+
+
+def render(value: Any) -> str | None:
+    """One decoded column value as map text (see the module docstring); None for NULL."""
+    if value is None:
+        return None
+    return _RENDERERS.get(type(value), str)(value)
+
+
+def render_function(value: Any) -> Callable[[Any], str]:
+    """The function :func:`render` uses for values of ``value``'s type (not None)."""
+    return _RENDERERS.get(type(value), str)
+
+
+def column_names(table_map: TableMapEvent) -> tuple[str, ...]:
+    """Names from the table map's optional metadata, else ``@1``, ``@2``, ..."""
+    meta = table_map.optional_metadata
+    names = meta.column_names if meta is not None else None
+    count = len(table_map.column_types)
+    if names is not None and len(names) == count:
+        return tuple(_text(n) for n in names)
+    return tuple(f"@{i + 1}" for i in range(count))
+
+
+def key_columns(table_map: TableMapEvent, names: tuple[str, ...]) -> list[str] | None:
+    """Primary key column names from the optional metadata, None when it has none."""
+    meta = table_map.optional_metadata
+    if meta is None:
+        return None
+    if meta.simple_primary_key is not None:
+        indexes = list(meta.simple_primary_key)
+    elif meta.primary_key_with_prefix is not None:
+        indexes = [index for index, _ in meta.primary_key_with_prefix]
+    else:
+        return None
+    return [names[i] for i in indexes if i < len(names)]
+
+
+# --------------------------------------------------------------------------------------------
+# Typed row images of one table
+
+Converter = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _to_date(value: Any) -> datetime.date | None:
+    try:
+        return value.to_date()  # type: ignore[no-any-return]
+    except (ValueError, AttributeError):
+        return None
+
+
+def _to_datetime(value: Any) -> datetime.datetime | None:
+    try:
+        return value.to_datetime()  # type: ignore[no-any-return]
+    except (ValueError, AttributeError, OverflowError):
+        return None
+
+
+def _to_timestamp(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, MysqlTimestamp) or (not value.seconds and not value.microsecond):
+        return None
+    return value.to_datetime()
+
+
+def _to_string(value: Any) -> str:
+    return decode_text(value) if isinstance(value, bytes) else _text(str(value))
+
+
+def _to_binary(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+
+
+def _to_decimal(value: Any) -> Decimal:
+    return value if isinstance(value, Decimal) else Decimal(value)
+
+
+def _column_type(column_type: int, meta: int, unsigned: bool, collation: int | None) -> tuple[DataType, Converter]:
+    """Spark type and value converter of one column (module docstring of :mod:`.schema`)."""
+    rtype = C.real_type(column_type, meta)
+    if rtype == C.MYSQL_TYPE_LONGLONG:
+        return (DecimalType(20, 0), _to_decimal) if unsigned else (LongType(), _identity)
+    if rtype in C.INT_SIZES or rtype in (C.MYSQL_TYPE_YEAR, C.MYSQL_TYPE_ENUM):
+        return LongType(), _identity
+    if rtype == C.MYSQL_TYPE_BIT:
+        return (DecimalType(20, 0), _to_decimal) if C.bit_width(meta) > 63 else (LongType(), _identity)
+    if rtype == C.MYSQL_TYPE_SET:
+        return (DecimalType(20, 0), _to_decimal) if meta & 0xFF > 7 else (LongType(), _identity)
+    if rtype == C.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        if precision <= 38:
+            return DecimalType(precision, scale), _identity
+        return StringType(), _to_string
+    if rtype in (C.MYSQL_TYPE_FLOAT, C.MYSQL_TYPE_DOUBLE):
+        return DoubleType(), _identity
+    if rtype in (C.MYSQL_TYPE_DATE, C.MYSQL_TYPE_NEWDATE):
+        return DateType(), _to_date
+    if rtype in (C.MYSQL_TYPE_DATETIME, C.MYSQL_TYPE_DATETIME2):
+        return TimestampNTZType(), _to_datetime
+    if rtype in (C.MYSQL_TYPE_TIMESTAMP, C.MYSQL_TYPE_TIMESTAMP2):
+        return TimestampType(), _to_timestamp
+    if rtype == C.MYSQL_TYPE_GEOMETRY:
+        return BinaryType(), _to_binary
+    if rtype in C.CHARACTER_TYPES or rtype in _BLOBS or rtype == C.MYSQL_TYPE_JSON:
+        binary = collation == C.BINARY_COLLATION or (collation is None and rtype in _BLOBS)
+        return (BinaryType(), _to_binary) if binary else (StringType(), _to_string)
+    return StringType(), _to_string
+
+
+_BLOBS = frozenset(
+    (
+        C.MYSQL_TYPE_BLOB,
+        C.MYSQL_TYPE_TINY_BLOB,
+        C.MYSQL_TYPE_MEDIUM_BLOB,
+        C.MYSQL_TYPE_LONG_BLOB,
+        C.MYSQL_TYPE_BLOB_COMPRESSED,
+    )
+)
+
+
+def typed_row_struct(table_map: TableMapEvent) -> tuple[StructType, tuple[Converter, ...]]:
+    """Struct type of one table's row images and the per-column converters.
+
+    Integers are ``long`` (``decimal(20,0)`` for BIGINT UNSIGNED, BIT(64), 64-member SETs),
+    DECIMAL ``decimal(p,s)`` (string beyond 38 digits), DATE ``date``, DATETIME ``timestamp_ntz``,
+    TIMESTAMP ``timestamp`` (UTC), TIME ``string``, text ``string``, binary data ``binary``.
+    Zero and invalid dates become null.  Without optional metadata the sign and charset are
+    unknown: integers are read signed, CHAR/VARCHAR as UTF-8 text, BLOB/TEXT as binary.
+    """
+    types, metas = table_map.column_types, table_map.column_meta
+    meta = table_map.optional_metadata
+    if meta is not None:
+        unsigned = meta.unsigned_flags(types, metas)
+        collations = meta.column_collations(types, metas)
+    else:
+        unsigned = [False] * len(types)
+        collations = [None] * len(types)
+    fields, converters = [], []
+    for name, ctype, cmeta, uns, coll in zip(column_names(table_map), types, metas, unsigned, collations):
+        spark_type, convert = _column_type(ctype, cmeta, uns, coll)
+        fields.append(StructField(name, spark_type))
+        converters.append(convert)
+    return StructType(fields), tuple(converters)

@@ -1,0 +1,218 @@
+"""The ``mariabinlog`` PySpark data source (Python Data Source API, Spark 4).
+
+Name
+    ``mariabinlog``: ``spark.read.format("mariabinlog").load(PATH)`` after
+    :func:`mariabinlog.spark.register`.  ``PATH`` is a binlog file, a directory or a glob; legacy
+    files and `.ibb` files are recognised by their magic.
+
+Options (all optional)
+    ``view``: ``events`` (default), ``rows`` or ``groups`` (see :mod:`.schema`).
+    ``table``: ``db.table``; with ``view=rows`` only that table's rows, with typed columns.
+    ``startPosition``/``stopPosition``: GTID lists; ``doDomainIds``/``ignoreDomainIds``,
+    ``doServerIds``/``ignoreServerIds``; ``startDatetime``/``stopDatetime`` (see :mod:`.options`).
+    ``gtidSeek`` (default true): use `.ibb` GTID state records and legacy Gtid_list events to
+    skip byte ranges.  ``maxPartitionBytes``, ``openCostInBytes``, ``minPartitions``: split
+    sizing (defaults: the session's ``spark.sql.files.*`` and default parallelism, captured by
+    :func:`register`).  ``verifyChecksum`` (default true), ``batchRows`` (default 8192).
+
+Partitioning
+    `.ibb` files are split at page boundaries into splits sized like Spark's file sources;
+    legacy files one split per file; splits are packed into partitions (:mod:`.plan`).
+
+Filter pushdown
+    With ``spark.sql.python.filterPushdown.enabled=true`` set *before* :func:`register`, the
+    reader takes ``domain_id``/``gtid_server_id`` equality and ``IN`` filters and ``seq_no``
+    comparisons to prune, and leaves every filter for Spark to apply as well.  Spark refuses a
+    reader with ``pushFilters`` while that setting is off, so :func:`register` picks the class
+    that fits the session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..codec.events import TableMapEvent
+from ..errors import OptionError
+from .files import BinlogFile, discover
+from .options import ScanOptions
+from .plan import Split, plan
+from .read import SplitReader, read_splits
+from .schema import SCHEMAS, rows_schema, typed_row_struct
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+@dataclass(frozen=True)
+class BinlogPartition(InputPartition):
+    """One Spark input partition: splits read in order by one task."""
+
+    index: int
+    splits: tuple[Split, ...]
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects for ``schema`` (what it checks the first batch against)."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def source_path(options: Mapping[str, str]) -> str:
+    """The ``path`` given to ``load()``."""
+    path = options.get("path")
+    if not path:
+        if options.get("paths"):
+            raise OptionError("the mariabinlog source reads one path (a file, a directory or a glob), not a list")
+        raise OptionError("the mariabinlog source needs a path: spark.read.format('mariabinlog').load(PATH)")
+    return path
+
+
+def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str]) -> TableMapEvent:
+    """The first Table_map of ``db.table`` in ``files`` (to type the rows view of one table)."""
+    everything = ScanOptions(gtid_seek=False)
+    for f in files:
+        split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
+        for item in SplitReader(split, everything):
+            event = item.event
+            if isinstance(event, TableMapEvent) and (event.schema, event.table) == table:
+                return event
+    raise OptionError(f"table {table[0]}.{table[1]} has no Table_map event in the binlogs; its columns are unknown")
+
+
+class MariabinlogDataSource(DataSource):
+    """Binlog events as DataFrames (see the module docstring)."""
+
+    #: Option defaults taken from the session by :func:`register`.
+    defaults: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def name(cls) -> str:
+        return "mariabinlog"
+
+    def _options(self) -> ScanOptions:
+        return ScanOptions.parse(self.options, self.defaults)
+
+    def schema(self) -> StructType:
+        options = self._options()
+        if options.view == "rows" and options.table is not None:
+            table_map = find_table_map(discover(source_path(self.options)), options.table)
+            return rows_schema(typed_row_struct(table_map)[0])
+        return SCHEMAS[options.view]
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BinlogReader(source_path(self.options), self._options(), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from .stream import BinlogStreamReader
+
+        return BinlogStreamReader(source_path(self.options), self._options(), schema, dict(self.options))
+
+
+class BinlogReader(DataSourceReader):
+    """Batch reader: plans splits on the driver, reads them into Arrow batches on executors."""
+
+    def __init__(self, path: str, options: ScanOptions, schema: StructType) -> None:
+        self.path = path
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        parts = plan(discover(self.path), self.options)
+        return [BinlogPartition(i, tuple(splits)) for i, splits in enumerate(parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        splits = partition.splits if isinstance(partition, BinlogPartition) else ()
+        return read_splits(splits, self.options, arrow_schema(self.schema))
+
+
+_SEQ_FILTERS = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
+
+
+def _int_values(flt: Filter) -> list[int] | None:
+    values = flt.value if isinstance(flt, In) else (flt.value,)  # type: ignore[attr-defined]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return list(values)
+
+
+def narrow(options: ScanOptions, filters: Iterable[Filter]) -> ScanOptions:
+    """``options`` with the prunable parts of pushed filters added (AND semantics)."""
+    flt = options.filter
+    for f in filters:
+        column = f.attribute[0] if len(f.attribute) == 1 else None
+        if column in ("domain_id", "gtid_server_id") and isinstance(f, (EqualTo, In)):
+            values = _int_values(f)
+            if values is not None:
+                key = "only_domains" if column == "domain_id" else "only_servers"
+                flt = flt.narrowed(**{key: values})
+        elif column == "seq_no" and isinstance(f, _SEQ_FILTERS):
+            values = _int_values(f)
+            if values is None:
+                continue
+            value = values[0]
+            if isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual)):
+                flt = flt.narrowed(seq_min=value + 1 if isinstance(f, GreaterThan) else value)
+            if isinstance(f, (EqualTo, LessThan, LessThanOrEqual)):
+                flt = flt.narrowed(seq_max=value - 1 if isinstance(f, LessThan) else value)
+    return dataclasses.replace(options, filter=flt)
+
+
+class PushdownBinlogReader(BinlogReader):
+    """:class:`BinlogReader` that prunes with pushed filters (needs ``PUSHDOWN_CONF``)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.options = narrow(self.options, filters)
+        return filters
+
+
+class PushdownDataSource(MariabinlogDataSource):
+    """The source registered when the session allows filter pushdown."""
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return PushdownBinlogReader(source_path(self.options), self._options(), schema)
+
+
+def session_defaults(spark: SparkSession) -> dict[str, str]:
+    """Split-sizing defaults from the session, as Spark's own file sources take them."""
+    defaults = {
+        "maxPartitionBytes": spark.conf.get("spark.sql.files.maxPartitionBytes", "128m") or "128m",
+        "openCostInBytes": spark.conf.get("spark.sql.files.openCostInBytes", "4m") or "4m",
+    }
+    try:
+        defaults["minPartitions"] = str(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext
+        defaults["minPartitions"] = spark.conf.get("spark.default.parallelism", "2") or "2"
+    return defaults
+
+
+def register(spark: SparkSession) -> type[DataSource]:
+    """Register the ``mariabinlog`` format with ``spark``; returns the registered class.
+
+    Call it again after changing ``spark.sql.python.filterPushdown.enabled`` or the
+    ``spark.sql.files.*`` split settings.
+    """
+    pushdown = (spark.conf.get(PUSHDOWN_CONF, "false") or "false").strip().lower() == "true"
+    base = PushdownDataSource if pushdown else MariabinlogDataSource
+    attrs: dict[str, Any] = {"defaults": session_defaults(spark), "__doc__": base.__doc__}
+    source = type("RegisteredMariabinlogSource", (base,), attrs)
+    spark.dataSource.register(source)
+    return source
