@@ -43,6 +43,7 @@ from ..codec.events import (
     DEFAULT_CONTEXT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
+    HEARTBEAT_LOG_EVENT,
     GTID_LIST_EVENT,
     ROTATE_EVENT,
     START_EVENT_V3,
@@ -103,9 +104,9 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("host", "h", "str", "host"),
     ("local-load", "l", "str", "ignored"),
     ("offset", "o", "int", "offset"),
-    ("password", "p", "opt", "ignored"),
+    ("password", "p", "opt", "password"),
     ("plugin-dir", None, "str", "ignored"),
-    ("port", "P", "int", "ignored"),
+    ("port", "P", "int", "port"),
     ("protocol", None, "str", "ignored"),
     ("read-from-remote-server", "R", "bool", "remote"),
     ("raw", None, "bool", "raw"),
@@ -119,7 +120,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("server-id", None, "str", "server_id"),
     ("set-charset", None, "str", "set_charset"),
     ("short-form", "s", "bool", "short_form"),
-    ("socket", "S", "str", "ignored"),
+    ("socket", "S", "str", "socket"),
     ("ssl", None, "bool", "ignored"),
     ("ssl-ca", None, "str", "ignored"),
     ("ssl-capath", None, "str", "ignored"),
@@ -139,7 +140,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("stop-position", None, "str", "stop_position"),
     ("table", "T", "str", "table"),
     ("to-last-log", "t", "bool", "to_last_log"),
-    ("user", "u", "str", "ignored"),
+    ("user", "u", "str", "user"),
     ("verbose", "v", "count", "verbose"),
     ("version", "V", "bool", "version"),
     ("open-files-limit", None, "int", "ignored"),
@@ -181,6 +182,10 @@ class DumpOptions:
         self.force_read = False
         self.hexdump = False
         self.host: str | None = None
+        self.port = 0
+        self.socket: str | None = None
+        self.user: str | None = None
+        self.password: str | None = None
         self.offset = 0
         self.remote = False
         self.raw = False
@@ -605,6 +610,78 @@ class Dumper:
         if self.exit_now:
             return 1
         diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
+        for line in diag.lines:
+            _err(self.err, line)
+        failed = retval == ERROR_STOP or bool(diag.exit_code)
+        p.finish(not failed)
+        return 1 if failed else 0
+
+    def run_remote(self) -> int:
+        """``--read-from-remote-server``: the same output for a primary's GTID dump stream.
+
+        The stream comes from the replication client, which asks for it from the
+        GTID ``--start-position`` (one group per domain after it, as a replica
+        would) and keeps following the primary with ``--stop-never``.
+        """
+        from ..replication.client import BinlogClient
+        from ..replication.net import ConnectionOptions
+
+        o = self.opts
+        start = self.gtid_filter.start_gtids
+        if o.start_position and not start:
+            raise OptionExit(
+                "ERROR: mariabinlog dump reads from a remote server by GTID only: "
+                "give --start-position as a GTID list",
+                1,
+            )
+        options = ConnectionOptions(
+            host=o.host or "127.0.0.1",
+            port=o.port or 3306,
+            socket=o.socket,
+            user=o.user or "root",
+            password=o.password or "",
+        )
+        client = BinlogClient(
+            options,
+            start=",".join(str(g) for g in start or ()),
+            blocking=o.stop_never,
+            annotate=not o.skip_annotate,
+            register=False,
+            checksum="NONE",
+        )
+        p = self.printer
+        if p.text_frame:
+            self._prologue()
+        retval = OK_CONTINUE
+        ctx: DecodeContext = DEFAULT_CONTEXT
+        try:
+            for item in client.events():
+                raw = item.raw
+                code = raw[4]
+                if code == HEARTBEAT_LOG_EVENT:
+                    continue
+                ev = P.view_at(raw, 0, item.position, 4 if item.has_checksum else 0, ctx)
+                if code == FORMAT_DESCRIPTION_EVENT:
+                    fde = ev.decoded()
+                    ctx = fde.context()
+                    p.ctx = ctx
+                    p.checksum_alg = fde.checksum_alg
+                    p.options_written = _options_written(fde.server_version)
+                retval = self.process(ev, item.file)
+                p.drain()
+                self.out_stream.flush()
+                if retval != OK_CONTINUE:
+                    break
+        except MariabinlogError as exc:
+            self.error(f"ERROR: Got error reading packet from server: {exc}")
+            retval = ERROR_STOP
+        finally:
+            client.close()
+        if retval != ERROR_STOP and p.text_frame:
+            self._epilogue()
+        p.drain()
+        self.out_stream.flush()
+        diag = self.gtid_filter.finish(offset_stop_reached=True)
         for line in diag.lines:
             _err(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
@@ -1312,18 +1389,15 @@ def dump_main(
         if opts.version:
             sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
             return 0
-        if not files:
+        if not files and not (opts.remote and opts.start_position):
             err.write(_USAGE)
             return 1
         if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
             from . import convert
 
             return convert.convert_main(opts, files, err)
-        if opts.remote:
-            raise OptionExit(
-                "ERROR: --read-from-remote-server is not supported by mariabinlog dump",
-                1,
-            )
+        if opts.raw and opts.remote:
+            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump", 1)
         if opts.raw:
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
@@ -1349,7 +1423,7 @@ def dump_main(
         )
         dumper.out_stream = out
         try:
-            status = dumper.run(files)
+            status = dumper.run(files) if not opts.remote else dumper.run_remote()
         finally:
             out.flush()
             if close_out:
