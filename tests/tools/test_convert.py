@@ -113,8 +113,8 @@ def groups_summary(text: str) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------- round trip
 
 
-#: w09_xa has XA groups, which the engine cannot store yet (see test_xa_groups_are_refused).
-CONVERTIBLE = [w for w in WORKLOADS if w != "w09_xa"]
+#: Every workload converts, XA PREPARE / XA COMMIT groups included (their GTID events are copied whole).
+CONVERTIBLE = list(WORKLOADS)
 
 
 @needs_tool
@@ -206,21 +206,6 @@ def test_restart_marker_starts_a_new_file(tmp_path: Path) -> None:
     second = real_tool(converted[1]).stdout.decode()
     assert "Binlog checkpoint conv.000002" in second and "CREATE DATABASE w05_mixed" in second
     assert "Gtid list [0-1-30]" in second
-
-
-def test_xa_groups_are_refused(tmp_path: Path) -> None:
-    """The engine writes GTID events itself and has no place for an XID yet: refuse, do not
-    write XA groups that would replay as something else; what came before is kept."""
-    legacy = legacy_files("w09_xa")
-    status, out, err = run([f"--convert-to-engine-binlog={tmp_path / 'ibb'}", *legacy])
-    assert status == 1 and out == b""
-    assert err == (
-        f"ERROR: GTID 0-1-3 at offset 645 of '{legacy[0]}' is an XA PREPARE group: the engine does not"
-        " store such GTID events yet; nothing after it was converted\n"
-    )
-    ibb_files = [str(tmp_path / "ibb" / name) for name, _ in binary_logs(str(tmp_path / "ibb"))]
-    status, text, _ = run(ibb_files)
-    assert status == 0 and re.findall(rb"\tGTID (\S+)", text) == [b"0-1-1", b"0-1-2"]
 
 
 def test_engine_directory_passes_the_checker(tmp_path: Path) -> None:

@@ -989,6 +989,7 @@ FL_ROLLBACK_ALTER_E1 = 0x08
 FL_EXTRA_THREAD_ID = 0x10
 
 GTID_BODY_MIN = 19
+_GTID_OPTIONAL_FIELDS = ("commit_id", "xa_format_id", "xa_gtrid", "xa_bqual", "flags_extra", "extra_engines", "sa_seq_no", "thread_id")
 
 
 class GtidEvent(Event):
@@ -1042,6 +1043,14 @@ class GtidEvent(Event):
     def standalone(self) -> bool:
         """True when one self-contained event follows (no implicit BEGIN / end event)."""
         return bool(self.flags2 & FL_STANDALONE)
+
+    def optional_fields(self) -> dict[str, object]:
+        """Everything besides GTID, flags2 and header (commit id, XA xid, extra flags, thread id).
+
+        Keyword arguments that rebuild this event's optional part, so a writer that
+        makes its own GTID event (the engine) can copy an original one unchanged.
+        """
+        return {name: getattr(self, name) for name in _GTID_OPTIONAL_FIELDS}
 
     def encode_body(self) -> bytes:
         out = bytearray(U64.pack(self.seq_no) + U32.pack(self.domain_id) + U8.pack(self.flags2))

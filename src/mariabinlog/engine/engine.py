@@ -36,7 +36,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Self, TypeVar
 
 from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
@@ -577,6 +577,7 @@ class Engine:
         timestamp: int | None = None,
         host_redo: Sequence[bytes] = (),
         wait: bool = True,
+        gtid_fields: Mapping[str, Any] | None = None,
     ) -> CommitInfo:
         """Write one event group in commit order (``binlog_write_direct_ordered``).
 
@@ -584,7 +585,10 @@ class Engine:
         ``domain_id``) followed by ``events`` (and ``trx``'s data).  Groups larger
         than the spill size go out-of-band.  ``host_redo`` records go into the same
         redo record.  With ``wait`` the call returns once the commit is as durable
-        as the durability mode promises (group commit).
+        as the durability mode promises (group commit).  ``gtid_fields`` carries
+        the rest of a GTID event copied from elsewhere (commit id, XA xid, extra
+        flags, thread id: :class:`~mariabinlog.codec.events.GtidEvent` keywords),
+        so converters and archivers store the original event unchanged.
         """
         if trx is None and len(events) > self.config.spill:
             trx = self.begin()
@@ -597,7 +601,7 @@ class Engine:
         with self._lock:
             self._check_open()
             gtid = self._assign(gtid, domain_id, server_id)
-            event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp)
+            event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp, **(gtid_fields or {}))
             if trx is not None and trx.forest is not None:
                 ref = trx.forest.ref
                 payload = CommitRecord((ref,) if ref is not None else (), event).encode()

@@ -12,9 +12,9 @@ them durable every ``sync_interval`` seconds (and at the end).  When the stream 
 archiver also checkpoints, so that the last, partly filled page reaches its file and readers
 in other processes (``mariabinlog serve --dir``) see the newest groups.
 
-Seam note: :meth:`Engine.commit` writes its own GTID event from ``gtid``, ``flags2`` and
-``timestamp``; the primary's GTID event's optional fields (commit id, XA xid, extra flags,
-thread id) are not kept.  Groups with XA xids are refused rather than stored altered.
+The engine writes each group's GTID event from the primary's: GTID, ``flags2``, timestamp
+and its optional fields (commit id, XA xid, extra flags, thread id), so archived groups,
+XA PREPARE / XA COMMIT groups included, are served back unchanged.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..codec.events import FL_COMPLETED_XA, FL_PREPARED_XA
 from ..engine import Engine, EngineConfig
-from ..errors import UnsupportedError
 from .client import BinlogClient
 from .groups import EventGroup, clear_log_pos
 from .progress import Progress
@@ -69,11 +67,14 @@ class Archiver:
         engine = self.engine
         assert engine is not None
         gtid_event = group.gtid_event
-        if gtid_event.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
-            raise UnsupportedError(f"GTID {group.gtid}: XA groups cannot be archived without their xid (engine seam)")
         body = b"".join(clear_log_pos(raw) for raw in group.raw[1:])
         info = engine.commit(
-            body, gtid=group.gtid, flags2=gtid_event.flags2, timestamp=gtid_event.timestamp, wait=False
+            body,
+            gtid=group.gtid,
+            flags2=gtid_event.flags2,
+            timestamp=gtid_event.timestamp,
+            wait=False,
+            gtid_fields=gtid_event.optional_fields(),
         )
         self._lsn = info.lsn
         self.progress.done(group.gtid, len(group.events), group.size, group.timestamp)

@@ -29,13 +29,10 @@ is set) becomes a restart marker; Rotate, Gtid_list, Binlog_checkpoint and
 Stop events have no `.ibb` counterpart and are dropped.  DIR must not hold
 binlog files yet.  ``--max-binlog-size`` sets the engine's file size.
 
-The engine writes each group's GTID event itself from the GTID, ``flags2``
-and timestamp (:meth:`mariabinlog.engine.Engine.commit`), so what else the
-original GTID event carried is not copied: the group-commit id and the
-11.x thread id / engine count are dropped (hints for parallel replication and
-recovery, not data), and groups whose GTID event carries an XA transaction
-id or a START/COMMIT/ROLLBACK ALTER mark are refused with an error naming the
-GTID rather than converted into something that replays differently.
+The engine writes each group's GTID event (:meth:`mariabinlog.engine.Engine.commit`)
+from the original one: GTID, ``flags2``, timestamp and every other field
+(group-commit id, XA xid of XA PREPARE/COMMIT groups, extra flags, ALTER
+phase, thread id), so the converted group replays exactly as the original.
 """
 
 from __future__ import annotations
@@ -49,12 +46,6 @@ from typing import Any
 from ..codec.events import (
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_OFF,
-    FL_COMMIT_ALTER_E1,
-    FL_COMPLETED_XA,
-    FL_GROUP_COMMIT_ID,
-    FL_PREPARED_XA,
-    FL_ROLLBACK_ALTER_E1,
-    FL_START_ALTER_E1,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -357,9 +348,6 @@ def _initial_state(name: str) -> tuple[tuple[int, int, int], ...]:
 
 # ------------------------------------------------------------------------ legacy -> .ibb
 
-#: GTID events the engine cannot reproduce (see the module docstring).
-_UNCONVERTIBLE = {FL_PREPARED_XA: "XA PREPARE group", FL_COMPLETED_XA: "XA COMMIT/ROLLBACK group"}
-_ALTER_FLAGS = FL_START_ALTER_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1
 
 #: Legacy events with no `.ibb` counterpart (file framing, not part of any group).
 _FRAMING_EVENTS = frozenset(
@@ -384,16 +372,7 @@ class LegacyToIbb(EventSink):
         code = ev.type_code
         if code == GTID_EVENT:
             self._commit()
-            g = ev.decoded()
-            refused = _UNCONVERTIBLE.get(g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA)) or (
-                "ALTER TABLE phase" if g.flags_extra & _ALTER_FLAGS else None
-            )
-            if refused is not None:
-                raise ConvertError(
-                    f"GTID {g.domain_id}-{g.server_id}-{g.seq_no} at offset {ev.position} of '{self.file_name}' "
-                    f"is an {refused}: the engine does not store such GTID events yet; nothing after it was converted"
-                )
-            self.gtid_event = g
+            self.gtid_event = ev.decoded()
             self.gtid_when = ev.when
             self.trx = self.engine.begin()
             return
@@ -426,9 +405,10 @@ class LegacyToIbb(EventSink):
         self.engine.commit(
             trx=self.trx,
             gtid=Gtid(g.domain_id, g.server_id, g.seq_no),
-            flags2=g.flags2 & ~FL_GROUP_COMMIT_ID,
+            flags2=g.flags2,
             timestamp=self.gtid_when,
             wait=False,
+            gtid_fields=g.optional_fields(),
         )
         self.trx = None
         self.groups += 1
