@@ -42,9 +42,7 @@ plans in C (``MARIABINLOG_PURE_PYTHON=1`` turns it off).  Tests run every one.
 from __future__ import annotations
 
 import datetime
-import os
 import struct
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from operator import itemgetter
@@ -60,6 +58,7 @@ from .columns import (
     MysqlTimestamp,
     OptionalMetadata,
 )
+from .native import load_fast
 from .primitives import U16, U32
 
 __all__ = [
@@ -1072,18 +1071,8 @@ def _fast_error(reader: _ImageReader | None, data: bytes, image_pos: int, offset
 
 def _load_fast() -> Any:
     """The compiled decoder module, or None (not built, stale, or MARIABINLOG_PURE_PYTHON=1)."""
-    if os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import _rowsfast as module
-    except ImportError:
-        return None
-    if getattr(module, "PLAN_VERSION", None) != _FAST_PLAN_VERSION:
-        warnings.warn(
-            f"ignoring {module.__file__}: built for another rows.py (reinstall: pip install -e .)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    module = load_fast("mariabinlog.codec._rowsfast", "PLAN_VERSION", _FAST_PLAN_VERSION, "rows.py")
+    if module is None:
         return None
     module.configure(ABSENT, MysqlDate, MysqlTime, MysqlDateTime, MysqlTimestamp, RowChange, Decimal, _fast_error)
     return module

@@ -23,10 +23,8 @@ and their row-size plan is cached with them.
 from __future__ import annotations
 
 import binascii
-import os
 import struct
 import time
-import warnings
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +108,7 @@ from ..codec.events import (
     decode_event,
     decompress_block,
 )
+from ..codec.native import load_fast
 from ..errors import DecodeError
 from . import charsets
 
@@ -119,20 +118,7 @@ _FAST_VERSION = 1
 
 def _load_fast() -> Any:
     """The compiled fast paths, or None (not built, stale, or MARIABINLOG_PURE_PYTHON=1)."""
-    if os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import _dumpfast as module
-    except ImportError:
-        return None
-    if getattr(module, "FAST_VERSION", None) != _FAST_VERSION:
-        warnings.warn(
-            f"ignoring {module.__file__}: built for another printer.py (reinstall: pip install -e .)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    return module
+    return load_fast("mariabinlog.tools._dumpfast", "FAST_VERSION", _FAST_VERSION, "printer.py")
 
 
 #: ``mariabinlog.tools._dumpfast`` (base64 lines, row counts, ``###`` lines in C) or None.
