@@ -1542,6 +1542,19 @@ def split_events(buf: Buffer, pos: int = 0, end: int | None = None) -> list[tupl
     return spans
 
 
+def reframe(event: Buffer, *, log_pos: int | None = None, checksum: bool = False) -> bytes:
+    """Event bytes (header + body, no CRC footer) with the length field fixed to what they
+    become, ``log_pos`` replaced when given, and a CRC-32 footer appended when ``checksum``.
+
+    The one place that edits framing fields of raw events, for everything that passes
+    events through (servers re-stamping positions, converters, printers re-encoding).
+    """
+    size = len(event) + (CHECKSUM_LEN if checksum else 0)
+    pos_field = U32.pack(log_pos) if log_pos is not None else bytes(event[13:17])
+    data = bytes(event[:9]) + U32.pack(size) + pos_field + bytes(event[17:])
+    return data + U32.pack(zlib.crc32(data)) if checksum else data
+
+
 def encrypted_error(offset: int) -> EncryptedBinlogError:
     """The error every reader raises for events after a Start_encryption event."""
     return EncryptedBinlogError(

@@ -35,9 +35,9 @@ from ..codec.events import (
     FormatDescriptionEvent,
     GtidEvent,
     QueryEvent,
+    reframe,
 )
 from ..codec.gtid import Gtid
-from ..codec.primitives import U32
 from ..errors import DecodeError
 
 #: Event types that never belong to an event group.
@@ -58,8 +58,7 @@ _ZERO_POS = bytes(4)
 
 def strip_checksum(raw: bytes) -> bytes:
     """``raw`` without its 4-byte CRC footer, with the header's length field fixed."""
-    size = len(raw) - CHECKSUM_LEN
-    return raw[:9] + U32.pack(size) + raw[13:size]
+    return reframe(raw[:-CHECKSUM_LEN])
 
 
 def clear_log_pos(raw: bytes) -> bytes:

@@ -31,7 +31,6 @@ import socket
 import ssl
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 
 from ..codec import protocol as P
@@ -44,9 +43,9 @@ from ..codec.events import (
     GtidListEvent,
     HeartbeatEvent,
     RotateEvent,
+    reframe,
 )
 from ..codec.gtid import BinlogState, ConnectState
-from ..codec.primitives import U32
 from ..errors import GtidError, ReplicationError
 from .groups import EventGroup
 from .progress import Progress
@@ -498,12 +497,8 @@ class _Stream:
 
     def _emit(self, raw: bytes) -> None:
         """Queue one event with its synthesized ``log_pos`` (and CRC)."""
-        size = len(raw) + (4 if self.crc else 0)
-        end = self.pos + size
-        data = raw[:9] + U32.pack(size) + U32.pack(end) + raw[17:]
-        if self.crc:
-            data += U32.pack(zlib.crc32(data))
-        self.out += self.session.proto.send_event(data)
+        end = self.pos + len(raw) + (4 if self.crc else 0)
+        self.out += self.session.proto.send_event(reframe(raw, log_pos=end, checksum=self.crc))
         self.pos = end
 
     def _artificial(self, event: RotateEvent | GtidListEvent | HeartbeatEvent, log_pos: int) -> None:
@@ -519,12 +514,8 @@ class _Stream:
             timestamp=int(time.time()),
             server_id=self.server_id,
         )
-        raw = event.encode(checksum=self.crc)
-        end = self.pos + len(raw)
-        raw = raw[:13] + U32.pack(end) + raw[17:]
-        if self.crc:
-            raw = raw[:-4] + U32.pack(zlib.crc32(raw[:-4]))
-        self.out += self.session.proto.send_event(raw)
+        end = self.pos + len(event.encode(checksum=self.crc))
+        self.out += self.session.proto.send_event(event.encode(checksum=self.crc, log_pos=end))
         self.pos = end
 
     def _begin(self, name: str) -> None:

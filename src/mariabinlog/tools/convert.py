@@ -57,6 +57,7 @@ from ..codec.events import (
     FormatDescriptionEvent,
     GtidListEvent,
     RotateEvent,
+    reframe,
 )
 from ..codec.gtid import BinlogState, Gtid
 from ..errors import DecodeError, MariabinlogError
@@ -424,12 +425,8 @@ class LegacyToIbb(EventSink):
 def _ibb_event(ev: Any, *, checksum_alg_off: bool = False) -> bytes:
     """An event as `.ibb` files hold it: no CRC footer, ``log_pos`` 0 (a restart FD: algorithm OFF)."""
     if not checksum_alg_off:
-        data = bytearray(ev.buf[ev.start : ev.body_end])
-        struct.pack_into("<II", data, 9, len(data), 0)
-        return bytes(data)
+        return reframe(ev.buf[ev.start : ev.body_end], log_pos=0)
     # A Format_description keeps its 4-byte CRC field (refilled) behind the algorithm byte.
-    data = bytearray(ev.buf[ev.start : ev.start + ev.length])
-    struct.pack_into("<II", data, 9, len(data), 0)
-    data[-5] = CHECKSUM_OFF
-    data[-4:] = _LOG_POS.pack(zlib.crc32(bytes(data[:-4])))
-    return bytes(data)
+    data = bytearray(ev.buf[ev.start : ev.start + ev.length - 4])
+    data[-1] = CHECKSUM_OFF
+    return reframe(data, log_pos=0, checksum=True)

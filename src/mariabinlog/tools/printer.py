@@ -25,7 +25,6 @@ from __future__ import annotations
 import binascii
 import struct
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -107,6 +106,7 @@ from ..codec.events import (
     TableMapEvent,
     decode_event,
     decompress_block,
+    reframe,
 )
 from ..codec.native import load_fast
 from ..errors import DecodeError
@@ -1513,8 +1513,7 @@ class Printer:
         raw = bytes(ev.raw())
         p = 19 + self.ctx.post_header_len(TABLE_MAP_EVENT)
         old_len = raw[p]
-        new = raw[:p] + bytes((len(new_db),)) + new_db + b"\0" + raw[p + 2 + old_len :]
-        return new[:9] + _U32.pack(len(new)) + new[13:]
+        return reframe(raw[:p] + bytes((len(new_db),)) + new_db + b"\0" + raw[p + 2 + old_len :])
 
     def _print_annotate(self) -> None:
         view = self.annotate
@@ -1741,11 +1740,7 @@ class Printer:
             prefix = bytearray(buf[ev.start : q])
             prefix[4] = _UNCOMPRESSED_TYPE[code]
             body = bytes(prefix) + rows
-            if ev.crc is not None:
-                body = body[:9] + _U32.pack(len(body) + 4) + body[13:]
-                raw = body + _U32.pack(zlib.crc32(body))
-            else:
-                raw = body[:9] + _U32.pack(len(body)) + body[13:]
+            raw = reframe(body, checksum=ev.crc is not None)
             code = _UNCOMPRESSED_TYPE[code]
             data, start, end = rows, 0, len(rows)
         info = self.table_maps.get(table_id)
