@@ -65,7 +65,7 @@ def target(mariadb_server_factory: MariaDBServerFactory) -> MariaDBServer:
     return mariadb_server_factory(*CORPUS_OPTIONS, "--log-bin", "--server-id=99", name="target")
 
 
-@pytest.mark.parametrize("row", [r for r in REPLAY if r["workload"] != "w09_xa"], ids=lambda r: r["workload"])
+@pytest.mark.parametrize("row", REPLAY, ids=lambda r: r["workload"])
 def test_corpus_replays_to_recorded_checksums(row: dict[str, str], target: MariaDBServer) -> None:
     workload = row["workload"]
     files = [str(CORPUS / f) for f in row["files"].split()]
@@ -86,11 +86,37 @@ def _file_gtids(files: list[str]) -> list:  # type: ignore[type-arg]
     return [group.gtid for group in FileSource(files).groups()]
 
 
-def test_xa_groups_are_refused_loudly(target: MariaDBServer, capsys: pytest.CaptureFixture[str]) -> None:
-    files = [str(p) for p in sorted((CORPUS / "binlogs" / "w09_xa").glob("mysql-bin.*"))]
-    assert replicate("--from", *files, "--to", url(target), "--channel", "xa") == 1
-    err = capsys.readouterr().err
-    assert "XA transactions cannot be applied" in err and "GTID 0-1-" in err
+def _xa_prepared(server: MariaDBServer) -> list[str]:
+    """The xids (gtrid + bqual) the server holds prepared."""
+    return sorted(row[3] for row in server.rows("XA RECOVER"))
+
+
+@pytest.mark.parametrize("preserve", [True, False], ids=["preserved-gtids", "new-gtids"])
+def test_xa_resumes_after_a_crash_between_prepare_or_commit_and_its_position(
+    preserve: bool, mariadb_server_factory: MariaDBServerFactory
+) -> None:
+    """A crash right after XA PREPARE / XA COMMIT ran but before the position was recorded:
+    the rerun finds the prepared xid (XA RECOVER) or its absence (XAER_NOTA) and goes on,
+    applying nothing twice."""
+    files = [str(CORPUS / "binlogs" / "w09_xa" / "mysql-bin.000001")]
+    server = mariadb_server_factory(*CORPUS_OPTIONS, "--log-bin", "--server-id=98", name="xa-target")
+    extra = [] if preserve else ["--no-preserve-gtids"]
+    table = "mariabinlog.gtid_slave_pos"
+    # Up to and including xa1's PREPARE (0-1-3); xa1 is then prepared on the target.
+    assert replicate("--from", *files, "--to", url(server), "--stop-position", "0-1-3", *extra) == 0
+    assert _xa_prepared(server) == ["xa1"]
+    # The crash: the position still says 0-1-2 with 0-1-3 pending (the row the applier wrote first).
+    server.sql(f"UPDATE {table} SET seq_no=2, pending_server_id=1, pending_seq_no=3 WHERE domain_id=0")
+    assert replicate("--from", *files, "--to", url(server), "--stop-position", "0-1-4", *extra) == 0
+    assert _xa_prepared(server) == []
+    assert server.rows("SELECT id, v FROM w09_xa.x") == [("1", "xa1 upd")]
+    # The same after xa1's XA COMMIT (0-1-4) ran.
+    server.sql(f"UPDATE {table} SET seq_no=3, pending_server_id=1, pending_seq_no=4 WHERE domain_id=0")
+    assert replicate("--from", *files, "--to", url(server), *extra) == 0
+    expected = expected_checksums("w09_xa")
+    assert server.checksum_table(*expected) == expected
+    assert _xa_prepared(server) == []
+    assert position(server, "default") == ConnectState.parse("0-1-10,1-2-2")
 
 
 def test_strict_mode_stops_before_an_out_of_order_gtid(target: MariaDBServer, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,9 +20,17 @@ How a group is applied (:class:`TargetSession`):
   GTID, then runs, then records the GTID; after a crash between the two, the replica knows
   the DDL may have run: it checks the target's ``gtid_binlog_state`` (when the target logs
   with preserved GTIDs) or re-runs the DDL accepting "already done" errors.
-* Anything the applier cannot apply faithfully (XA groups, unknown events, encrypted or
-  damaged data) stops the replica with :class:`~mariabinlog.errors.UnsupportedError`
-  naming the event and the group: never a silent skip.
+* XA, as the server logs it: an ``XA PREPARE`` group (its GTID event carries the xid, there
+  is no ``XA START`` event) runs as ``XA START <xid>; ...; XA END; XA PREPARE`` (or ``XA
+  COMMIT ... ONE PHASE``), the ``XA COMMIT``/``XA ROLLBACK`` group as a stand-alone query.
+  A prepared transaction holds its row locks until it completes, so the position is kept
+  outside it like a stand-alone group's (pending, run, record); after a crash in between,
+  ``XA RECOVER`` on the target tells whether the prepare happened, and a completion that
+  finds its xid gone (``XAER_NOTA``) had already run.  XA groups are barriers across
+  domains, like DDL: a prepare and its completion may be logged in different domains.
+* Anything the applier cannot apply faithfully (unknown events, encrypted or damaged data)
+  stops the replica with :class:`~mariabinlog.errors.UnsupportedError` naming the event
+  and the group: never a silent skip.
 
 :class:`Replicator` reads groups from a source, filters them (:mod:`.filters`), and hands
 each GTID domain to one worker (``workers`` connections), so different domains apply in
@@ -51,8 +59,11 @@ from .sources import GroupSource
 
 #: Errors after which a group is simply retried (deadlock, lock wait timeout).
 RETRYABLE = frozenset({1213, 1205})
-#: Errors that mean "this DDL already ran" when re-running a pending stand-alone group.
-ALREADY_DONE = frozenset({1007, 1008, 1050, 1051, 1054, 1060, 1061, 1091, 1146, 1304, 1305, 1360, 1449, 4031})
+#: Errors that mean "this DDL already ran" when re-running a pending stand-alone group
+#: (1397 XAER_NOTA: the XA COMMIT/ROLLBACK being re-run had completed its xid).
+ALREADY_DONE = frozenset({1007, 1008, 1050, 1051, 1054, 1060, 1061, 1091, 1146, 1304, 1305, 1360, 1397, 1449, 4031})
+#: GTID flags of the two halves of an XA transaction.
+XA_FLAGS = E.FL_PREPARED_XA | E.FL_COMPLETED_XA
 
 OPTION_AUTO_IS_NULL = 1 << 14
 OPTION_NO_CHECK_CONSTRAINT_CHECKS = 1 << 15
@@ -107,6 +118,11 @@ class ApplyError(ReplicationError):
 
 def _ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def xid_sql(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
+    """An xid as XA statements spell it (``X'..',X'..',format``), as the server logs it."""
+    return b"X'%s',X'%s',%d" % (gtrid.hex().encode(), bqual.hex().encode(), format_id)
 
 
 @dataclass(frozen=True)
@@ -348,9 +364,11 @@ class TargetSession:
         plan = _Plan()
         gtid = group.gtid
         table = self.table
-        standalone = group.gtid_event.standalone
-        if group.gtid_event.flags2 & (E.FL_PREPARED_XA | E.FL_COMPLETED_XA):
-            raise UnsupportedError(f"GTID {gtid}: XA transactions cannot be applied by mariabinlog replicate")
+        head = group.gtid_event
+        standalone = head.standalone
+        xa_prepare = bool(head.flags2 & E.FL_PREPARED_XA)
+        if xa_prepare and head.xa_format_id is None:
+            raise UnsupportedError(f"GTID {gtid}: an XA PREPARE group without its xid")
         batch: list[bytes] = []
         fd = self._format_description(group.fd)
         if fd is not None:
@@ -362,6 +380,12 @@ class TargetSession:
         )
         if standalone:
             batch += [b"SET @@session.sql_log_bin=0", table.mark_pending(gtid), b"SET @@session.sql_log_bin=1"]
+        elif xa_prepare:
+            assert head.xa_format_id is not None
+            batch += [b"SET @@session.sql_log_bin=0", table.mark_pending(gtid), b"SET @@session.sql_log_bin=1"]
+            if gtid_vars:
+                batch.append(gtid_vars)
+            batch.append(b"XA START " + xid_sql(head.xa_format_id, head.xa_gtrid, head.xa_bqual))
         else:
             if gtid_vars:
                 batch.append(gtid_vars)
@@ -423,6 +447,12 @@ class TargetSession:
             elif code == E.XID_EVENT:
                 batch += [table.upsert(gtid), b"COMMIT"]
                 ended = True
+            elif code == E.XA_PREPARE_LOG_EVENT and xa_prepare:
+                assert isinstance(event, E.XaPrepareEvent)
+                xid = xid_sql(event.format_id, event.gtrid, event.bqual)
+                batch.append(b"XA COMMIT " + xid + b" ONE PHASE" if event.one_phase else b"XA PREPARE " + xid)
+                batch += [b"SET @@session.sql_log_bin=0", table.upsert(gtid), b"SET @@session.sql_log_bin=1"]
+                ended = True
             else:
                 raise UnsupportedError(
                     f"GTID {gtid}: cannot apply a {event.name} event (type {code}); refusing to skip it"
@@ -444,7 +474,14 @@ class TargetSession:
             attempt += 1
             try:
                 conn = self._c()
-                self._run(conn, self.plan(group, tolerant=tolerant), group.gtid)
+                if (tolerant or attempt > 1) and self._already_prepared(conn, group):
+                    conn.query(b"SET @@session.sql_log_bin=0;\n" + self.table.upsert(group.gtid)
+                               + b";\nSET @@session.sql_log_bin=1", statements=3)
+                    return
+                # After a lost connection a stand-alone group (DDL, XA COMMIT) may have run
+                # without its position: re-run it accepting "already done".
+                retry_tolerant = tolerant or (attempt > 1 and group.gtid_event.standalone)
+                self._run(conn, self.plan(group, tolerant=retry_tolerant), group.gtid)
                 return
             except ApplyError:
                 self._rollback()
@@ -464,6 +501,19 @@ class TargetSession:
                 done = position.get(group.gtid.domain)
                 if done is not None and done.seq >= group.gtid.seq and done.server == group.gtid.server:
                     return
+
+    @staticmethod
+    def _already_prepared(conn: Connection, group: EventGroup) -> bool:
+        """Whether ``group`` is an XA PREPARE whose xid the target holds prepared already."""
+        head = group.gtid_event
+        if not head.flags2 & E.FL_PREPARED_XA or head.xa_format_id is None:
+            return False
+        xid = (head.xa_format_id, len(head.xa_gtrid), len(head.xa_bqual), head.xa_gtrid + head.xa_bqual)
+        for format_id, gtrid_length, bqual_length, data in conn.rows("XA RECOVER"):
+            assert format_id is not None and gtrid_length is not None and bqual_length is not None
+            if (int(format_id), int(gtrid_length), int(bqual_length), data) == xid:
+                return True
+        return False
 
     def _run(self, conn: Connection, plan: _Plan, gtid: Gtid) -> None:
         for step in plan.steps:
@@ -648,7 +698,8 @@ class Replicator:
             if decision is Decision.APPLY:
                 # DDL is a barrier across domains: schema changes made in one domain are
                 # usually what the others write into (tables created before the data).
-                ddl = bool(group.gtid_event.flags2 & (E.FL_DDL | E.FL_STANDALONE))
+                # So is XA: a prepare and its completion may be in different domains.
+                ddl = bool(group.gtid_event.flags2 & (E.FL_DDL | E.FL_STANDALONE | XA_FLAGS))
                 if ddl:
                     self._drain()
                 worker = self._worker_for(group.gtid.domain)
