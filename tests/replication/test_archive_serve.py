@@ -279,3 +279,53 @@ def test_serve_and_replicate_commands(source: MariaDBServer, mariadb_server_fact
         _, err = serve.communicate(timeout=30)
     assert serve.returncode == 0, err.decode()
     assert b"listening on 127.0.0.1:" in err
+
+
+def _served_and_primary_errors(primary: ConnectionOptions, served: ConnectionOptions, **client: object) -> list[object]:
+    """What the primary and the binlog server answer the same request with: groups or an error."""
+    answers: list[object] = []
+    for options in (primary, served):
+        try:
+            answers.append([str(g.gtid) for g in BinlogClient(options, reconnect=0, **client).groups()])  # type: ignore[arg-type]
+        except ServerError as err:
+            answers.append((err.code, err.message))
+    return answers
+
+
+def test_server_strict_hole_and_until_like_a_primary(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
+    """``@slave_gtid_strict_mode`` with a start GTID inside a hole, and ``@slave_until_gtid``
+    (START SLAVE UNTIL master_gtid_pos): the binlog server answers as the real primary."""
+    # Domain 20 gets a hole: 20-1-1, then 20-1-3 and 20-1-4 (20-1-2 never existed).
+    source.pipe(
+        "SET SESSION gtid_domain_id=20, SESSION server_id=1, SESSION gtid_seq_no=1;\n"
+        "CREATE TABLE live.holes (id INT PRIMARY KEY) ENGINE=InnoDB;\n"
+        "SET SESSION gtid_seq_no=3; INSERT INTO live.holes VALUES (3);\n"
+        "INSERT INTO live.holes VALUES (4);\n"
+    )
+    directory = tmp_path / "strict-until"
+    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    server = binlog_server(directory)
+    host, port = server.address
+    served = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=20)
+    primary = ConnectionOptions(host="127.0.0.1", port=source.port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=20)
+    everything = gtid_binlog_pos(source)
+    others = ",".join(g for g in everything.split(",") if not g.startswith("20-"))
+    # Strict: the primary's hole error; not strict: the stream from 20-1-3 on.
+    strict = _served_and_primary_errors(primary, served, start=f"{others},20-1-2", strict=True, blocking=False)
+    assert strict[0] == strict[1]
+    assert strict[0] == (1236, "The binlog on the master is missing the GTID 20-1-2 requested by the slave (even though"
+                         " both a prior and a subsequent sequence number does exist), and GTID strict mode is enabled")
+    loose = _served_and_primary_errors(primary, served, start=f"{others},20-1-2", strict=False, blocking=False)
+    assert loose[0] == loose[1] == ["20-1-3", "20-1-4"]
+    # The start GTID itself exists: strict mode is content.
+    assert _served_and_primary_errors(primary, served, start=f"{others},20-1-1", strict=True, blocking=False) == [
+        ["20-1-3", "20-1-4"]] * 2
+    # UNTIL: a blocking dump that ends by itself once every named domain reached its GTID;
+    # domains not named are not sent at all.
+    gtids = binlog_gtids(source)
+    domain_11 = [g for g in gtids if g.startswith("11-")]
+    start = gtids[3]
+    until = f"11-{domain_11[10].split('-', 1)[1]},20-1-3"
+    answers = _served_and_primary_errors(primary, served, start=start, until=until, blocking=True)
+    assert answers[0] == answers[1]
+    assert answers[0] == [g for g in gtids[4:] if g.startswith("11-")][:11] + ["20-1-1", "20-1-3"]

@@ -13,7 +13,13 @@ MASTER_USE_GTID=slave_pos``) replicate from an archive as if it were their prima
 * COM_REGISTER_SLAVE, and COM_BINLOG_DUMP in GTID mode: the start position is checked as
   MariaDB's ``check_slave_start_position``/``gtid_find_binlog_file`` do, with the same
   errors (1236 "... which is not in the master's binlog", "... purged"); then a fake
-  Rotate, a Format_description, a fake Gtid_list, the events and heartbeats while idle.
+  Rotate, a Format_description, a fake Gtid_list, the events and heartbeats while idle;
+* ``@slave_gtid_strict_mode``: a start GTID missing from the archive although a later one
+  of the same domain and server exists is the primary's "hole" error (1236, text of
+  ER_GTID_START_FROM_BINLOG_HOLE); ``@slave_until_gtid`` (``START SLAVE UNTIL
+  master_gtid_pos``): domains not named are skipped, a domain stops at its GTID, and when
+  all are reached the dump ends with a Gtid_list flagged UNTIL_REACHED and an EOF packet,
+  as ``send_event_to_slave``/``is_until_reached`` do.
 
 Positions: `.ibb` events have none, but a 10.x replica keeps ``Read_Master_Log_Pos`` from
 the events' ``log_pos``.  The server therefore synthesizes them: each archive file is served
@@ -38,6 +44,7 @@ from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
+    GTID_LIST_FLAG_UNTIL_REACHED,
     LOG_EVENT_ARTIFICIAL_F,
     FormatDescriptionEvent,
     GtidListEvent,
@@ -45,7 +52,7 @@ from ..codec.events import (
     RotateEvent,
     reframe,
 )
-from ..codec.gtid import BinlogState, ConnectState
+from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..errors import GtidError, ReplicationError
 from .groups import EventGroup
 from .progress import Progress
@@ -474,8 +481,21 @@ class _Session(threading.Thread):
         if error is not None:
             self._dump_error(error)
             return
+        until: ConnectState | None = None
+        until_text = self.user_vars.get("slave_until_gtid")
+        if until_text is not None:
+            try:
+                until = ConnectState.parse(until_text.strip())
+            except GtidError:
+                self._dump_error(
+                    "Out of memory or malformed slave request when obtaining UNTIL position sent from slave", 1105
+                )
+                return
         declared = (self.user_vars.get("master_binlog_checksum") or "").upper()
-        _Stream(self, reader, start, declared == "CRC32", command).run(first_file)
+        stream = _Stream(self, reader, start, declared == "CRC32", command)
+        stream.strict = (self.user_vars.get("slave_gtid_strict_mode") or "0").strip().upper() in ("1", "ON", "TRUE")
+        stream.until = None if until is None else dict(until.items())
+        stream.run(first_file)
 
 
 class _Stream:
@@ -494,6 +514,50 @@ class _Stream:
         self.file = ""
         self.pos = 4
         self.out = bytearray()
+        #: ``@slave_gtid_strict_mode``: a start GTID inside a hole of the archive is an error.
+        self.strict = False
+        #: Start GTIDs (per domain) whose domain has not reached them yet.
+        self.awaiting = {g.domain: g for g in start.values() if g.seq}
+        #: ``@slave_until_gtid``: the GTIDs to stop at (domains leave it when reached).
+        self.until: dict[int, Gtid] | None = None
+        #: The stream's binlog state, for the UNTIL_REACHED Gtid_list.
+        self.state = BinlogState.from_list(start.values())
+
+    def _hole(self, group: EventGroup) -> str | None:
+        """The primary's strict-mode error when ``group`` shows the start GTID is a hole."""
+        gtid = group.gtid
+        wanted = self.awaiting.get(gtid.domain)
+        if wanted is None or wanted.server != gtid.server:
+            return None
+        del self.awaiting[gtid.domain]
+        if not self.strict or gtid.domain in self.reader.start_found:
+            return None
+        return (
+            f"The binlog on the master is missing the GTID {wanted} requested by the slave (even though both a"
+            " prior and a subsequent sequence number does exist), and GTID strict mode is enabled"
+        )
+
+    def _until(self, group: EventGroup) -> tuple[bool, bool]:
+        """(send ``group``, the UNTIL position is reached after it) under ``@slave_until_gtid``."""
+        if self.until is None:
+            return True, False
+        gtid = group.gtid
+        stop = self.until.get(gtid.domain)
+        if stop is None:
+            return False, False  # a domain that reached its UNTIL GTID, or was not named
+        if gtid.server != stop.server or gtid.seq < stop.seq:
+            return True, False
+        self.until.pop(gtid.domain)
+        return gtid.seq == stop.seq, not len(self.until)
+
+    def _until_reached(self) -> None:
+        """The last group before UNTIL is sent: the flagged fake Gtid_list, then EOF."""
+        gtids = [(g.domain, g.server, g.seq) for g in self.state]
+        self._artificial(
+            GtidListEvent(gtids=gtids, list_flags=GTID_LIST_FLAG_UNTIL_REACHED, flags=LOG_EVENT_ARTIFICIAL_F), self.pos
+        )
+        self.out += self.session.proto.send_eof()
+        self._flush()
 
     def _emit(self, raw: bytes) -> None:
         """Queue one event with its synthesized ``log_pos`` (and CRC)."""
@@ -574,7 +638,16 @@ class _Stream:
         while not session._closed and not session.server.stopping:
             sent = False
             for group in self.reader.available():
-                if engine_style:
+                hole = self._hole(group) if self.awaiting else None
+                if hole is not None:
+                    self._flush()
+                    session._dump_error(hole)
+                    return
+                self.state.update(group.gtid)
+                send, reached = self._until(group)
+                if not send:
+                    pass
+                elif engine_style:
                     self._send_group_engine_style(group)
                 else:
                     if group.source != self.file or self.pos > _ROTATE_AT:
@@ -587,6 +660,9 @@ class _Stream:
                     self._flush()
                 progress.done(group.gtid, len(group.events), group.size, group.timestamp)
                 sent = True
+                if reached:
+                    self._until_reached()
+                    return
             if sent:
                 self._flush()
                 last_send = time.monotonic()

@@ -170,6 +170,11 @@ class ArchiveReader:
         #: None: read from the oldest file present, whatever GTIDs it starts with.
         self.from_oldest = start is None
         self.position = ConnectState() if start is None else start.copy()
+        #: The connect state asked for, and the domains whose exact start GTID the archive
+        #: holds (seen while skipping, or as a state record's entry): what a primary's
+        #: strict-mode "hole" check needs.
+        self.start = self.position.copy()
+        self.start_found: set[int] = set()
         self.follow = follow
         self.poll_interval = poll_interval
         self.torn_retries = torn_retries
@@ -225,7 +230,7 @@ class ArchiveReader:
             if state.is_before_pos(target):
                 header = decode_header_page(self.pages.page(file_no, 0) or b"")
                 interval = header.gtid_state_interval if header is not None else 0
-                best = 1
+                best, chosen = 1, state
                 if interval > 1:
                     page_no = interval
                     while True:
@@ -237,8 +242,12 @@ class ArchiveReader:
                             probe.update(Gtid(*gtid))
                         if not probe.is_before_pos(target):
                             break
-                        best = page_no
+                        best, chosen = page_no, probe
                         page_no += interval
+                for gtid in target.values():
+                    held = chosen.find(gtid.domain, gtid.server)
+                    if held is not None and held.seq == gtid.seq:
+                        self.start_found.add(gtid.domain)
                 return file_no, best << PAGE_SIZE_SHIFT
         if all(self._state_at(file_no) is None for file_no in files):
             return files[0], PAGE_SIZE  # nothing readable yet: wait at the start
@@ -290,6 +299,8 @@ class ArchiveReader:
                     position = self.position
                     seen = position.get(group.gtid.domain)
                     if seen is not None and group.gtid.seq <= seen.seq:
+                        if self.start.get(group.gtid.domain) == group.gtid:
+                            self.start_found.add(group.gtid.domain)
                         continue
                     position.update(group.gtid)
                     self.file_no = stored.record.file_no
