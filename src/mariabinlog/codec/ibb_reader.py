@@ -306,16 +306,20 @@ class RecordReader:
 
     def event_groups(self) -> Iterator[EventGroup]:
         """The COMMIT records as event groups; other record types are skipped."""
-        pages = self._pages
         for record in self:
             if record.type == RecordType.COMMIT:
-                try:
-                    commit = CommitRecord.decode(record.payload)
-                except DecodeError as err:
-                    raise _reanchor(
-                        err, f"{err.reason} in COMMIT record header", pages.name(record.file_no), record.offset
-                    ) from None
-                yield EventGroup(record, commit, pages)
+                yield self.group(record)
+
+    def group(self, record: Record) -> EventGroup:
+        """The event group of a COMMIT ``record`` met while iterating this reader (for callers
+        that see every record, e.g. to stop at a split's end); its OOB data is read lazily."""
+        try:
+            commit = CommitRecord.decode(record.payload)
+        except DecodeError as err:
+            raise _reanchor(
+                err, f"{err.reason} in COMMIT record header", self._pages.name(record.file_no), record.offset
+            ) from None
+        return EventGroup(record, commit, self._pages)
 
 
 class EventGroup:

@@ -47,7 +47,7 @@ from ..codec.events import (
     TableMapEvent,
     XidEvent,
 )
-from ..codec.ibb import CommitRecord, EventGroup, RecordReader, RecordType
+from ..codec.ibb import EventGroup, RecordReader, RecordType
 from ..codec.primitives import U32
 from ..codec.rows import row_decoder
 from ..codec.stream import EventStreamDecoder, iter_legacy_events
@@ -208,11 +208,7 @@ class SplitReader:
                     break
                 if record.type != RecordType.COMMIT or record.offset < split.start:
                     continue
-                try:
-                    commit = CommitRecord.decode(record.payload)
-                except DecodeError as err:
-                    raise err.located(source.name(record.file_no), record.offset) from None
-                yield from self._ibb_group(_event_group(reader, record, commit), record.offset, source)
+                yield from self._ibb_group(reader.group(record), record.offset, source)
         finally:
             source.close()
 
@@ -234,16 +230,6 @@ class SplitReader:
                 yield Item(offset, index, event, raw if self.raw else None, group, len(raw))
         except DecodeError as err:
             raise err.located(name, offset) from None
-
-
-def _event_group(reader: RecordReader, record: Any, commit: CommitRecord) -> EventGroup:
-    """The event group of a COMMIT record met while iterating ``reader``.
-
-    ``RecordReader.event_groups()`` hides the other records, which a split needs to see to stop
-    at its end; this builds the same :class:`EventGroup` over the reader's validated pages.
-    (Asks for a public ``RecordReader.group(record)`` in the codec.)
-    """
-    return EventGroup(record, commit, reader._pages)
 
 
 # ------------------------------------------------------------------------------------------------
