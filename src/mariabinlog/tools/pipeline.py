@@ -4,7 +4,11 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
 
 1. ``DIR/cdc``: the change stream, one row per changed row (the ``rows`` view: GTID, commit
    time, operation, key columns, before/after images as maps), as Parquet partitioned by
-   ``database`` and ``table`` (Delta with ``--format delta`` when ``delta-spark`` is installed).
+   ``database`` and ``table``.  With ``--format delta`` every table is a Delta table: written
+   by Spark's own Delta source when the session has Delta Lake (``delta-spark`` and its jars),
+   otherwise Spark writes the Parquet files in parallel and the driver commits them as the
+   table's first Delta version with delta-rs (``deltalake``, which the project installs), as
+   ``CONVERT TO DELTA`` does, so a machine without Maven access still gets Delta tables.
 2. ``DIR/state/<database>.<table>``: the table as the binlogs leave it, per source table.  With a
    primary key in the table map, the changes of each key are folded in binlog order (an update's
    after image is merged onto the row, so MINIMAL images work when the key does not change);
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import os
 import sys
 from collections import defaultdict
@@ -55,7 +60,8 @@ def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.Argument
     parser.add_argument("source", nargs="?", help="binlog file, directory or glob (default: the bundled sample)")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
-    parser.add_argument("--format", choices=FORMATS, default="parquet", help="table format (delta needs delta-spark)")
+    parser.add_argument("--format", choices=FORMATS, default="parquet",
+                        help="table format (delta: by delta-spark, or committed by delta-rs when Spark has no Delta Lake)")
     parser.add_argument("--bucket", default="5 minutes", help="time bucket of the report (default: 5 minutes)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a mariabinlog read option, e.g. startPosition=0-1-100 (repeatable)")
@@ -102,7 +108,7 @@ def _session(master: str, table_format: str, conf: dict[str, str]) -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
-    if table_format == "delta":
+    if table_format == "delta" and importlib.util.find_spec("delta") is not None:
         builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
             "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
         )
@@ -118,10 +124,29 @@ def _check_format(table_format: str) -> None:
     if table_format not in FORMATS:
         raise OptionError(f"--format must be one of {', '.join(FORMATS)}")
     if table_format == "delta":
-        import importlib.util
+        if importlib.util.find_spec("delta") is None and importlib.util.find_spec("deltalake") is None:
+            raise OptionError(
+                "--format delta needs delta-spark (pip install delta-spark) or deltalake (pip install deltalake)"
+            )
 
-        if importlib.util.find_spec("delta") is None:
-            raise OptionError("--format delta needs the delta-spark package (pip install delta-spark)")
+
+def _spark_has_delta(spark: Any) -> bool:
+    """Whether the session can write Delta itself (Delta Lake's extension and classes loaded)."""
+    if "DeltaSparkSessionExtension" not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        return False
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+    except Exception:  # noqa: BLE001 - py4j reports a missing class as a generic error
+        return False
+    return True
+
+
+def _commit_delta(path: str, partition_by: Sequence[str]) -> None:
+    """Make the Parquet files Spark wrote under ``path`` version 0 of a Delta table (delta-rs)."""
+    from deltalake import Field, Schema, convert_to_deltalake
+
+    partitions = Schema([Field(name, "string", nullable=True) for name in partition_by]) if partition_by else None
+    convert_to_deltalake(path, partition_by=partitions, partition_strategy="hive" if partitions else None)
 
 
 def run_pipeline(
@@ -166,10 +191,20 @@ def _reader(spark: Any, options: dict[str, str], view: str) -> Any:
 
 
 def _write(df: Any, path: str, table_format: str, partition_by: Sequence[str] = ()) -> None:
-    writer = df.write.mode("overwrite").format(table_format)
+    """Write ``df`` as a table at ``path`` (see the module docstring for Delta without delta-spark)."""
+    native = table_format != "delta" or _spark_has_delta(df.sparkSession)
+    writer = df.write.mode("overwrite").format(table_format if native else "parquet")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.save(path)
+    if not native:
+        _commit_delta(path, partition_by)
+
+
+def _read(spark: Any, path: str, table_format: str) -> Any:
+    """A table :func:`_write` wrote (a Delta table committed by delta-rs is read as its Parquet)."""
+    native = table_format != "delta" or _spark_has_delta(spark)
+    return spark.read.format(table_format if native else "parquet").load(path)
 
 
 def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
@@ -179,7 +214,7 @@ def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
     rows = _reader(spark, options, "rows").load(source)
     _write(rows, result.cdc, table_format, ("database", "table"))
-    cdc = spark.read.format(table_format).load(result.cdc)
+    cdc = _read(spark, result.cdc, table_format)
     tables = sorted((r[0], r[1]) for r in cdc.select("database", "table").distinct().collect())
     for database, table in tables:
         name = f"{database}.{table}"
