@@ -244,6 +244,9 @@ class RedoLog:
         self.tap: Callable[[int, bytes], None] | None = None
         self._ckpt_lock = threading.Lock()
         self.closed = False
+        #: Log writes made durable so far (each one fdatasync): commits / syncs is what group
+        #: commit saves, whatever the disk's fsync cost.
+        self.syncs = 0
 
     # ------------------------------------------------------------------ files
 
@@ -440,6 +443,7 @@ class RedoLog:
             os.fdatasync(self._fd)
             with self._cond:
                 self.synced_lsn = end
+                self.syncs += 1
             if self.on_sync is not None:
                 self.on_sync(end)
 
