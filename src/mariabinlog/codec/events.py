@@ -944,6 +944,12 @@ class XaPrepareEvent(Event):
         )
 
 
+def serialize_xid(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
+    """An XA xid as the server writes it in SQL (``XID::serialize``): ``X'gtrid',X'bqual',formatID``
+    in lower-case hex; the form of the binlog's ``XA ...`` statements and of ``mariadb-binlog``."""
+    return b"X'%s',X'%s',%d" % (gtrid.hex().encode(), bqual.hex().encode(), format_id & 0xFFFFFFFF)
+
+
 class AnnotateRowsEvent(Event):
     """Annotate_rows (160): the SQL text behind the following row events."""
 

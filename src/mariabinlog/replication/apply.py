@@ -116,13 +116,14 @@ class ApplyError(ReplicationError):
         super().__init__(f"applying GTID {gtid} failed: {error} (statement: {text!r})")
 
 
+def _unlogged(statement: bytes) -> list[bytes]:
+    """``statement`` kept out of the target's binlog: a position-table write is local to the
+    target, like ``mysql.gtid_slave_pos``, and must not take a GTID of its own."""
+    return [b"SET @@session.sql_log_bin=0", statement, b"SET @@session.sql_log_bin=1"]
+
+
 def _ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def xid_sql(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
-    """An xid as XA statements spell it (``X'..',X'..',format``), as the server logs it."""
-    return b"X'%s',X'%s',%d" % (gtrid.hex().encode(), bqual.hex().encode(), format_id)
 
 
 @dataclass(frozen=True)
@@ -379,13 +380,13 @@ class TargetSession:
             else None
         )
         if standalone:
-            batch += [b"SET @@session.sql_log_bin=0", table.mark_pending(gtid), b"SET @@session.sql_log_bin=1"]
+            batch += _unlogged(table.mark_pending(gtid))
         elif xa_prepare:
             assert head.xa_format_id is not None
-            batch += [b"SET @@session.sql_log_bin=0", table.mark_pending(gtid), b"SET @@session.sql_log_bin=1"]
+            batch += _unlogged(table.mark_pending(gtid))
             if gtid_vars:
                 batch.append(gtid_vars)
-            batch.append(b"XA START " + xid_sql(head.xa_format_id, head.xa_gtrid, head.xa_bqual))
+            batch.append(b"XA START " + E.serialize_xid(head.xa_format_id, head.xa_gtrid, head.xa_bqual))
         else:
             if gtid_vars:
                 batch.append(gtid_vars)
@@ -442,16 +443,16 @@ class TargetSession:
                 expected = event.error_code
                 plan.steps.append(("query", query, expected, tolerant))
                 if standalone:
-                    batch += [b"SET @@session.sql_log_bin=0", table.upsert(gtid), b"SET @@session.sql_log_bin=1"]
+                    batch += _unlogged(table.upsert(gtid))
                     ended = True
             elif code == E.XID_EVENT:
                 batch += [table.upsert(gtid), b"COMMIT"]
                 ended = True
             elif code == E.XA_PREPARE_LOG_EVENT and xa_prepare:
                 assert isinstance(event, E.XaPrepareEvent)
-                xid = xid_sql(event.format_id, event.gtrid, event.bqual)
+                xid = E.serialize_xid(event.format_id, event.gtrid, event.bqual)
                 batch.append(b"XA COMMIT " + xid + b" ONE PHASE" if event.one_phase else b"XA PREPARE " + xid)
-                batch += [b"SET @@session.sql_log_bin=0", table.upsert(gtid), b"SET @@session.sql_log_bin=1"]
+                batch += _unlogged(table.upsert(gtid))
                 ended = True
             else:
                 raise UnsupportedError(
@@ -475,8 +476,7 @@ class TargetSession:
             try:
                 conn = self._c()
                 if (tolerant or attempt > 1) and self._already_prepared(conn, group):
-                    conn.query(b"SET @@session.sql_log_bin=0;\n" + self.table.upsert(group.gtid)
-                               + b";\nSET @@session.sql_log_bin=1", statements=3)
+                    conn.query(b";\n".join(_unlogged(self.table.upsert(group.gtid))), statements=3)
                     return
                 # After a lost connection a stand-alone group (DDL, XA COMMIT) may have run
                 # without its position: re-run it accepting "already done".

@@ -63,13 +63,13 @@ from ..codec.events import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
     event_type_name,
+    serialize_xid,
 )
 from . import charsets
 from .printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,
     OPTION_RELAXED_UNIQUE_CHECKS,
     _backtick,
-    _serialize_xid,
     decimal_to_str,
 )
 from .sink import EventSink
@@ -140,7 +140,7 @@ def event_info(ev: Any) -> bytes:
         if g.flags2 & FL_STANDALONE:
             text = b"GTID "
         elif g.flags2 & FL_PREPARED_XA:
-            text = b"XA START " + _serialize_xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual) + b" GTID "
+            text = b"XA START " + serialize_xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual) + b" GTID "
         else:
             text = b"BEGIN GTID "
         text += b"%d-%d-%d" % (g.domain_id, ev.server_id, g.seq_no)
@@ -173,7 +173,7 @@ def event_info(ev: Any) -> bytes:
         return _user_var_info(ev.decoded())
     if code == XA_PREPARE_LOG_EVENT:
         x = ev.decoded()
-        xid = _serialize_xid(x.format_id, x.gtrid, x.bqual)
+        xid = serialize_xid(x.format_id, x.gtrid, x.bqual)
         return b"XA COMMIT %s ONE PHASE" % xid if x.one_phase else b"XA PREPARE %s" % xid
     if code == INCIDENT_EVENT:
         inc = ev.decoded()

@@ -107,6 +107,7 @@ from ..codec.events import (
     decode_event,
     decompress_block,
     reframe,
+    serialize_xid,
 )
 from ..codec.native import load_fast
 from ..errors import DecodeError
@@ -242,15 +243,6 @@ def _is_trans_keyword(query: bytes, is_xa: bool) -> bool:
 def _backtick(name: bytes) -> bytes:
     """``%`s``: an identifier in backticks, inner backticks doubled."""
     return b"`" + name.replace(b"`", b"``") + b"`"
-
-
-def _serialize_xid(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
-    """XID::serialize: X'gtrid',X'bqual',formatID (lower-case hex)."""
-    return b"X'%s',X'%s',%d" % (
-        gtrid.hex().encode(),
-        bqual.hex().encode(),
-        format_id & 0xFFFFFFFF,
-    )
 
 
 def _base64_lines(data: bytes | memoryview, out: list[bytes]) -> None:
@@ -1177,7 +1169,7 @@ class Printer:
         if g.flags2 & FL_PREPARED_XA and not opt.flashback:
             h.append(
                 b"XA START %s%s\n"
-                % (_serialize_xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual), DELIM)
+                % (serialize_xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual), DELIM)
             )
         elif not g.flags2 & FL_STANDALONE:
             h.append(
@@ -1894,7 +1886,7 @@ class Printer:
         elif code == XA_PREPARE_LOG_EVENT:
             _one_phase, fmt, glen, blen = _XA_PREPARE.unpack_from(ev.buf, ev.body_pos)
             q = ev.body_pos + 13
-            xid = _serialize_xid(
+            xid = serialize_xid(
                 fmt,
                 bytes(ev.buf[q : q + glen]),
                 bytes(ev.buf[q + glen : q + glen + blen]),
