@@ -176,6 +176,17 @@ def test_primary_archive_serve_real_replica(
     assert archiver.returncode == 0, err.decode()
 
 
+def _answers(primary: ConnectionOptions, served: ConnectionOptions, **client: object) -> list[object]:
+    """What the primary and the binlog server answer the same request with: groups or an error."""
+    answers: list[object] = []
+    for options in (primary, served):
+        try:
+            answers.append([str(g.gtid) for g in BinlogClient(options, reconnect=0, **client).groups()])  # type: ignore[arg-type]
+        except ServerError as err:
+            answers.append((err.code, err.message))
+    return answers
+
+
 def test_server_refuses_like_a_primary(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
     directory = tmp_path / "errors"
     assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
@@ -189,12 +200,8 @@ def test_server_refuses_like_a_primary(source: MariaDBServer, tmp_path: Path, bi
     assert info.value.code == 1045 and "Access denied for user 'repl'" in info.value.message
     # A GTID the binlog does not have, beyond it and before it: the primary's own errors.
     for start in ("10-1-999999", "10-7-3", "0-1-1,10-1-999999"):
-        errors = []
-        for options in (primary, served):
-            with pytest.raises(ServerError) as info:
-                list(BinlogClient(options, start=start, blocking=False, reconnect=0).groups())
-            errors.append((info.value.code, info.value.message))
-        assert errors[0] == errors[1], start
+        answers = _answers(primary, served, start=start, blocking=False)
+        assert isinstance(answers[0], tuple) and answers[0] == answers[1], start
     # Everything after a GTID, non-blocking: the same groups as the primary sends.
     start = binlog_gtids(source)[5]
     expected = [str(g.gtid) for g in BinlogClient(primary, start=start, blocking=False).groups()]
@@ -281,17 +288,6 @@ def test_serve_and_replicate_commands(source: MariaDBServer, mariadb_server_fact
     assert b"listening on 127.0.0.1:" in err
 
 
-def _served_and_primary_errors(primary: ConnectionOptions, served: ConnectionOptions, **client: object) -> list[object]:
-    """What the primary and the binlog server answer the same request with: groups or an error."""
-    answers: list[object] = []
-    for options in (primary, served):
-        try:
-            answers.append([str(g.gtid) for g in BinlogClient(options, reconnect=0, **client).groups()])  # type: ignore[arg-type]
-        except ServerError as err:
-            answers.append((err.code, err.message))
-    return answers
-
-
 def test_server_strict_hole_and_until_like_a_primary(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
     """``@slave_gtid_strict_mode`` with a start GTID inside a hole, and ``@slave_until_gtid``
     (START SLAVE UNTIL master_gtid_pos): the binlog server answers as the real primary."""
@@ -311,14 +307,14 @@ def test_server_strict_hole_and_until_like_a_primary(source: MariaDBServer, tmp_
     everything = gtid_binlog_pos(source)
     others = ",".join(g for g in everything.split(",") if not g.startswith("20-"))
     # Strict: the primary's hole error; not strict: the stream from 20-1-3 on.
-    strict = _served_and_primary_errors(primary, served, start=f"{others},20-1-2", strict=True, blocking=False)
+    strict = _answers(primary, served, start=f"{others},20-1-2", strict=True, blocking=False)
     assert strict[0] == strict[1]
     assert strict[0] == (1236, "The binlog on the master is missing the GTID 20-1-2 requested by the slave (even though"
                          " both a prior and a subsequent sequence number does exist), and GTID strict mode is enabled")
-    loose = _served_and_primary_errors(primary, served, start=f"{others},20-1-2", strict=False, blocking=False)
+    loose = _answers(primary, served, start=f"{others},20-1-2", strict=False, blocking=False)
     assert loose[0] == loose[1] == ["20-1-3", "20-1-4"]
     # The start GTID itself exists: strict mode is content.
-    assert _served_and_primary_errors(primary, served, start=f"{others},20-1-1", strict=True, blocking=False) == [
+    assert _answers(primary, served, start=f"{others},20-1-1", strict=True, blocking=False) == [
         ["20-1-3", "20-1-4"]] * 2
     # UNTIL: a blocking dump that ends by itself once every named domain reached its GTID;
     # domains not named are not sent at all.
@@ -326,6 +322,6 @@ def test_server_strict_hole_and_until_like_a_primary(source: MariaDBServer, tmp_
     domain_11 = [g for g in gtids if g.startswith("11-")]
     start = gtids[3]
     until = f"11-{domain_11[10].split('-', 1)[1]},20-1-3"
-    answers = _served_and_primary_errors(primary, served, start=start, until=until, blocking=True)
+    answers = _answers(primary, served, start=start, until=until, blocking=True)
     assert answers[0] == answers[1]
     assert answers[0] == [g for g in gtids[4:] if g.startswith("11-")][:11] + ["20-1-1", "20-1-3"]
