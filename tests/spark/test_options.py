@@ -96,15 +96,15 @@ def test_filters_on_ibb_equal_python_filters(spark: Any, stress_ibb: tuple[Path,
 
 
 def _planned_bytes(path: str, **options: str) -> int:
-    from mariabinlog.spark.files import discover
+    from mariabinlog.engine.files import discover_binlogs
     from mariabinlog.spark.options import ScanOptions
     from mariabinlog.spark.plan import plan
 
-    return sum(s.length for part in plan(discover(path), ScanOptions.parse(options)) for s in part)
+    return sum(s.length for part in plan(discover_binlogs(path), ScanOptions.parse(options)) for s in part)
 
 
 def _read_gtids(path: str, **options: str) -> list[str]:
-    from mariabinlog.spark.files import discover
+    from mariabinlog.engine.files import discover_binlogs
     from mariabinlog.spark.options import ScanOptions
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
@@ -113,7 +113,7 @@ def _read_gtids(path: str, **options: str) -> list[str]:
 
     parsed = ScanOptions.parse({"view": "groups", **options})
     out: list[str] = []
-    for part in plan(discover(path), parsed):
+    for part in plan(discover_binlogs(path), parsed):
         for batch in read_splits(part, parsed, arrow_schema(GROUPS_SCHEMA)):
             out += batch.column("gtid").to_pylist()
     return out

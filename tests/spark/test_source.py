@@ -179,9 +179,9 @@ def test_ibb_events_equal_plain_reader(spark: Any, stress_ibb: tuple[Path, list[
     expected = list(plain_ibb(directory))
     got, partitions = spark_events(spark, str(directory), **_ibb_partitionings(directory)[layout])
     if layout == "many":
-        from mariabinlog.spark.files import discover
+        from mariabinlog.engine.files import discover_binlogs
 
-        pages = sum(f.size // 16384 - 1 for f in discover(str(directory)))  # one split per data page
+        pages = sum(f.size // 16384 - 1 for f in discover_binlogs(str(directory)))  # one split per data page
         assert partitions == pages > 30
     else:
         assert partitions == {"one": 1, "two": 2}[layout]
@@ -271,7 +271,7 @@ def test_partial_images_leave_absent_columns_out(spark: Any, corpus_dir: Path) -
 
 def test_every_batch_has_the_exact_arrow_schema(sample_ibb: tuple[Path, Any], corpus_dir: Path) -> None:
     """Spark checks only the first batch; all of them carry ``to_arrow_schema`` of the view."""
-    from mariabinlog.spark.files import discover
+    from mariabinlog.engine.files import discover_binlogs
     from mariabinlog.spark.options import ScanOptions
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
@@ -279,7 +279,7 @@ def test_every_batch_has_the_exact_arrow_schema(sample_ibb: tuple[Path, Any], co
     from mariabinlog.spark.source import arrow_schema, find_table_map
 
     directory = str(sample_ibb[0])
-    files = discover(directory)
+    files = discover_binlogs(directory)
     typed = rows_schema(typed_row_struct(find_table_map(files, ("shop", "orders")))[0])
     cases = [(view, SCHEMAS[view], {}) for view in SCHEMAS] + [("rows", typed, {"table": "shop.orders"})]
     for view, schema, extra in cases:
@@ -287,7 +287,7 @@ def test_every_batch_has_the_exact_arrow_schema(sample_ibb: tuple[Path, Any], co
         expected = arrow_schema(schema)
         batches = [b for part in plan(files, options) for b in read_splits(part, options, expected)]
         assert len(batches) > 3 and all(b.schema.equals(expected) for b in batches), view
-    corpus = discover(str(corpus_dir / "binlogs" / "w02_types_full"))
+    corpus = discover_binlogs(str(corpus_dir / "binlogs" / "w02_types_full"))
     options = ScanOptions.parse({"view": "rows", "batchRows": "5"})
     expected = arrow_schema(SCHEMAS["rows"])
     batches = [b for part in plan(corpus, options) for b in read_splits(part, options, expected)]

@@ -1,4 +1,7 @@
-"""File-backed `.ibb` page source: ``binlog-NNNNNN.ibb`` files of one directory, mmapped.
+"""Binlog files on disk: which files a path names, and the `.ibb` page source over them.
+
+:func:`discover_binlogs` turns a file, directory or glob into :class:`BinlogFile` s (kind by
+magic, number from the `.ibb` header or the legacy name), ordered as one stream per directory.
 
 :class:`IbbDirectory` implements :class:`mariabinlog.codec.ibb.PageSource`
 (``page(file_no, page_no)`` and ``name(file_no)``) so the pure record reader
@@ -11,16 +14,19 @@ page) is an error naming the file and offset instead of the end of the data.
 
 from __future__ import annotations
 
+import glob
 import mmap
 import os
 import re
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-from ..codec.ibb import PAGE_SIZE
-from ..errors import TruncatedError
+from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
+from ..errors import DecodeError, OptionError, TruncatedError
 
 _IBB_NAME = re.compile(r"binlog-(\d{6,})\.ibb")
+_LEGACY_NUMBER = re.compile(r"\.(\d+)$")
 
 
 def ibb_file_name(file_no: int) -> str:
@@ -32,6 +38,73 @@ def ibb_file_no(path: str) -> int | None:
     """The file number in a ``binlog-NNNNNN.ibb`` path, None for another name."""
     match = _IBB_NAME.fullmatch(os.path.basename(path))
     return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, order=True)
+class BinlogFile:
+    """One binlog file: ``kind`` is ``"ibb"`` or ``"legacy"``; ``file_no`` comes from the
+    `.ibb` header or the legacy name's numeric extension (``mysql-bin.000002`` -> 2)."""
+
+    directory: str
+    kind: str
+    file_no: int
+    path: str
+    size: int
+
+
+def binlog_kind(path: str) -> str | None:
+    """``"ibb"``, ``"legacy"``, ``"empty"`` (a pre-allocated `.ibb` file nothing was written to
+    yet) or None (not a binlog file, or unreadable), from the file's magic bytes."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return None
+    try:
+        return sniff_file(head)
+    except DecodeError:
+        return None
+
+
+def describe_binlog(path: str) -> BinlogFile | None:
+    """The :class:`BinlogFile` for ``path``; None for non-binlog and empty pre-allocated files."""
+    path = os.path.abspath(path)
+    kind = binlog_kind(path)
+    if kind not in ("ibb", "legacy"):
+        return None
+    size = os.path.getsize(path)
+    if kind == "ibb":
+        with open(path, "rb") as handle:
+            header = decode_header_page(handle.read(PAGE_SIZE))
+        if header is None:
+            return None
+        file_no = header.file_no
+    else:
+        match = _LEGACY_NUMBER.search(path)
+        file_no = int(match.group(1)) if match else 0
+    return BinlogFile(os.path.dirname(path), kind, file_no, path, size)
+
+
+def discover_binlogs(spec: str) -> list[BinlogFile]:
+    """The binlog files ``spec`` names: a file, a directory (its binlog files) or a glob.
+
+    Files are ordered by directory, then kind, then number, so the files of one directory form
+    one stream in order.  A spec that names no binlog file is an :class:`OptionError`.
+    """
+    if any(ch in spec for ch in "*?["):
+        candidates = sorted(glob.glob(spec))
+    elif os.path.isdir(spec):
+        candidates = sorted(os.path.join(spec, name) for name in os.listdir(spec))
+    elif os.path.exists(spec):
+        candidates = [spec]
+    else:
+        raise OptionError(f"binlog path {spec!r} does not exist")
+    files = [f for f in (describe_binlog(p) for p in candidates if os.path.isfile(p)) if f is not None]
+    if not files:
+        raise OptionError(f"no binlog files (legacy or .ibb) found at {spec!r}")
+    files.sort()
+    return files
+
 
 
 class _Mapped:

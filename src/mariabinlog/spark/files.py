@@ -1,20 +1,16 @@
-"""Finding binlog files and reading what split planning needs from them (driver side).
+"""Reading what split planning needs from binlog files (driver side).
 
-Private I/O helpers of the Spark layer: which files a path names, their kind and number, the
-GTID state at the start of a legacy file (its Gtid_list event) and the GTID states an `.ibb`
-file records at page 1 and every ``gtid_state_interval`` pages.  All decoding is the codec's;
-this module only opens files.  (A directory listing with kinds and numbers would fit
-``engine/files.py`` too; it lives here until the engine offers one.)
+Private I/O helpers of the Spark layer: the GTID state at the start of a legacy file (its
+Gtid_list event) and the GTID states an `.ibb` file records at page 1 and every
+``gtid_state_interval`` pages.  All decoding is the codec's; this module only opens files.
+Which files a path names is the engine's :func:`~mariabinlog.engine.files.discover_binlogs`.
 """
 
 from __future__ import annotations
 
-import glob
 import mmap
 import os
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from ..codec.events import (
     BINLOG_CHECKPOINT_EVENT,
@@ -32,81 +28,14 @@ from ..codec.ibb import (
     RecordType,
     chunk_at,
     decode_header_page,
-    sniff_file,
 )
 from ..codec.ibb_page import TYPE_MASK, ZERO_PAGE
 from ..codec.stream import EventStreamDecoder
-from ..engine.files import IbbDirectory
-from ..errors import DecodeError, OptionError
+from ..engine.files import BinlogFile, IbbDirectory
+from ..errors import DecodeError
 from .options import state_from_gtids
 
-_LEGACY_NUMBER = re.compile(r"\.(\d+)$")
 _HEAD_BYTES = 1 << 20
-
-
-@dataclass(frozen=True, order=True)
-class BinlogFile:
-    """One binlog file: ``kind`` is ``"ibb"`` or ``"legacy"``; ``file_no`` comes from the
-    `.ibb` header or the legacy name's numeric extension (``mysql-bin.000002`` -> 2)."""
-
-    directory: str
-    kind: str
-    file_no: int
-    path: str
-    size: int
-
-
-def _kind(path: str) -> str | None:
-    """"ibb", "legacy", "empty" (pre-allocated `.ibb`) or None for anything else."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4)
-    except OSError:
-        return None
-    try:
-        return sniff_file(head)
-    except DecodeError:
-        return None
-
-
-def describe(path: str) -> BinlogFile | None:
-    """The :class:`BinlogFile` for ``path``; None for non-binlog and empty pre-allocated files."""
-    path = os.path.abspath(path)
-    kind = _kind(path)
-    if kind not in ("ibb", "legacy"):
-        return None
-    size = os.path.getsize(path)
-    if kind == "ibb":
-        with open(path, "rb") as handle:
-            header = decode_header_page(handle.read(PAGE_SIZE))
-        if header is None:
-            return None
-        file_no = header.file_no
-    else:
-        match = _LEGACY_NUMBER.search(path)
-        file_no = int(match.group(1)) if match else 0
-    return BinlogFile(os.path.dirname(path), kind, file_no, path, size)
-
-
-def discover(spec: str) -> list[BinlogFile]:
-    """The binlog files ``spec`` names: a file, a directory (its binlog files) or a glob.
-
-    Files are ordered by directory, then kind, then number, so the files of one directory form
-    one stream in order.  A spec that names no binlog file is an :class:`OptionError`.
-    """
-    if any(ch in spec for ch in "*?["):
-        candidates = sorted(glob.glob(spec))
-    elif os.path.isdir(spec):
-        candidates = sorted(os.path.join(spec, name) for name in os.listdir(spec))
-    elif os.path.exists(spec):
-        candidates = [spec]
-    else:
-        raise OptionError(f"binlog path {spec!r} does not exist")
-    files = [f for f in (describe(p) for p in candidates if os.path.isfile(p)) if f is not None]
-    if not files:
-        raise OptionError(f"no binlog files (legacy or .ibb) found at {spec!r}")
-    files.sort()
-    return files
 
 
 def legacy_start_state(path: str) -> BinlogState | None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from ..codec.gtid import BinlogState
 from ..codec.ibb import PAGE_SIZE
-from .files import BinlogFile, ibb_state_points, legacy_start_state
+from ..engine.files import BinlogFile
+from .files import ibb_state_points, legacy_start_state
 from .options import ScanOptions
 
 

@@ -54,7 +54,7 @@ from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
 from ..errors import OptionError
-from .files import BinlogFile, discover
+from ..engine.files import BinlogFile, discover_binlogs
 from .options import ScanOptions
 from .plan import Split, plan
 from .read import SplitReader, read_splits
@@ -114,7 +114,7 @@ class MariabinlogDataSource(DataSource):
     def schema(self) -> StructType:
         options = self._options()
         if options.view == "rows" and options.table is not None:
-            table_map = find_table_map(discover(source_path(self.options)), options.table)
+            table_map = find_table_map(discover_binlogs(source_path(self.options)), options.table)
             return rows_schema(typed_row_struct(table_map)[0])
         return SCHEMAS[options.view]
 
@@ -136,7 +136,7 @@ class BinlogReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        parts = plan(discover(self.path), self.options)
+        parts = plan(discover_binlogs(self.path), self.options)
         return [BinlogPartition(i, tuple(splits)) for i, splits in enumerate(parts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

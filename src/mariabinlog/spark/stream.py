@@ -42,7 +42,8 @@ from ..codec.ibb import PAGE_SIZE, CommitRecord, RecordReader, RecordType
 from ..codec.stream import EventStreamDecoder, iter_legacy_events
 from ..engine.files import IbbDirectory
 from ..errors import DecodeError, OptionError, TruncatedError
-from .files import BinlogFile, discover, read_whole
+from ..engine.files import BinlogFile, discover_binlogs
+from .files import read_whole
 from .options import ScanOptions
 from .plan import Split, pack
 from .read import META_EVENTS, ends_group, read_splits
@@ -55,7 +56,7 @@ def _files(directory: str) -> list[BinlogFile]:
     if not os.path.isdir(directory):
         raise OptionError(f"a mariabinlog stream reads a directory; {directory!r} is not one")
     try:
-        files = discover(directory)
+        files = discover_binlogs(directory)
     except OptionError:
         return []
     kinds = {f.kind for f in files}

@@ -60,8 +60,8 @@ from ..codec.events import (
     reframe,
 )
 from ..codec.gtid import BinlogState, Gtid
+from ..engine.files import binlog_kind
 from ..errors import DecodeError, MariabinlogError
-from .listing import file_magic
 from .sink import EventSink
 
 PROG = "mariadb-binlog"
@@ -73,7 +73,6 @@ MIN_MAX_SIZE = 4096
 MAX_MAX_SIZE = 1 << 32
 _LOG_POS = struct.Struct("<I")
 _BINLOG_MAGIC = b"\xfebin"
-_IBB_MAGIC = b"\xfe\xfe\x0d\x01"
 
 
 class ConvertError(MariabinlogError):
@@ -90,7 +89,7 @@ def convert_main(opts: Any, files: list[str], err: Any) -> int:
         )
     if opts.convert_engine_binlog:
         _check_ibb_options(opts)
-        if any(file_magic(f) == _BINLOG_MAGIC for f in files):
+        if any(binlog_kind(f) == "legacy" for f in files):
             raise OptionExit(
                 "ERROR: The --convert-engine-binlog option requires InnoDB-engine binlog input files", 1
             )
@@ -101,7 +100,7 @@ def convert_main(opts: Any, files: list[str], err: Any) -> int:
 
     else:
         _check_legacy_options(opts)
-        if any(file_magic(f) == _IBB_MAGIC for f in files):
+        if any(binlog_kind(f) == "ibb" for f in files):
             raise OptionExit(
                 "ERROR: The --convert-to-engine-binlog option requires legacy binlog input files", 1
             )

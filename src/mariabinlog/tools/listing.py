@@ -249,12 +249,12 @@ def events_main(argv: list[str]) -> int:
 
 def binary_logs(directory: str) -> list[tuple[str, int]]:
     """SHOW BINARY LOGS for ``directory``: (name, size) of each binlog file, in order."""
-    from ..engine.files import ibb_file_no
+    from ..engine.files import binlog_kind, ibb_file_no
 
     names = sorted(os.listdir(directory))
     ibb = sorted((n for n in names if ibb_file_no(n) is not None), key=ibb_file_no)  # type: ignore[arg-type,return-value]
     if ibb:
-        written = [n for n in ibb if file_magic(os.path.join(directory, n)) == b"\xfe\xfe\x0d\x01"]
+        written = [n for n in ibb if binlog_kind(os.path.join(directory, n)) == "ibb"]
         if written:
             last = ibb.index(written[-1])
             ibb = ibb[: last + 1]
@@ -263,17 +263,8 @@ def binary_logs(directory: str) -> list[tuple[str, int]]:
         return [(n, os.path.getsize(os.path.join(directory, n))) for n in ibb]
     listed = _index_names(directory, names)
     if listed is None:
-        listed = [n for n in names if file_magic(os.path.join(directory, n)) == b"\xfebin"]
+        listed = [n for n in names if binlog_kind(os.path.join(directory, n)) == "legacy"]
     return [(n, os.path.getsize(os.path.join(directory, n))) for n in listed]
-
-
-def file_magic(path: str) -> bytes:
-    """The first 4 bytes of ``path`` (empty when it cannot be read)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4)
-    except OSError:
-        return b""
 
 
 def _index_names(directory: str, names: list[str]) -> list[str] | None:
