@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -169,6 +170,29 @@ def test_automatic_purge_by_size_and_age_and_replica_count(open_engine) -> None:
     while aged.files_list()[0].file_no < aged.status().file_no - 1 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert aged.files_list()[0].file_no >= aged.status().file_no - 1
+
+
+def test_close_while_an_automatic_purge_starts(open_engine) -> None:
+    """close() must not hold the admin lock while it waits for the background thread, which
+    may be about to take that lock for an automatic purge (a deadlock seen in CI)."""
+    engine = open_engine(max_total_size=4 * 64 * 1024)
+    fill_files(engine, 2)
+    started = threading.Event()
+    purge = engine._auto_purge
+
+    def slow_purge(explicit: bool = False) -> list[int]:
+        started.set()
+        time.sleep(0.3)  # close() begins meanwhile
+        return purge(explicit)
+
+    engine._auto_purge = slow_purge
+    engine._purge_due = True
+    engine._wake.set()
+    assert started.wait(5)
+    closer = threading.Thread(target=engine.close, daemon=True)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive() and engine.closed
 
 
 def test_reset_master(open_engine, engine_dir: Path) -> None:

@@ -1171,16 +1171,19 @@ class Engine:
         """Clean shutdown: checkpoint (everything durable, last page written), stop threads."""
         if self.closed:
             return
+        with self._lock:
+            if self.closed:
+                return
+            self.fifo.check()
+            self.closed = True
+        # The background thread is stopped before taking the admin lock: an automatic purge
+        # it is starting waits for that lock (and then sees the engine closed).
+        self._wake.set()
+        if self._background is not None:
+            self._background.join()
         with self._admin:
             with self._lock:
-                if self.closed:
-                    return
-                self.fifo.check()
                 capture = self._capture()
-                self.closed = True
-            self._wake.set()
-            if self._background is not None:
-                self._background.join()
             self._checkpoint_now(capture)
             with self._dur_cond:
                 self._dur_cond.notify_all()
