@@ -1078,31 +1078,7 @@ class Printer:
                         b" waited" if flags2 & FL_WAITED else b"",
                     )
                 )
-                allow = bool(flags2 & FL_ALLOW_PARALLEL)
-                if not self.allow_parallel_printed or self.allow_parallel != allow:
-                    h.append(
-                        b"/*M!100101 SET @@session.skip_parallel_replication=%d*/%s\n"
-                        % (0 if allow else 1, DELIM)
-                    )
-                    self.allow_parallel = allow
-                    self.allow_parallel_printed = True
-                if not self.domain_id_printed or self.domain_id != domain_id:
-                    h.append(
-                        b"/*M!100001 SET @@session.gtid_domain_id=%d*/%s\n"
-                        % (domain_id, DELIM)
-                    )
-                    self.domain_id = domain_id
-                    self.domain_id_printed = True
-                if not self.server_id_printed or self.server_id != ev.server_id:
-                    h.append(
-                        b"/*M!100001 SET @@session.server_id=%d*/%s\n"
-                        % (ev.server_id, DELIM)
-                    )
-                    self.server_id = ev.server_id
-                    self.server_id_printed = True
-                h.append(
-                    b"/*M!100001 SET @@session.gtid_seq_no=%d*/%s\n" % (seq_no, DELIM)
-                )
+                self._gtid_session(h, flags2, domain_id, ev.server_id, seq_no)
             if not flags2 & FL_STANDALONE:
                 h.append(_COMMIT_DELIM if opt.flashback else _START_TRANSACTION)
             self.gtid_flags2 = flags2
@@ -1115,14 +1091,31 @@ class Printer:
             return
         self._gtid_full(ev)
 
+    def _gtid_session(self, h: list[bytes], flags2: int, domain_id: int, server_id: int, seq_no: int) -> None:
+        """The session variables a GTID event sets, each only when it changed (the tool's
+        output cache): skip_parallel_replication, gtid_domain_id, server_id, gtid_seq_no."""
+        allow = bool(flags2 & FL_ALLOW_PARALLEL)
+        if not self.allow_parallel_printed or self.allow_parallel != allow:
+            h.append(b"/*M!100101 SET @@session.skip_parallel_replication=%d*/%s\n" % (0 if allow else 1, DELIM))
+            self.allow_parallel = allow
+            self.allow_parallel_printed = True
+        if not self.domain_id_printed or self.domain_id != domain_id:
+            h.append(b"/*M!100001 SET @@session.gtid_domain_id=%d*/%s\n" % (domain_id, DELIM))
+            self.domain_id = domain_id
+            self.domain_id_printed = True
+        if not self.server_id_printed or self.server_id != server_id:
+            h.append(b"/*M!100001 SET @@session.server_id=%d*/%s\n" % (server_id, DELIM))
+            self.server_id = server_id
+            self.server_id_printed = True
+        h.append(b"/*M!100001 SET @@session.gtid_seq_no=%d*/%s\n" % (seq_no, DELIM))
+
     def _gtid_full(self, ev: EventView) -> None:
         g: GtidEvent = ev.decoded()
         opt = self.opt
         h = self.head
-        seq = b"%d" % g.seq_no
         if not opt.short_form and not opt.flashback:
             self.header(ev, h)
-            parts = [b"\tGTID %d-%d-%s" % (g.domain_id, ev.server_id, seq)]
+            parts = [b"\tGTID %d-%d-%d" % (g.domain_id, ev.server_id, g.seq_no)]
             flags2 = g.flags2
             if flags2 & FL_GROUP_COMMIT_ID:
                 parts.append(b" cid=%d" % (g.commit_id or 0))
@@ -1143,29 +1136,7 @@ class Printer:
                 parts.append(b" thread_id=%d" % (g.thread_id or 0))
             parts.append(b"\n")
             h.append(b"".join(parts))
-            allow = bool(flags2 & FL_ALLOW_PARALLEL)
-            if not self.allow_parallel_printed or self.allow_parallel != allow:
-                h.append(
-                    b"/*M!100101 SET @@session.skip_parallel_replication=%d*/%s\n"
-                    % (0 if allow else 1, DELIM)
-                )
-                self.allow_parallel = allow
-                self.allow_parallel_printed = True
-            if not self.domain_id_printed or self.domain_id != g.domain_id:
-                h.append(
-                    b"/*M!100001 SET @@session.gtid_domain_id=%d*/%s\n"
-                    % (g.domain_id, DELIM)
-                )
-                self.domain_id = g.domain_id
-                self.domain_id_printed = True
-            if not self.server_id_printed or self.server_id != ev.server_id:
-                h.append(
-                    b"/*M!100001 SET @@session.server_id=%d*/%s\n"
-                    % (ev.server_id, DELIM)
-                )
-                self.server_id = ev.server_id
-                self.server_id_printed = True
-            h.append(b"/*M!100001 SET @@session.gtid_seq_no=%s*/%s\n" % (seq, DELIM))
+            self._gtid_session(h, flags2, g.domain_id, ev.server_id, g.seq_no)
         if g.flags2 & FL_PREPARED_XA and not opt.flashback:
             h.append(
                 b"XA START %s%s\n"
