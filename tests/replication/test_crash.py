@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mariadb_server import MariaDBServer, MariaDBServerFactory
@@ -62,6 +63,18 @@ def _kill_cycles(command: list[str], seed: int, low: float, high: float) -> int:
     return killed
 
 
+def _kill_under_load_then_catch_up(command: list[str], load: Any, low: float, high: float) -> None:
+    """SIGKILL ``command`` at random points while ``load`` writes (:func:`_kill_cycles`), then
+    run it once more without ``--stop-never`` so it catches up and exits cleanly."""
+    seed = random.randrange(1 << 30)
+    print(f"kill seed {seed}")
+    with load:
+        killed = _kill_cycles(command, seed, low, high)
+    assert killed >= KILLS - 1
+    final = subprocess.run([c for c in command if c != "--stop-never"], env=_env(), capture_output=True, timeout=300)
+    assert final.returncode == 0, final.stderr.decode()
+
+
 @pytest.fixture
 def busy_primary(mariadb_server_factory: MariaDBServerFactory, load_factory):  # type: ignore[no-untyped-def]
     """A fresh primary with one table per domain and writers running in four domains (with DDL)."""
@@ -89,14 +102,8 @@ def test_archiver_survives_sigkill(busy_primary, tmp_path: Path) -> None:  # typ
     directory = tmp_path / "arch"
     command = _command("archive", "--from", _url(primary, REPL_USER, REPL_PASSWORD), "--dir", str(directory),
                        "--stop-never", "--heartbeat", "0.5", "--max-binlog-size", "128K", "--quiet")
-    seed = random.randrange(1 << 30)
-    print(f"kill seed {seed}")
-    with load:
-        killed = _kill_cycles(command, seed, 0.4, 2.0)
-    assert killed >= KILLS - 1
-    # Catch up without following, then compare with the primary's binlog.
-    final = subprocess.run([c for c in command if c != "--stop-never"], env=_env(), capture_output=True, timeout=300)
-    assert final.returncode == 0, final.stderr.decode()
+    _kill_under_load_then_catch_up(command, load, 0.4, 2.0)
+    # Then compare with the primary's binlog.
     archived = [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
     assert not [g for g, n in Counter(archived).items() if n > 1], "a group was stored twice"
     assert archived == binlog_gtids(primary)
@@ -107,13 +114,7 @@ def test_replicate_survives_sigkill(busy_primary, mariadb_server_factory: MariaD
     target = mariadb_server_factory("--log-bin", "--server-id=2", name="crash-target")
     command = _command("replicate", "--from", _url(primary, REPL_USER, REPL_PASSWORD), "--to", _url(target),
                        "--stop-never", "--heartbeat", "0.5", "--parallel", "4", "--quiet")
-    seed = random.randrange(1 << 30)
-    print(f"kill seed {seed}")
-    with load:
-        killed = _kill_cycles(command, seed, 0.8, 2.5)
-    assert killed >= KILLS - 1
-    final = subprocess.run([c for c in command if c != "--stop-never"], env=_env(), capture_output=True, timeout=300)
-    assert final.returncode == 0, final.stderr.decode()
+    _kill_under_load_then_catch_up(command, load, 0.8, 2.5)
     tables = [f"k.t{d}" for d in DOMAINS]
     assert target.checksum_table(*tables) == primary.checksum_table(*tables)
     assert sorted(r[0] for r in target.rows("SHOW TABLES FROM k")) == sorted(r[0] for r in primary.rows("SHOW TABLES FROM k"))
