@@ -492,16 +492,24 @@ class _Session(threading.Thread):
                 )
                 return
         declared = (self.user_vars.get("master_binlog_checksum") or "").upper()
-        stream = _Stream(self, reader, start, declared == "CRC32", command)
-        stream.strict = (self.user_vars.get("slave_gtid_strict_mode") or "0").strip().upper() in ("1", "ON", "TRUE")
-        stream.until = None if until is None else dict(until.items())
-        stream.run(first_file)
+        strict = (self.user_vars.get("slave_gtid_strict_mode") or "0").strip().upper() in ("1", "ON", "TRUE")
+        _Stream(self, reader, start, declared == "CRC32", command, strict=strict, until=until).run(first_file)
 
 
 class _Stream:
     """The events of one dump: synthesized positions, rotates, heartbeats."""
 
-    def __init__(self, session: _Session, reader: ArchiveReader, start: ConnectState, crc: bool, command: P.BinlogDump) -> None:
+    def __init__(
+        self,
+        session: _Session,
+        reader: ArchiveReader,
+        start: ConnectState,
+        crc: bool,
+        command: P.BinlogDump,
+        *,
+        strict: bool = False,
+        until: ConnectState | None = None,
+    ) -> None:
         self.session = session
         self.reader = reader
         self.start = start
@@ -515,11 +523,11 @@ class _Stream:
         self.pos = 4
         self.out = bytearray()
         #: ``@slave_gtid_strict_mode``: a start GTID inside a hole of the archive is an error.
-        self.strict = False
+        self.strict = strict
         #: Start GTIDs (per domain) whose domain has not reached them yet.
         self.awaiting = {g.domain: g for g in start.values() if g.seq}
         #: ``@slave_until_gtid``: the GTIDs to stop at (domains leave it when reached).
-        self.until: dict[int, Gtid] | None = None
+        self.until: dict[int, Gtid] | None = None if until is None else dict(until.items())
         #: The stream's binlog state, for the UNTIL_REACHED Gtid_list.
         self.state = BinlogState.from_list(start.values())
 
@@ -645,11 +653,9 @@ class _Stream:
                     return
                 self.state.update(group.gtid)
                 send, reached = self._until(group)
-                if not send:
-                    pass
-                elif engine_style:
+                if send and engine_style:
                     self._send_group_engine_style(group)
-                else:
+                elif send:
                     if group.source != self.file or self.pos > _ROTATE_AT:
                         self._rotate_to(group.source)
                     for raw in group.raw:
