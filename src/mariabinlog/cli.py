@@ -17,10 +17,15 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING
 
 from mariabinlog import __version__
 from mariabinlog.errors import MariabinlogError
+
+if TYPE_CHECKING:
+    from mariabinlog.replication.client import StreamEvent
+    from mariabinlog.tools.dump_options import DumpOptions
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -42,9 +47,45 @@ class LazyCommand:
         register(subparsers)
 
 
+def remote_events(opts: DumpOptions, start: str) -> Generator[StreamEvent, None, None]:
+    """``dump --read-from-remote-server``'s event source: the replication client's GTID dump.
+
+    The tools and the replication package are siblings that never import each
+    other; the command line is where the dump meets the client.
+    """
+    from mariabinlog.replication.client import BinlogClient
+    from mariabinlog.replication.net import ConnectionOptions
+
+    client = BinlogClient(
+        ConnectionOptions(
+            host=opts.host or "127.0.0.1",
+            port=opts.port or 3306,
+            socket=opts.socket,
+            user=opts.user or "root",
+            password=opts.password or "",
+        ),
+        start=start,
+        blocking=opts.stop_never,
+        annotate=not opts.skip_annotate,
+        register=False,
+        checksum="NONE",
+    )
+    try:
+        yield from client.events()
+    finally:
+        client.close()
+
+
+def add_dump_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``dump`` with the replication client as its remote event source."""
+    from mariabinlog.tools.dump_cli import add_dump_parser
+
+    add_dump_parser(subparsers, remote=remote_events)
+
+
 #: Subcommand registrars, in the order ``--help`` lists them.
 COMMANDS: tuple[LazyCommand, ...] = (
-    LazyCommand("dump", "mariabinlog.tools.dump", "add_dump_parser"),
+    LazyCommand("dump", "mariabinlog.cli", "add_dump_command"),
     LazyCommand("events", "mariabinlog.tools.listing", "add_events_parser"),
     LazyCommand("files", "mariabinlog.tools.listing", "add_files_parser"),
     LazyCommand("replicate", "mariabinlog.replication.cli", "add_replicate_parser"),

@@ -88,6 +88,19 @@ class OptionError(MariabinlogError, ValueError):
     """Invalid or conflicting options (message texts follow mariadb-binlog's)."""
 
 
+class OptionExit(MariabinlogError):
+    """Option handling ended a tool run: the text for stderr and the exit status.
+
+    mariadb-binlog exits with a status of its own per kind of option error (2 for
+    an unknown option, 9 for a bad number suffix, ...); the tools keep them.
+    """
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
 class GtidStrictModeError(MariabinlogError):
     """GTID strict mode was violated (out-of-order GTID, position never reached)."""
 

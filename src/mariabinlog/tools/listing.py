@@ -238,7 +238,8 @@ def events_main(argv: list[str]) -> int:
     The server lists what its files hold without judging GTID order, so strict
     mode is off unless ``--gtid-strict-mode`` is given.
     """
-    from .dump import dump_main, leading_defaults_options
+    from .dump_cli import dump_main
+    from .dump_options import leading_defaults_options
 
     lead = leading_defaults_options(argv)
     return dump_main([*argv[:lead], "--skip-gtid-strict-mode", *argv[lead:]], sink=ListingSink)
