@@ -115,3 +115,21 @@ class LogInUseError(EngineError):
 
 class ReplicationError(MariabinlogError):
     """A replication peer misbehaved or refused us (protocol, auth, unknown GTID)."""
+
+
+class MalformedPacketError(DecodeError, ReplicationError):
+    """The peer sent bytes that do not follow the protocol (offset is into the packet payload)."""
+
+
+class LocalProtocolError(ReplicationError):
+    """The caller used a protocol state machine in a way the protocol does not allow."""
+
+
+class ServerError(ReplicationError):
+    """The peer answered with an ERR packet: MariaDB error ``code``, ``sql_state`` and message."""
+
+    def __init__(self, code: int, sql_state: str, message: str) -> None:
+        self.code = code
+        self.sql_state = sql_state
+        self.message = message
+        super().__init__(f"ERROR {code} ({sql_state}): {message}")

@@ -49,8 +49,7 @@ from typing import Any
 
 from ..codec import events as E
 from ..codec.gtid import ConnectState, Gtid, GtidList
-from ..codec.protocol import ServerError
-from ..errors import ReplicationError, UnsupportedError
+from ..errors import ReplicationError, ServerError, UnsupportedError
 from .filters import Decision, GroupFilter
 from .groups import EventGroup
 from .net import Connection, ConnectionLostError, ConnectionOptions, sql_string

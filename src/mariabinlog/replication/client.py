@@ -46,10 +46,9 @@ from ..codec.protocol import (
     BinlogDump,
     EndOfStream,
     RegisterSlave,
-    ServerError,
 )
 from ..codec.stream import EventStreamDecoder
-from ..errors import DecodeError, OptionError
+from ..errors import DecodeError, OptionError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionLostError, ConnectionOptions, sql_string
 
