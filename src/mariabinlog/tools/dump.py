@@ -48,10 +48,11 @@ from ..codec.events import (
     DecodeContext,
     event_type_name,
 )
-from ..codec.gtid import Gtid, GtidFilter
+from ..codec.gtid import Gtid
 from ..errors import DecodeError, MariabinlogError, OptionError, OptionExit
 from . import printer as P
 from .dump_options import PROG, DumpOptions, base64_mode, parse_datetime, write_line
+from .gtid_filter import GtidFilter
 
 BINLOG_MAGIC = b"\xfebin"
 IBB_MAGIC = b"\xfe\xfe\x0d\x01"

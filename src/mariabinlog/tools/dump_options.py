@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..codec.gtid import GtidFilter
 from ..errors import OptionExit
 from . import printer as P
+from .gtid_filter import GtidFilter
 
 PROG = "mariadb-binlog"
 
