@@ -19,7 +19,7 @@ from typing import IO, Any
 from ..codec.gtid import ConnectState
 from ..errors import ReplicationError
 from .apply import PositionTable, Replicator
-from .filters import GroupFilter, parse_ids
+from .filters import GroupFilter, option_ids
 from .net import ConnectionLostError, ConnectionOptions
 from .progress import Progress, Reporter
 from .sources import PrimarySource, open_source
@@ -144,10 +144,10 @@ def replicate_main(args: argparse.Namespace) -> int:
     group_filter = GroupFilter(
         start=start,
         stop=_state("stop-position", args.stop_position),
-        do_domains=parse_ids("do-domain-ids", args.do_domain_ids),
-        ignore_domains=parse_ids("ignore-domain-ids", args.ignore_domain_ids),
-        do_servers=parse_ids("do-server-ids", args.do_server_ids),
-        ignore_servers=parse_ids("ignore-server-ids", args.ignore_server_ids),
+        do_domains=option_ids("do-domain-ids", args.do_domain_ids),
+        ignore_domains=option_ids("ignore-domain-ids", args.ignore_domain_ids),
+        do_servers=option_ids("do-server-ids", args.do_server_ids),
+        ignore_servers=option_ids("ignore-server-ids", args.ignore_server_ids),
         strict=args.strict,
     )
     client_options: dict[str, object] = {"heartbeat": args.heartbeat, "strict": False, "reconnect": args.reconnect}
