@@ -393,6 +393,13 @@ class Dumper:
         try:
             size = os.fstat(fd).st_size
             data: Any = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:  # not a regular file (a directory, a pipe): not mappable
+            p.drain()
+            write_line(
+                self.err,
+                f"{PROG}: Can't read file '{name}' (Errcode: {exc.errno} \"{exc.strerror}\")",
+            )
+            return ERROR_STOP
         finally:
             os.close(fd)
         try:
