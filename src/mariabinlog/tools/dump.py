@@ -26,6 +26,7 @@ progress bar follows the reading (:mod:`.progress`).
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import re
@@ -71,9 +72,9 @@ _GTID_HEAD = struct.Struct("<QI")
 OK_CONTINUE = 0
 ERROR_STOP = 1
 OK_STOP = 2
-OK_EOF = 3
 
-_MAX_POS = (1 << 64) - 1
+log = logging.getLogger(__name__)
+
 #: Bytes of a mapped binlog between two releases of the pages already printed.
 _RELEASE_STEP = 4 << 20
 #: Input bytes between two writes of the pending output (and progress updates).
@@ -402,6 +403,7 @@ class Dumper:
             return ERROR_STOP
         finally:
             os.close(fd)
+        log.debug("reading '%s' (%d bytes)", name, size)
         try:
             head = bytes(data[:4])
             if len(head) < 4:

@@ -10,6 +10,7 @@ for ``--read-from-remote-server``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any, BinaryIO
 
 from ..errors import MariabinlogError
 from .dump import Dumper, RemoteSource
-from .dump_options import PROG, DumpOptions, OptionExit, parse_options, write_line
+from .dump_options import PROG, DumpOptions, OptionExit, log_level, parse_options, write_line
 from .progress import progress_for
 
 _USAGE = f"""{PROG} (mariabinlog) for MariaDB binary logs (legacy and .ibb)
@@ -34,6 +35,8 @@ mariadb-binlog's options, plus:
   --max-binlog-size=N           size at which a converted file is rotated (1G)
   --convert-to-engine-binlog=DIR
                                 write legacy input into DIR as .ibb files (the engine)
+  --log-level=LEVEL             mariabinlog's diagnostics on stderr from LEVEL on
+                                (DEBUG, INFO, WARNING, ERROR; -v stays row verbosity)
 A progress bar is shown on stderr when it is a terminal and stdout is not.
 """
 
@@ -66,6 +69,8 @@ def dump_main(
         if opts.version:
             sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
             return 0
+        if opts.log_level is not None:
+            logging.getLogger("mariabinlog").setLevel(log_level(opts.log_level))
         if not files and not (opts.remote and opts.start_position):
             err.write(_USAGE)
             return 1
