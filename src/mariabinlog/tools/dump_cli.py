@@ -154,24 +154,14 @@ def _convert(opts: DumpOptions, files: list[str], err: Any) -> int:
     from . import convert  # imports the engine: slow, and only conversions need it
 
     dumper = Dumper(opts, err, convert.conversion_sink(opts, files, err), progress_for(err, None))
-    dumper.out_stream = _NoOutput()
-    try:
-        return dumper.run(files)
-    except MariabinlogError as exc:
-        write_line(err, f"ERROR: {exc}")
-        dumper.printer.finish(False)
-        return 1
-
-
-class _NoOutput:
-    """stdout stand-in: the conversions write files, never standard output."""
-
-    def write(self, data: bytes) -> int:
-        """Discard ``data``."""
-        return len(data)
-
-    def flush(self) -> None:
-        """Nothing to flush."""
+    with open(os.devnull, "wb") as nowhere:  # the conversions write files, never stdout
+        dumper.out_stream = nowhere
+        try:
+            return dumper.run(files)
+        except MariabinlogError as exc:
+            write_line(err, f"ERROR: {exc}")
+            dumper.printer.finish(False)
+            return 1
 
 
 def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
