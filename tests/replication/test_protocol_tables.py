@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 import pytest
 
 from mariabinlog.codec import protocol as P
@@ -14,7 +16,9 @@ from mariabinlog.codec import protocol as P
         (P.SERVER_TRANSITIONS, P.ServerState, P.ServerProtocol),
     ],
 )
-def test_every_state_has_a_row_and_every_trigger_is_real(table: dict, states: type, machine: type) -> None:  # type: ignore[type-arg]
+def test_every_state_has_a_row_and_every_trigger_is_real(
+    table: dict[Enum, dict[type | str, Enum]], states: type[Enum], machine: type
+) -> None:
     assert set(table) == set(states)
     for row in table.values():
         for trigger, target in row.items():
