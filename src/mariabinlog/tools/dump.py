@@ -22,6 +22,11 @@ EVENTS listing (:mod:`.listing`), for ``--convert-engine-binlog`` and
 are mapped, printed in bounded steps (the pages already read are handed back,
 so memory does not grow with the file) and, when stderr is a terminal, a
 progress bar follows the reading (:mod:`.progress`).
+
+This module is the reader loop.  The options are parsed in :mod:`.dump_options`
+(GTID positions and id filters in :mod:`.gtid_filter`), the command that picks
+the sink and runs the loop is :mod:`.dump_cli`; ``--read-from-remote-server``
+reads a :data:`RemoteSource` that the ``mariabinlog`` command wires in.
 """
 
 from __future__ import annotations
