@@ -24,14 +24,12 @@ from mariabinlog.codec.gtid import (
     U64_MAX,
     BinlogState,
     ConnectState,
-    Diagnostics,
     Gtid,
-    GtidFilter,
     GtidList,
-    Position,
-    _mysys_hash_order,
+    mysys_hash_order,
 )
 from mariabinlog.errors import GtidError, GtidStrictModeError, OptionError
+from mariabinlog.tools.gtid_filter import Diagnostics, GtidFilter, Position
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 
@@ -400,7 +398,7 @@ def test_binlog_state_mariadb_order() -> None:
      ([5, 0, 1], [1, 0, 5]), ([1, 5, 0], [5, 0, 1]), ([7, 1, 8, 0], [1, 0, 7, 8])],
 )
 def test_mysys_hash_order(keys: list[int], order: list[int]) -> None:
-    assert _mysys_hash_order(keys) == order
+    assert mysys_hash_order(keys) == order
 
 
 @pytest.mark.parametrize(

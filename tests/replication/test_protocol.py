@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mariabinlog.codec import protocol as P
+from mariabinlog.codec.columns import MYSQL_TYPE_LONGLONG
 from mariabinlog.codec.events import LOG_EVENT_ARTIFICIAL_F, GtidEvent, RotateEvent
 from mariabinlog.errors import DecodeError, ReplicationError
 
@@ -189,13 +190,13 @@ def test_query_result_set_with_nulls_and_multi_results() -> None:
     server.receive_data(client.send_query("SELECT 1; SET @a=1"))
     (query,) = _drain(server)
     assert query == P.Query(b"SELECT 1; SET @a=1")
-    columns = (P.Column("a"), P.Column("b", type=P.MYSQL_TYPE_LONGLONG))
+    columns = (P.Column("a"), P.Column("b", type=MYSQL_TYPE_LONGLONG))
     rows = ((b"x", None), (b"", b"12"), (b"y" * 300, b"0"))
     wire = server.send_result_set(columns, rows)
     client.receive_data(wire)
     (result,) = _drain(client)
     assert isinstance(result, P.ResultSet)
-    assert [c.name for c in result.columns] == ["a", "b"] and result.columns[1].type == P.MYSQL_TYPE_LONGLONG
+    assert [c.name for c in result.columns] == ["a", "b"] and result.columns[1].type == MYSQL_TYPE_LONGLONG
     assert result.rows == rows and result.scalar() == b"x"
     assert client.state is P.ClientState.READY
 

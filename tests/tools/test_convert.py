@@ -37,7 +37,7 @@ from mariabinlog.codec.events import (
 )
 from mariabinlog.codec.stream import iter_legacy_events
 from mariabinlog.engine.check import check_directory
-from mariabinlog.tools.dump import dump_main
+from mariabinlog.tools.dump_cli import dump_main
 from mariabinlog.tools.listing import binary_logs
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"

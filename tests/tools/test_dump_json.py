@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mariabinlog.tools.dump import dump_main
+from mariabinlog.tools.dump_cli import dump_main
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 LISTINGS = sorted(CORPUS.glob("events/*/*.tsv"))

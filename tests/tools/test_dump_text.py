@@ -32,7 +32,7 @@ import pytest
 from mariabinlog.codec.ibb import CommitRecord, GtidState, PageWriter, RecordType
 from mariabinlog.codec.stream import iter_legacy_events
 from mariabinlog.engine.files import IbbDirectory, ibb_file_name, ibb_file_no
-from mariabinlog.tools.dump import dump_main
+from mariabinlog.tools.dump_cli import dump_main
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TOOL = shutil.which("mariadb-binlog")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -17,12 +18,14 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ..codec.gtid import ConnectState
-from ..errors import ReplicationError
+from ..errors import ConnectionLostError, ReplicationError
 from .apply import PositionTable, Replicator
-from .filters import GroupFilter, parse_ids
-from .net import ConnectionLostError, ConnectionOptions
+from .filters import GroupFilter, option_ids
+from .net import ConnectionOptions
 from .progress import Progress, Reporter
 from .sources import PrimarySource, open_source
+
+log = logging.getLogger(__name__)
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -144,10 +147,10 @@ def replicate_main(args: argparse.Namespace) -> int:
     group_filter = GroupFilter(
         start=start,
         stop=_state("stop-position", args.stop_position),
-        do_domains=parse_ids("do-domain-ids", args.do_domain_ids),
-        ignore_domains=parse_ids("ignore-domain-ids", args.ignore_domain_ids),
-        do_servers=parse_ids("do-server-ids", args.do_server_ids),
-        ignore_servers=parse_ids("ignore-server-ids", args.ignore_server_ids),
+        do_domains=option_ids("do-domain-ids", args.do_domain_ids),
+        ignore_domains=option_ids("ignore-domain-ids", args.ignore_domain_ids),
+        do_servers=option_ids("do-server-ids", args.do_server_ids),
+        ignore_servers=option_ids("ignore-server-ids", args.ignore_server_ids),
         strict=args.strict,
     )
     client_options: dict[str, object] = {"heartbeat": args.heartbeat, "strict": False, "reconnect": args.reconnect}
@@ -164,7 +167,7 @@ def replicate_main(args: argparse.Namespace) -> int:
             if not stopping.is_set():
                 raise
     for gtid in group_filter.unreached():
-        print(f"mariabinlog replicate: WARNING: did not reach stop position {gtid}", file=sys.stderr)
+        log.warning("did not reach stop position %s", gtid)
     return 0
 
 

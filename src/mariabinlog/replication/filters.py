@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from ..codec.gtid import ConnectState, Gtid
+from ..codec.gtid import ConnectState, Gtid, IdFilter, parse_ids
 from ..errors import GtidStrictModeError, OptionError
 
 
@@ -56,10 +56,12 @@ class GroupFilter:
             raise OptionError("--do-server-ids and --ignore-server-ids cannot be used together")
         self.start = start.copy() if start is not None else ConnectState()
         self.stop = stop
-        self.do_domains = frozenset(do_domains) if do_domains is not None else None
-        self.ignore_domains = frozenset(ignore_domains or ())
-        self.do_servers = frozenset(do_servers) if do_servers is not None else None
-        self.ignore_servers = frozenset(ignore_servers or ())
+        self.ids = IdFilter(
+            frozenset(do_domains) if do_domains is not None else None,
+            frozenset(ignore_domains or ()),
+            frozenset(do_servers) if do_servers is not None else None,
+            frozenset(ignore_servers or ()),
+        )
         self.strict = strict
         self._seen: dict[int, int] = {}
         self._passed: set[int] = set()
@@ -104,15 +106,7 @@ class GroupFilter:
                 self._reached.add(domain)
                 if seq > until.seq:
                     return Decision.SKIP
-        if self.do_domains is not None and domain not in self.do_domains:
-            return Decision.SKIP
-        if domain in self.ignore_domains:
-            return Decision.SKIP
-        if self.do_servers is not None and server not in self.do_servers:
-            return Decision.SKIP
-        if server in self.ignore_servers:
-            return Decision.SKIP
-        return Decision.APPLY
+        return Decision.APPLY if self.ids.allows(domain, server) else Decision.SKIP
 
     def unreached(self) -> list[Gtid]:
         """Stop GTIDs not reached (for the end-of-run warning)."""
@@ -121,16 +115,6 @@ class GroupFilter:
         return [gtid for domain, gtid in self.stop.items() if domain not in self._reached]
 
 
-def parse_ids(option: str, text: str | None) -> frozenset[int] | None:
-    """``1,2,3`` as a set of u32 ids (None when the option is absent)."""
-    if text is None:
-        return None
-    ids = set()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit() or int(part) > 0xFFFFFFFF:
-            raise OptionError(f"--{option}: {part!r} is not an id between 0 and 4294967295")
-        ids.add(int(part))
-    return frozenset(ids)
+def option_ids(option: str, text: str | None) -> frozenset[int] | None:
+    """``--option=1,2,3`` as a set of u32 ids (None when the option is absent)."""
+    return None if text is None else parse_ids(f"--{option}", text)

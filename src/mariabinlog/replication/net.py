@@ -32,13 +32,9 @@ from ..codec.protocol import (
     ResultSet,
     Row,
 )
-from ..errors import OptionError, ReplicationError
+from ..errors import ConnectionLostError, OptionError, ReplicationError
 
 RECV_SIZE = 1 << 18
-
-
-class ConnectionLostError(ReplicationError):
-    """The connection broke, was closed by the peer, or stayed silent past the read timeout."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ of the stream is one unbroken GTID sequence.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -53,10 +54,12 @@ from ..codec.events import (
     reframe,
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
-from ..errors import GtidError, ReplicationError
+from ..errors import GtidError, QueryRefusedError, ReplicationError
 from .groups import EventGroup
 from .progress import Progress
 from .sources import ArchiveReader, ReadOnlyPages
+
+log = logging.getLogger(__name__)
 
 SERVER_VERSION = "10.11.19-MariaDB-mariabinlog"
 ENGINE_BINLOG_REQUIRES_GTID = "Slave must enable GTID mode when master uses --binlog-storage-engine"
@@ -129,7 +132,8 @@ class BinlogServer:
                 sock, peer = self._listener.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError as err:
+                log.debug("listener closed: %s", err)
                 return
             with self._lock:
                 connection_id = self._next_id
@@ -210,15 +214,6 @@ def _split_commas(text: str) -> list[str]:
     return _split_top(text, ",")
 
 
-class _Unsupported(Exception):
-    """A query the server does not understand (answered with an ERR)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class _Session(threading.Thread):
     """One client connection."""
 
@@ -264,8 +259,8 @@ class _Session(threading.Thread):
         try:
             self.sock.settimeout(1.0)
             self._serve()
-        except (OSError, P.MalformedPacketError, P.LocalProtocolError):
-            pass
+        except (OSError, P.MalformedPacketError, P.LocalProtocolError) as err:
+            log.info("connection %d from %s ended: %s", self.connection_id, self.peer, err)
         finally:
             try:
                 self.sock.close()
@@ -364,7 +359,7 @@ class _Session(threading.Thread):
         if lowered.startswith("@@"):
             name = re.sub(r"^@@(global\.|session\.|local\.)?", "", lowered)
             if name not in variables:
-                raise _Unsupported(P.ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
+                raise QueryRefusedError(P.ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
             return variables[name]
         if lowered.startswith("@"):
             return self.user_vars.get(lowered[1:].strip("`"))
@@ -377,7 +372,7 @@ class _Session(threading.Thread):
             return str(self.connection_id)
         if lowered in ("database()", "user()", "current_user()"):
             return None if lowered == "database()" else f"{self.proto.auth.user}@%"
-        raise _Unsupported(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support '{text}'")
+        raise QueryRefusedError(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support '{text}'")
 
     def _query(self, sql: str) -> None:
         """Answer a query; a multi-statement query gets one result per statement."""
@@ -386,7 +381,7 @@ class _Session(threading.Thread):
         for index, statement in enumerate(statements):
             try:
                 out += self._answer(statement.strip(), more=index + 1 < len(statements))
-            except _Unsupported as err:
+            except QueryRefusedError as err:
                 out += self.proto.send_error(P.ErrPacket(err.code, err.message, "42000"))
                 break
         self._send(bytes(out))
@@ -400,7 +395,7 @@ class _Session(threading.Thread):
                     continue
                 assign = _ASSIGN.match(part)
                 if not assign:
-                    raise _Unsupported(P.ER_PARSE_ERROR, f"You have an error in your SQL syntax near '{part[:40]}'")
+                    raise QueryRefusedError(P.ER_PARSE_ERROR, f"You have an error in your SQL syntax near '{part[:40]}'")
                 prefix, name, expr = assign.groups()
                 if prefix == "@":
                     self.user_vars[name.lower()] = self._value(expr, variables)
@@ -424,7 +419,7 @@ class _Session(threading.Thread):
                 value = self._value(expr, variables)
                 values.append(None if value is None else value.encode())
             return self.proto.send_result_set(tuple(names), (tuple(values),), more=more)
-        raise _Unsupported(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support this statement: {sql[:60]}")
+        raise QueryRefusedError(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support this statement: {sql[:60]}")
 
     # -- the dump -------------------------------------------------------------------------------
 

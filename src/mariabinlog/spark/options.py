@@ -29,7 +29,7 @@ import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..codec.gtid import U32_MAX, BinlogState, Gtid, GtidList
+from ..codec.gtid import BinlogState, Gtid, GtidList, IdFilter, parse_ids
 from ..errors import GtidError, OptionError
 
 VIEWS = ("events", "rows", "groups")
@@ -61,19 +61,6 @@ def parse_bool(name: str, text: str) -> bool:
     if value in ("false", "0", "no", "off"):
         return False
     raise OptionError(f"option {name}: {text!r} is not true or false")
-
-
-def parse_ids(name: str, text: str) -> frozenset[int]:
-    """A comma list of u32 ids (domain or server ids)."""
-    ids = set()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit() or int(part) > U32_MAX:
-            raise OptionError(f"option {name}: {part!r} is not an id between 0 and {U32_MAX}")
-        ids.add(int(part))
-    return frozenset(ids)
 
 
 def parse_datetime(name: str, text: str) -> int:
@@ -108,18 +95,15 @@ class GroupFilter:
     """Which event groups to keep; also answers "can anything before/after this state pass?".
 
     ``lower``/``upper`` are per-domain exclusive lower and inclusive upper ``seq_no`` bounds,
-    ``seq_min``/``seq_max`` bounds for every domain (from pushed filters), ``only_domains`` the
-    domains that may pass at all (None = any).
+    ``seq_min``/``seq_max`` bounds for every domain (from pushed filters), ``ids`` the domain and
+    server id rules (the codec's :class:`~mariabinlog.codec.gtid.IdFilter`).
     """
 
     lower: Mapping[int, int] = field(default_factory=dict)
     upper: Mapping[int, int] = field(default_factory=dict)
     seq_min: int | None = None
     seq_max: int | None = None
-    only_domains: frozenset[int] | None = None
-    skip_domains: frozenset[int] = frozenset()
-    only_servers: frozenset[int] | None = None
-    skip_servers: frozenset[int] = frozenset()
+    ids: IdFilter = IdFilter()
     start_time: int | None = None
     stop_time: int | None = None
     stop_given: bool = False
@@ -132,17 +116,12 @@ class GroupFilter:
             or self.stop_given
             or self.seq_min is not None
             or self.seq_max is not None
-            or self.only_domains is not None
-            or self.skip_domains
-            or self.only_servers is not None
-            or self.skip_servers
+            or self.ids.active
         )
 
     def allows_domain(self, domain: int) -> bool:
         """Whether groups of ``domain`` can pass at all."""
-        if domain in self.skip_domains:
-            return False
-        if self.only_domains is not None and domain not in self.only_domains:
+        if not self.ids.allows_domain(domain):
             return False
         return not self.stop_given or domain in self.upper
 
@@ -160,7 +139,7 @@ class GroupFilter:
         """Whether the group with this GTID and GTID-event time is kept."""
         if not self.allows_domain(domain):
             return False
-        if server in self.skip_servers or (self.only_servers is not None and server not in self.only_servers):
+        if not self.ids.allows_server(server):
             return False
         low, high = self._bounds(domain)
         if (low is not None and seq <= low) or (high is not None and seq > high):
@@ -207,8 +186,9 @@ class GroupFilter:
     def _finite_domains(self) -> frozenset[int] | None:
         """The domains that can pass, when that set is finite."""
         if self.stop_given:
-            return frozenset(self.upper) if self.only_domains is None else self.only_domains & frozenset(self.upper)
-        return self.only_domains
+            only = self.ids.do_domains
+            return frozenset(self.upper) if only is None else only & frozenset(self.upper)
+        return self.ids.do_domains
 
     def narrowed(
         self,
@@ -219,13 +199,7 @@ class GroupFilter:
         seq_max: int | None = None,
     ) -> GroupFilter:
         """This filter AND the given constraints (from pushed-down Spark filters)."""
-        changes: dict[str, object] = {}
-        if only_domains is not None:
-            ids = frozenset(only_domains)
-            changes["only_domains"] = ids if self.only_domains is None else self.only_domains & ids
-        if only_servers is not None:
-            ids = frozenset(only_servers)
-            changes["only_servers"] = ids if self.only_servers is None else self.only_servers & ids
+        changes: dict[str, object] = {"ids": self.ids.narrowed(do_domains=only_domains, do_servers=only_servers)}
         if seq_min is not None:
             changes["seq_min"] = seq_min if self.seq_min is None else max(self.seq_min, seq_min)
         if seq_max is not None:
@@ -287,12 +261,12 @@ class ScanOptions:
             table = (db, name)
         lower = _gtid_positions("startPosition", opts["startposition"]) if "startposition" in opts else {}
         upper = _gtid_positions("stopPosition", opts["stopposition"]) if "stopposition" in opts else {}
-        do_domains = parse_ids("doDomainIds", opts["dodomainids"]) if "dodomainids" in opts else None
-        skip_domains = parse_ids("ignoreDomainIds", opts["ignoredomainids"]) if "ignoredomainids" in opts else None
+        do_domains = parse_ids("option doDomainIds", opts["dodomainids"]) if "dodomainids" in opts else None
+        skip_domains = parse_ids("option ignoreDomainIds", opts["ignoredomainids"]) if "ignoredomainids" in opts else None
         if do_domains is not None and skip_domains is not None:
             raise OptionError("options doDomainIds and ignoreDomainIds exclude each other")
-        do_servers = parse_ids("doServerIds", opts["doserverids"]) if "doserverids" in opts else None
-        skip_servers = parse_ids("ignoreServerIds", opts["ignoreserverids"]) if "ignoreserverids" in opts else None
+        do_servers = parse_ids("option doServerIds", opts["doserverids"]) if "doserverids" in opts else None
+        skip_servers = parse_ids("option ignoreServerIds", opts["ignoreserverids"]) if "ignoreserverids" in opts else None
         if do_servers is not None and skip_servers is not None:
             raise OptionError("options doServerIds and ignoreServerIds exclude each other")
         start_time = parse_datetime("startDatetime", opts["startdatetime"]) if "startdatetime" in opts else None
@@ -300,10 +274,7 @@ class ScanOptions:
         group_filter = GroupFilter(
             lower=lower,
             upper=upper,
-            only_domains=do_domains,
-            skip_domains=skip_domains or frozenset(),
-            only_servers=do_servers,
-            skip_servers=skip_servers or frozenset(),
+            ids=IdFilter(do_domains, skip_domains or frozenset(), do_servers, skip_servers or frozenset()),
             start_time=start_time,
             stop_time=stop_time,
             stop_given="stopposition" in opts,

@@ -61,10 +61,10 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
-from ..errors import DecodeError, MariabinlogError
+from ..errors import ConvertError, DecodeError, OptionExit
+from .dump_options import DumpOptions, write_line
 from .sink import EventSink
 
-PROG = "mariadb-binlog"
 #: The server version this tool writes into the Format_description of converted files.
 SERVER_VERSION = "12.3.0-MariaDB-mariabinlog"
 DEFAULT_BASE = "legacy_log"
@@ -75,14 +75,14 @@ _LOG_POS = struct.Struct("<I")
 _BINLOG_MAGIC = b"\xfebin"
 
 
-class ConvertError(MariabinlogError):
-    """A conversion cannot go on (output file, engine directory)."""
+def conversion_sink(
+    opts: DumpOptions, files: list[str], err: Any
+) -> Callable[[Callable[[bytes], Any]], EventSink]:
+    """The converter the options ask for, as a sink factory for the dumper.
 
-
-def convert_main(opts: Any, files: list[str], err: Any) -> int:
-    """Run one of the two conversions for the parsed ``opts``; returns the exit status."""
-    from .dump import Dumper, OptionExit, _err
-
+    Raises :class:`OptionExit` with the C tool's message for option
+    combinations and inputs a conversion refuses.
+    """
     if opts.convert_engine_binlog and opts.convert_to_engine_binlog is not None:
         raise OptionExit(
             "ERROR: --convert-engine-binlog and --convert-to-engine-binlog cannot be combined", 1
@@ -94,52 +94,25 @@ def convert_main(opts: Any, files: list[str], err: Any) -> int:
                 "ERROR: The --convert-engine-binlog option requires InnoDB-engine binlog input files", 1
             )
         size = _clamp_size(opts.max_binlog_size, err)
-
-        def make_sink(write: Callable[[bytes], Any]) -> IbbToLegacy:
-            return IbbToLegacy(opts.result_file or DEFAULT_BASE, size, err)
-
-    else:
-        _check_legacy_options(opts)
-        if any(binlog_kind(f) == "ibb" for f in files):
-            raise OptionExit(
-                "ERROR: The --convert-to-engine-binlog option requires legacy binlog input files", 1
-            )
-        directory = opts.convert_to_engine_binlog
-        if os.path.isdir(directory) and any(n.endswith(".ibb") for n in os.listdir(directory)):
-            raise OptionExit(
-                f"ERROR: The --convert-to-engine-binlog directory '{directory}' already holds binlog files", 1
-            )
-        size = opts.max_binlog_size
-
-        def make_sink(write: Callable[[bytes], Any]) -> LegacyToIbb:
-            return LegacyToIbb(directory, size)
-
-    from .progress import progress_for
-
-    dumper = Dumper(opts, err, make_sink, progress_for(err, None))
-    dumper.out_stream = _NoOutput()
-    try:
-        return dumper.run(files)
-    except MariabinlogError as exc:
-        _err(err, f"ERROR: {exc}")
-        dumper.printer.finish(False)
-        return 1
+        base = opts.result_file or DEFAULT_BASE
+        return lambda write: IbbToLegacy(base, size, err)
+    _check_legacy_options(opts)
+    if any(binlog_kind(f) == "ibb" for f in files):
+        raise OptionExit(
+            "ERROR: The --convert-to-engine-binlog option requires legacy binlog input files", 1
+        )
+    directory = opts.convert_to_engine_binlog
+    assert directory is not None
+    if os.path.isdir(directory) and any(n.endswith(".ibb") for n in os.listdir(directory)):
+        raise OptionExit(
+            f"ERROR: The --convert-to-engine-binlog directory '{directory}' already holds binlog files", 1
+        )
+    size = opts.max_binlog_size
+    return lambda write: LegacyToIbb(directory, size)
 
 
-class _NoOutput:
-    """stdout stand-in: the conversions write files, never standard output."""
-
-    def write(self, data: bytes) -> int:
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-
-def _check_ibb_options(opts: Any) -> None:
+def _check_ibb_options(opts: DumpOptions) -> None:
     """mysqlbinlog.cc's rejections for --convert-engine-binlog, same messages and order."""
-    from .dump import OptionExit
-
     def reject(what: str) -> OptionExit:
         return OptionExit(f"ERROR: The --convert-engine-binlog option cannot be combined with {what}", 1)
 
@@ -165,10 +138,8 @@ def _check_ibb_options(opts: Any) -> None:
     _check_filters(opts, reject)
 
 
-def _check_legacy_options(opts: Any) -> None:
+def _check_legacy_options(opts: DumpOptions) -> None:
     """--convert-to-engine-binlog copies whole files: no filters, no remote reading."""
-    from .dump import OptionExit
-
     def reject(what: str) -> OptionExit:
         return OptionExit(f"ERROR: The --convert-to-engine-binlog option cannot be combined with {what}", 1)
 
@@ -184,7 +155,7 @@ def _check_legacy_options(opts: Any) -> None:
     _check_filters(opts, reject)
 
 
-def _check_filters(opts: Any, reject: Callable[[str], Exception]) -> None:
+def _check_filters(opts: DumpOptions, reject: Callable[[str], Exception]) -> None:
     """The filters an earlier MDEV-37605 snapshot rejected: a conversion copies everything."""
     checks = (
         (opts.database is not None, "--database"),
@@ -207,11 +178,9 @@ def _check_filters(opts: Any, reject: Callable[[str], Exception]) -> None:
 
 def _clamp_size(size: int, err: Any) -> int:
     """my_getopt's range adjustment of --max-binlog-size, with its warning."""
-    from .dump import _err
-
     clamped = min(max(size, MIN_MAX_SIZE), MAX_MAX_SIZE)
     if clamped != size:
-        _err(err, f"Warning: option 'max-binlog-size': unsigned value {size} adjusted to {clamped}")
+        write_line(err, f"Warning: option 'max-binlog-size': unsigned value {size} adjusted to {clamped}")
     return clamped
 
 
@@ -287,7 +256,7 @@ class IbbToLegacy(EventSink):
         fd = fd[:13] + _LOG_POS.pack(self.position + len(fd)) + fd[17:]
         self._append(fd[:-4] + _LOG_POS.pack(zlib.crc32(fd[:-4])))
         assert self.state is not None
-        gtid_list = GtidListEvent(gtids=[tuple(g) for g in self.state.to_list()], **header)
+        gtid_list = GtidListEvent(gtids=[(g.domain, g.server, g.seq) for g in self.state.to_list()], **header)
         self._synthesized(gtid_list)
         self._synthesized(BinlogCheckpointEvent(filename=os.path.basename(self.name).encode(), **header))
 

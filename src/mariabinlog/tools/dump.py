@@ -22,20 +22,24 @@ EVENTS listing (:mod:`.listing`), for ``--convert-engine-binlog`` and
 are mapped, printed in bounded steps (the pages already read are handed back,
 so memory does not grow with the file) and, when stderr is a terminal, a
 progress bar follows the reading (:mod:`.progress`).
+
+This module is the reader loop.  The options are parsed in :mod:`.dump_options`
+(GTID positions and id filters in :mod:`.gtid_filter`), the command that picks
+the sink and runs the loop is :mod:`.dump_cli`; ``--read-from-remote-server``
+reads a :data:`RemoteSource` that the ``mariabinlog`` command wires in.
 """
 
 from __future__ import annotations
 
-import argparse
+import logging
 import mmap
 import os
 import re
 import struct
 import sys
-import time
 import zlib
-from collections.abc import Callable, Sequence
-from typing import Any, BinaryIO
+from collections.abc import Callable, Generator
+from typing import Any, BinaryIO, Protocol
 
 from ..codec.events import (
     CHECKSUM_CRC32,
@@ -50,12 +54,20 @@ from ..codec.events import (
     DecodeContext,
     event_type_name,
 )
-from ..codec.gtid import Gtid, GtidFilter
-from ..errors import DecodeError, MariabinlogError, OptionError
+from ..codec.gtid import Gtid
+from ..errors import (
+    DecodeError,
+    EventReadError,
+    FlashbackError,
+    MariabinlogError,
+    MissingFormatDescription,
+    OptionError,
+    OptionExit,
+)
 from . import printer as P
-from .progress import progress_for
+from .dump_options import PROG, DumpOptions, base64_mode, parse_datetime, write_line
+from .gtid_filter import GtidFilter
 
-PROG = "mariadb-binlog"
 BINLOG_MAGIC = b"\xfebin"
 IBB_MAGIC = b"\xfe\xfe\x0d\x01"
 _HDR = struct.Struct("<IBIIIH")
@@ -65,413 +77,28 @@ _GTID_HEAD = struct.Struct("<QI")
 OK_CONTINUE = 0
 ERROR_STOP = 1
 OK_STOP = 2
-OK_EOF = 3
 
-_MAX_POS = (1 << 64) - 1
+log = logging.getLogger(__name__)
+
 #: Bytes of a mapped binlog between two releases of the pages already printed.
 _RELEASE_STEP = 4 << 20
 #: Input bytes between two writes of the pending output (and progress updates).
 _DRAIN_STEP = 1 << 20
 
 
-class OptionExit(Exception):
-    """Option parsing ended the program: message for stderr and the exit status."""
+class RemoteEvent(Protocol):
+    """One event of a primary's dump stream, as :meth:`Dumper.run_remote` reads it."""
 
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-
-
-# --------------------------------------------------------------------------- options
-
-#: (name, short, kind, dest) — kind: "bool" (no argument, negatable), "str"
-#: (required argument), "opt" (optional argument), "int" (number with K/M/G
-#: suffixes), "count" (-v), "ignore" (accepted, no effect), "ignore_arg".
-_OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
-    ("help", "?", "bool", "help"),
-    ("base64-output", None, "str", "base64_output"),
-    ("character-sets-dir", None, "str", "ignored"),
-    ("database", "d", "str", "database"),
-    ("debug-check", None, "bool", "ignored"),
-    ("debug-info", None, "bool", "ignored"),
-    ("default-auth", None, "str", "ignored"),
-    ("disable-log-bin", "D", "bool", "disable_log_bin"),
-    ("flashback", "B", "bool", "flashback"),
-    ("force-if-open", "F", "bool", "force_if_open"),
-    ("force-read", "f", "bool", "force_read"),
-    ("hexdump", "H", "bool", "hexdump"),
-    ("host", "h", "str", "host"),
-    ("local-load", "l", "str", "ignored"),
-    ("offset", "o", "int", "offset"),
-    ("password", "p", "opt", "password"),
-    ("plugin-dir", None, "str", "ignored"),
-    ("port", "P", "int", "port"),
-    ("protocol", None, "str", "ignored"),
-    ("read-from-remote-server", "R", "bool", "remote"),
-    ("raw", None, "bool", "raw"),
-    ("result-file", "r", "str", "result_file"),
-    ("print-row-count", None, "bool", "print_row_count"),
-    ("print-row-event-positions", None, "bool", "print_row_event_positions"),
-    ("ignore-domain-ids", None, "str", "ignore_domain_ids"),
-    ("do-domain-ids", None, "str", "do_domain_ids"),
-    ("ignore-server-ids", None, "str", "ignore_server_ids"),
-    ("do-server-ids", None, "str", "do_server_ids"),
-    ("server-id", None, "str", "server_id"),
-    ("set-charset", None, "str", "set_charset"),
-    ("short-form", "s", "bool", "short_form"),
-    ("socket", "S", "str", "socket"),
-    ("ssl", None, "bool", "ignored"),
-    ("ssl-ca", None, "str", "ignored"),
-    ("ssl-capath", None, "str", "ignored"),
-    ("ssl-cert", None, "str", "ignored"),
-    ("ssl-cipher", None, "str", "ignored"),
-    ("ssl-key", None, "str", "ignored"),
-    ("ssl-crl", None, "str", "ignored"),
-    ("ssl-crlpath", None, "str", "ignored"),
-    ("tls-version", None, "str", "ignored"),
-    ("ssl-verify-server-cert", None, "bool", "ignored"),
-    ("start-datetime", None, "str", "start_datetime"),
-    ("start-position", "j", "str", "start_position"),
-    ("gtid-strict-mode", None, "bool", "gtid_strict_mode"),
-    ("stop-datetime", None, "str", "stop_datetime"),
-    ("stop-never", None, "bool", "stop_never"),
-    ("stop-never-slave-server-id", None, "int", "ignored"),
-    ("stop-position", None, "str", "stop_position"),
-    ("table", "T", "str", "table"),
-    ("to-last-log", "t", "bool", "to_last_log"),
-    ("user", "u", "str", "user"),
-    ("verbose", "v", "count", "verbose"),
-    ("version", "V", "bool", "version"),
-    ("open-files-limit", None, "int", "ignored"),
-    ("binlog-row-event-max-size", None, "int", "ignored"),
-    ("verify-binlog-checksum", "c", "bool", "verify_checksum"),
-    ("rewrite-db", None, "str", "rewrite_db"),
-    ("skip-annotate-row-events", None, "bool", "skip_annotate"),
-    ("print-table-metadata", None, "bool", "print_table_metadata"),
-    # MariaDB 12 (MDEV-37605): `.ibb` files to legacy binlog files.
-    ("convert-engine-binlog", None, "bool", "convert_engine_binlog"),
-    ("max-binlog-size", None, "int", "max_binlog_size"),
-    # mariabinlog's own.
-    ("format", None, "str", "format"),
-    ("convert-to-engine-binlog", None, "str", "convert_to_engine_binlog"),
-)
-_BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
-_BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
-_DEFAULTS_OPTIONS = (
-    "no-defaults",
-    "defaults-file",
-    "defaults-extra-file",
-    "defaults-group-suffix",
-    "print-defaults",
-)
+    raw: bytes
+    has_checksum: bool
+    file: str
+    position: int
 
 
-class DumpOptions:
-    """Parsed ``mariadb-binlog`` options (values as given, checked later)."""
-
-    def __init__(self) -> None:
-        self.help = False
-        self.version = False
-        self.base64_output: str | None = None
-        self.database: str | None = None
-        self.table: str | None = None
-        self.disable_log_bin = False
-        self.flashback = False
-        self.force_if_open = True
-        self.force_read = False
-        self.hexdump = False
-        self.host: str | None = None
-        self.port = 0
-        self.socket: str | None = None
-        self.user: str | None = None
-        self.password: str | None = None
-        self.offset = 0
-        self.remote = False
-        self.raw = False
-        self.result_file: str | None = None
-        self.print_row_count = True
-        self.print_row_event_positions = True
-        self.ignore_domain_ids: str | None = None
-        self.do_domain_ids: str | None = None
-        self.ignore_server_ids: str | None = None
-        self.do_server_ids: str | None = None
-        self.server_id: str | None = None
-        self.set_charset: str | None = None
-        self.short_form = False
-        self.start_datetime: str | None = None
-        self.stop_datetime: str | None = None
-        self.start_position: str | None = None
-        self.stop_position: str | None = None
-        self.gtid_strict_mode = True
-        self.stop_never = False
-        self.to_last_log = False
-        self.verbose = 0
-        self.verify_checksum = True
-        self.rewrite_db: list[str] = []
-        self.skip_annotate = False
-        self.print_table_metadata = False
-        self.convert_engine_binlog = False
-        self.max_binlog_size = 1 << 30
-        self.format = "text"
-        self.convert_to_engine_binlog: str | None = None
-        self.ignored: Any = None
-        #: The GTID filter options in command-line order (they override each other).
-        self.gtid_options: list[tuple[str, str | None]] = []
-
-
-_TRUE = ("1", "on", "true")
-_FALSE = ("0", "off", "false")
-
-
-def _parse_int(name: str, value: str) -> int:
-    text = value.strip()
-    mult = 1
-    if text and text[-1].upper() in "KMGTPE" and not text[-1].isdigit():
-        mult = 1024 ** ("KMGTPE".index(text[-1].upper()) + 1)
-        text = text[:-1]
-    try:
-        return int(text, 0 if text.lower().startswith("0x") else 10) * mult
-    except ValueError:
-        raise OptionExit(
-            f"Unknown suffix '{value[-1:]}' used for variable '{name}' (value '{value}'). "
-            "Legal suffix characters are: K, M, G, T, P, E\n"
-            f"{PROG}: Error while setting value '{value}' to '{name}'",
-            9,
-        ) from None
-
-
-def _find_long(
-    name: str, arg: str | None = None
-) -> tuple[tuple[str, str | None, str, str], str | None]:
-    """Exact or unique-prefix lookup; returns the spec and an 'Info:' notice for prefixes."""
-    key = name.replace("_", "-")
-    spec = _BY_NAME.get(key)
-    if spec is not None:
-        return spec, None
-    matches = [s for s in _OPTIONS if s[0].startswith(key)]
-    if len(matches) == 1:
-        return matches[0], (
-            f"Info: Using unique option prefix '{key}' is error-prone and can break in the future. "
-            f"Please use the full name '{matches[0][0]}' instead."
-        )
-    if matches:
-        raise OptionExit(
-            f"{PROG}: ambiguous option '{arg or '--' + name}' ({matches[0][0]}, {matches[-1][0]})",
-            3,
-        )
-    if arg is not None and "=" in arg:
-        raise OptionExit(f"{PROG}: unknown variable '{arg[2:]}'", 7)
-    raise OptionExit(f"{PROG}: unknown option '{arg or '--' + name}'", 2)
-
-
-def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) -> None:
-    name, _, kind, dest = spec
-    if dest == "ignored":
-        return
-    if name in GtidFilter.OPTIONS:
-        if kind == "bool":
-            opts.gtid_options.append((name, "1" if value else "0"))
-        else:
-            opts.gtid_options.append((name, value))
-    if kind == "count":
-        opts.verbose += 1
-    elif dest == "rewrite_db":
-        opts.rewrite_db.append(value)
-    elif kind == "int":
-        setattr(opts, dest, _parse_int(name, value))
-    else:
-        setattr(opts, dest, value)
-
-
-def leading_defaults_options(argv: Sequence[str]) -> int:
-    """How many of the first arguments are defaults-file options (only recognised first; ignored)."""
-    i = 0
-    while i < len(argv) and any(
-        argv[i] == "--" + d or argv[i].startswith("--" + d + "=")
-        for d in _DEFAULTS_OPTIONS
-    ):
-        i += 1
-    return i
-
-
-def parse_options(argv: Sequence[str]) -> tuple[DumpOptions, list[str], list[str]]:
-    """my_getopt's handle_options for ``mariadb-binlog``'s options: (options, files, notices)."""
-    opts = DumpOptions()
-    files: list[str] = []
-    notices: list[str] = []
-    args = list(argv)
-    i = leading_defaults_options(args)
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            files.extend(args[i:])
-            break
-        if arg.startswith("--") and len(arg) > 2:
-            body = arg[2:]
-            name, eq, value = body.partition("=")
-            name = name.removeprefix("loose-")
-            negate = None
-            for prefix, neg in (
-                ("skip-", True),
-                ("disable-", True),
-                ("enable-", False),
-            ):
-                if name.startswith(prefix) and name not in _BY_NAME:
-                    candidate = name[len(prefix) :]
-                    try:
-                        spec_c, _ = _find_long(candidate)
-                    except OptionExit:
-                        continue
-                    if spec_c[2] == "bool":
-                        negate = neg
-                        name = candidate
-                    break
-            if name.startswith("maximum-"):
-                continue
-            spec, note = _find_long(name, arg)
-            if note:
-                notices.append(note)
-            kind = spec[2]
-            if negate is not None:
-                if eq:
-                    raise OptionExit(
-                        f"{PROG}: option '--{arg[2:].partition('=')[0]}' cannot take an argument",
-                        4,
-                    )
-                _set(opts, spec, not negate)
-                continue
-            if kind in ("bool",):
-                if eq:
-                    low = value.lower()
-                    if low in _TRUE:
-                        _set(opts, spec, True)
-                    elif low in _FALSE:
-                        _set(opts, spec, False)
-                    else:
-                        raise OptionExit(
-                            f"{PROG}: option '--{spec[0]}': boolean value '{value}' wasn't recognized. Set to OFF.",
-                            0,
-                        )
-                else:
-                    _set(opts, spec, True)
-                continue
-            if kind == "count":
-                if eq:
-                    raise OptionExit(
-                        f"{PROG}: option '--{spec[0]}' cannot take an argument", 4
-                    )
-                _set(opts, spec, None)
-                continue
-            if kind == "opt":
-                _set(opts, spec, value if eq else None)
-                continue
-            if not eq:
-                if i >= len(args):
-                    raise OptionExit(
-                        f"{PROG}: option '--{spec[0]}' requires an argument", 4
-                    )
-                value = args[i]
-                i += 1
-            _set(opts, spec, value)
-            continue
-        if arg.startswith("-") and len(arg) > 1:
-            j = 1
-            while j < len(arg):
-                ch = arg[j]
-                spec_s = _BY_SHORT.get(ch)
-                if spec_s is None:
-                    raise OptionExit(f"{PROG}: unknown option '-{ch}'", 2)
-                kind = spec_s[2]
-                if kind in ("bool", "count"):
-                    _set(opts, spec_s, True if kind == "bool" else None)
-                    j += 1
-                    continue
-                rest = arg[j + 1 :]
-                if kind == "opt":
-                    _set(opts, spec_s, rest or None)
-                    break
-                if not rest:
-                    if i >= len(args):
-                        raise OptionExit(
-                            f"{PROG}: option '-{ch}' requires an argument", 4
-                        )
-                    rest = args[i]
-                    i += 1
-                _set(opts, spec_s, rest)
-                break
-            continue
-        files.append(arg)
-    return opts, files, notices
-
-
-# --------------------------------------------------------------------------- datetimes
-
-
-def _parse_datetime(value: str) -> int:
-    """convert_str_to_timestamp: a full DATETIME in the local time zone -> epoch seconds."""
-    m = re.fullmatch(
-        r"\s*(\d{2,4})[-/.:](\d{1,2})[-/.:](\d{1,2})[ T]+(\d{1,2})[:.](\d{1,2})(?:[:.](\d{1,2})(?:\.(\d{1,6}))?)?\s*",
-        value,
-    )
-    if m is None:
-        m2 = re.fullmatch(r"\s*(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?\s*", value)
-        if m2 is None:
-            raise OptionExit(f"ERROR: Incorrect date and time argument: {value}", 1)
-        parts = [int(x) if x else 0 for x in m2.groups()]
-    else:
-        parts = [int(x) if x else 0 for x in m.groups()[:6]]
-    year, month, day, hour, minute, second = parts
-    if year < 100:
-        year += 2000 if year < 70 else 1900
-    if not (
-        1 <= month <= 12
-        and 1 <= day <= 31
-        and hour < 24
-        and minute < 60
-        and second < 60
-    ):
-        raise OptionExit(f"ERROR: Incorrect date and time argument: {value}", 1)
-    return int(time.mktime((year, month, day, hour, minute, second, 0, 0, -1)))
-
-
-# --------------------------------------------------------------------------- errors
-
-
-def _err(stream: Any, message: str) -> None:
-    stream.write(message + "\n")
-    stream.flush()
-
-
-class ReadError(MariabinlogError):
-    """A file could not be read as a binlog (message as the tool prints it).
-
-    ``c_reason`` is Log_event::read_log_event's own text for the problem (when
-    it has one), which the tool prints even where it then treats the damage as
-    the end of an in-use binlog.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        c_reason: str | None = None,
-        data_len: int = 0,
-        event_type: int = 0,
-    ) -> None:
-        super().__init__(message)
-        self.c_reason = c_reason
-        self.data_len = data_len
-        self.event_type = event_type
-
-    def c_message(self) -> str | None:
-        """The ``ERROR: Error in Log_event::read_log_event(): ...`` line, if any."""
-        if self.c_reason is None:
-            return None
-        return (
-            f"ERROR: Error in Log_event::read_log_event(): '{self.c_reason}', "
-            f"data_len: {self.data_len}, event_type: {self.event_type}"
-        )
+#: Opens a primary's GTID dump stream for ``--read-from-remote-server``: called with the
+#: options (host, port, user, ...) and the GTID list to start after; closing the
+#: generator closes the connection.
+RemoteSource = Callable[[DumpOptions, str], Generator[RemoteEvent, None, None]]
 
 
 # --------------------------------------------------------------------------- the dump
@@ -492,7 +119,7 @@ class Dumper:
         self.out_stream: BinaryIO = sys.stdout.buffer
         base64 = P.BASE64_AUTO
         if opts.base64_output is not None:
-            base64 = _base64_mode(opts.base64_output)
+            base64 = base64_mode(opts.base64_output)
         rewrite: dict[bytes, bytes] = {}
         for rule in opts.rewrite_db:
             frm, sep, to = rule.partition("->")
@@ -548,12 +175,12 @@ class Dumper:
         )
         self.group_active = True
         self.start_datetime = (
-            _parse_datetime(opts.start_datetime)
+            parse_datetime(opts.start_datetime)
             if opts.start_datetime is not None
             else None
         )
         self.stop_datetime = (
-            _parse_datetime(opts.stop_datetime)
+            parse_datetime(opts.stop_datetime)
             if opts.stop_datetime is not None
             else None
         )
@@ -611,21 +238,18 @@ class Dumper:
             return 1
         diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
         for line in diag.lines:
-            _err(self.err, line)
+            write_line(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
         p.finish(not failed)
         return 1 if failed else 0
 
-    def run_remote(self) -> int:
+    def run_remote(self, source: RemoteSource) -> int:
         """``--read-from-remote-server``: the same output for a primary's GTID dump stream.
 
-        The stream comes from the replication client, which asks for it from the
-        GTID ``--start-position`` (one group per domain after it, as a replica
-        would) and keeps following the primary with ``--stop-never``.
+        ``source`` opens the stream (the command line wires in the replication
+        client): from the GTID ``--start-position`` (one group per domain after
+        it, as a replica would), following the primary with ``--stop-never``.
         """
-        from ..replication.client import BinlogClient
-        from ..replication.net import ConnectionOptions
-
         o = self.opts
         start = self.gtid_filter.start_gtids
         if o.start_position and not start:
@@ -634,28 +258,14 @@ class Dumper:
                 "give --start-position as a GTID list",
                 1,
             )
-        options = ConnectionOptions(
-            host=o.host or "127.0.0.1",
-            port=o.port or 3306,
-            socket=o.socket,
-            user=o.user or "root",
-            password=o.password or "",
-        )
-        client = BinlogClient(
-            options,
-            start=",".join(str(g) for g in start or ()),
-            blocking=o.stop_never,
-            annotate=not o.skip_annotate,
-            register=False,
-            checksum="NONE",
-        )
+        events = source(o, ",".join(str(g) for g in start or ()))
         p = self.printer
         if p.text_frame:
             self._prologue()
         retval = OK_CONTINUE
         ctx: DecodeContext = DEFAULT_CONTEXT
         try:
-            for item in client.events():
+            for item in events:
                 raw = item.raw
                 code = raw[4]
                 if code == HEARTBEAT_LOG_EVENT:
@@ -676,14 +286,14 @@ class Dumper:
             self.error(f"ERROR: Got error reading packet from server: {exc}")
             retval = ERROR_STOP
         finally:
-            client.close()
+            events.close()
         if retval != ERROR_STOP and p.text_frame:
             self._epilogue()
         p.drain()
         self.out_stream.flush()
         diag = self.gtid_filter.finish(offset_stop_reached=True)
         for line in diag.lines:
-            _err(self.err, line)
+            write_line(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
         p.finish(not failed)
         return 1 if failed else 0
@@ -747,7 +357,7 @@ class Dumper:
     def error(self, message: str) -> None:
         self.printer.drain()
         self.out_stream.flush()
-        _err(self.err, "ERROR: " + message)
+        write_line(self.err, "ERROR: " + message)
 
     # ------------------------------------------------------------------ one file
 
@@ -774,14 +384,14 @@ class Dumper:
             fd = os.open(name, os.O_RDONLY)
         except FileNotFoundError:
             p.drain()
-            _err(
+            write_line(
                 self.err,
                 f"{PROG}: File '{name}' not found (Errcode: 2 \"No such file or directory\")",
             )
             return ERROR_STOP
         except OSError as exc:
             p.drain()
-            _err(
+            write_line(
                 self.err,
                 f"{PROG}: Can't read file '{name}' (Errcode: {exc.errno} \"{exc.strerror}\")",
             )
@@ -789,8 +399,16 @@ class Dumper:
         try:
             size = os.fstat(fd).st_size
             data: Any = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:  # not a regular file (a directory, a pipe): not mappable
+            p.drain()
+            write_line(
+                self.err,
+                f"{PROG}: Can't read file '{name}' (Errcode: {exc.errno} \"{exc.strerror}\")",
+            )
+            return ERROR_STOP
         finally:
             os.close(fd)
+        log.debug("reading '%s' (%d bytes)", name, size)
         try:
             head = bytes(data[:4])
             if len(head) < 4:
@@ -839,8 +457,8 @@ class Dumper:
                         ev = self._frame(
                             name, data, pos, size, CHECKSUM_OFF, verify, ctx
                         )
-                    except ReadError as exc:
-                        self.error(str(exc))
+                    except EventReadError as exc:
+                        self.error(self._read_error_text(name, pos, exc.reason))
                         return ERROR_STOP
                     fde = ev.decoded()
                     ctx = fde.context()
@@ -884,7 +502,7 @@ class Dumper:
                 if code == FORMAT_DESCRIPTION_EVENT or length < 23 or end > size:
                     try:
                         ev = self._frame(name, data, pos, size, alg, verify, ctx)
-                    except ReadError as exc:
+                    except EventReadError as exc:
                         return self._read_failed(exc, in_use)
                     if code == FORMAT_DESCRIPTION_EVENT:
                         try:
@@ -903,7 +521,7 @@ class Dumper:
                     if verify and crc != crc32(mv[pos : end - 4]):
                         try:
                             self._frame(name, data, pos, size, alg, verify, ctx)
-                        except ReadError as exc:
+                        except EventReadError as exc:
                             return self._read_failed(exc, in_use)
                     ev = view(
                         data,
@@ -941,10 +559,10 @@ class Dumper:
                     # process_event with nothing to filter: straight to the printer.
                     try:
                         print_event(ev)
-                    except P.MissingFormatDescription as exc:
+                    except MissingFormatDescription as exc:
                         self.error(exc.reason)
                         return ERROR_STOP
-                    except P.FlashbackError:
+                    except FlashbackError:
                         return self._flashback_error()
                     except DecodeError as exc:
                         self.error(
@@ -970,19 +588,22 @@ class Dumper:
             mv.release()
         return OK_CONTINUE
 
-    def _read_failed(self, exc: ReadError, in_use: bool) -> int:
-        """A damaged event: the end of an in-use binlog (as the tool treats it), else an error."""
+    def _read_failed(self, exc: EventReadError, in_use: bool) -> int:
+        """A damaged event: the end of an in-use binlog (as the tool treats it), else an error.
+
+        Log_event::read_log_event's own line (``ERROR: Error in ...``), where the C tool has
+        one, comes first either way.
+        """
+        if exc.c_reason is not None:
+            self.printer.drain()
+            write_line(
+                self.err,
+                f"ERROR: Error in Log_event::read_log_event(): '{exc.c_reason}', "
+                f"data_len: {exc.data_len}, event_type: {exc.event_type}",
+            )
         if in_use:
-            self.printer.drain()
-            message = exc.c_message()
-            if message is not None:
-                _err(self.err, message)
             return OK_CONTINUE
-        message = exc.c_message()
-        if message is not None:
-            self.printer.drain()
-            _err(self.err, message)
-        self.error(str(exc))
+        self.error(self._read_error_text(exc.file or "", exc.offset or 0, exc.reason))
         return ERROR_STOP
 
     def _read_error_text(self, name: str, pos: int, detail: str) -> str:
@@ -998,31 +619,25 @@ class Dumper:
         verify: bool,
         ctx: DecodeContext,
     ) -> P.EventView:
-        """Frame (and CRC-check) the event at ``pos``; ReadError names the file and offset."""
+        """Frame (and CRC-check) the event at ``pos``; EventReadError names the file and offset."""
         if pos + 19 > size:
-            raise ReadError(
-                self._read_error_text(
-                    name, pos, f"truncated event header: {size - pos} of 19 bytes"
-                )
+            raise EventReadError(
+                f"truncated event header: {size - pos} of 19 bytes", offset=pos, file=name
             )
         length = _U32.unpack_from(data, pos + 9)[0]
         if length < 19:
-            raise ReadError(
-                self._read_error_text(
-                    name, pos, f"event length {length} is below the 19-byte header"
-                )
+            raise EventReadError(
+                f"event length {length} is below the 19-byte header", offset=pos, file=name
             )
         if pos + length > size:
-            raise ReadError(
-                self._read_error_text(
-                    name,
-                    pos,
-                    f"event truncated: {event_type_name(data[pos + 4])} event of {length} bytes, "
-                    f"only {size - pos} left in the file",
-                ),
-                "Event truncated",
-                length,
-                data[pos + 4],
+            raise EventReadError(
+                f"event truncated: {event_type_name(data[pos + 4])} event of {length} bytes, "
+                f"only {size - pos} left in the file",
+                offset=pos,
+                file=name,
+                c_reason="Event truncated",
+                data_len=length,
+                event_type=data[pos + 4],
             )
         code = data[pos + 4]
         if code == FORMAT_DESCRIPTION_EVENT:
@@ -1032,25 +647,21 @@ class Dumper:
             ev_alg = alg
             crc_len = 4 if alg == CHECKSUM_CRC32 else 0
             if crc_len and length < 23:
-                raise ReadError(
-                    self._read_error_text(
-                        name, pos, f"event length {length} leaves no room for its CRC32"
-                    )
+                raise EventReadError(
+                    f"event length {length} leaves no room for its CRC32", offset=pos, file=name
                 )
         if verify and ev_alg == CHECKSUM_CRC32:
             stored = _U32.unpack_from(data, pos + length - 4)[0]
             actual = zlib.crc32(data[pos : pos + length - 4])
             if stored != actual:
-                raise ReadError(
-                    self._read_error_text(
-                        name,
-                        pos,
-                        f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
-                        f"computed 0x{actual:08x}",
-                    ),
-                    "Event crc check failed! Most likely there is event corruption.",
-                    length,
-                    code,
+                raise EventReadError(
+                    f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
+                    f"computed 0x{actual:08x}",
+                    offset=pos,
+                    file=name,
+                    c_reason="Event crc check failed! Most likely there is event corruption.",
+                    data_len=length,
+                    event_type=code,
                 )
         return P.view_at(data, pos, pos, crc_len, ctx)
 
@@ -1076,10 +687,10 @@ class Dumper:
                 ):
                     return ERROR_STOP
                 self.printer.print_event(ev)
-            except P.MissingFormatDescription as exc:
+            except MissingFormatDescription as exc:
                 self.error(exc.reason)
                 return ERROR_STOP
-            except P.FlashbackError:
+            except FlashbackError:
                 return self._flashback_error()
             except DecodeError as exc:
                 self.error(self._read_error_text(name, ev.position, str(exc.reason)))
@@ -1119,10 +730,10 @@ class Dumper:
                 ):
                     return OK_CONTINUE
                 self.printer.print_event(ev)
-        except P.MissingFormatDescription as exc:
+        except MissingFormatDescription as exc:
             self.error(exc.reason)
             return ERROR_STOP
-        except P.FlashbackError:
+        except FlashbackError:
             return self._flashback_error()
         except DecodeError as exc:
             self.error(self._read_error_text(name, ev.position, str(exc.reason)))
@@ -1306,20 +917,6 @@ def _default_fd() -> bytes:
     ).encode()
 
 
-def _base64_mode(value: str) -> int:
-    names = ("NEVER", "AUTO", "UNSPEC", "DECODE-ROWS")
-    up = value.upper()
-    exact = [i for i, n in enumerate(names) if n == up]
-    matches = exact or [i for i, n in enumerate(names) if n.startswith(up) and up]
-    if len(matches) != 1:
-        raise OptionExit(
-            f"Unknown option to base64-output: {value}\nAlternatives are: 'NEVER','AUTO','UNSPEC','DECODE-ROWS'",
-            1,
-        )
-    mode = matches[0]
-    return P.BASE64_AUTO if mode == 2 else mode
-
-
 def _options_written(server_version: str) -> int:
     """Format_description_log_event::deduct_options_written_to_bin_log."""
     base = (
@@ -1343,136 +940,3 @@ def _options_written(server_version: str) -> int:
     if v >= (10, 11, 0):
         base |= P.OPTION_INSERT_HISTORY
     return base
-
-
-# --------------------------------------------------------------------------- entry points
-
-_USAGE = f"""{PROG} (mariabinlog) for MariaDB binary logs (legacy and .ibb)
-Dumps a MariaDB binary log in a format usable for viewing or for piping to
-the mysql command line client.
-
-Usage: {PROG} [options] log-files
-
-mariadb-binlog's options, plus:
-  --format=text|json            text as mariadb-binlog prints it (default), or one
-                                JSON object per event (rows decoded, typed values)
-  --convert-engine-binlog       write the .ibb input as legacy binlog files
-                                BASE.000001... (BASE: --result-file, default legacy_log)
-  --max-binlog-size=N           size at which a converted file is rotated (1G)
-  --convert-to-engine-binlog=DIR
-                                write legacy input into DIR as .ibb files (the engine)
-A progress bar is shown on stderr when it is a terminal and stdout is not.
-"""
-
-
-def dump_main(
-    argv: list[str],
-    *,
-    stdout: BinaryIO | None = None,
-    stderr: Any = None,
-    sink: Callable[[Callable[[bytes], Any]], Any] | None = None,
-) -> int:
-    """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status.
-
-    ``sink`` makes the events go to another sink than the text printer (see
-    :mod:`mariabinlog.tools.sink`); ``--format``, ``--convert-engine-binlog`` and
-    ``--convert-to-engine-binlog`` choose one from the command line.
-    """
-    err = stderr if stderr is not None else sys.stderr
-    try:
-        opts, files, notices = parse_options(argv)
-        for note in notices:
-            _err(err, note)
-        if opts.help:
-            sys.stdout.write(_USAGE)
-            return 0
-        if opts.version:
-            sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
-            return 0
-        if not files and not (opts.remote and opts.start_position):
-            err.write(_USAGE)
-            return 1
-        if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
-            from . import convert
-
-            return convert.convert_main(opts, files, err)
-        if opts.raw and opts.remote:
-            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump", 1)
-        if opts.raw:
-            raise OptionExit(
-                "ERROR: The --raw mode only works with --read-from-remote-server", 1
-            )
-        if sink is None and opts.format != "text":
-            sink = _format_sink(opts)
-        if sink is not None and opts.flashback:
-            raise OptionExit("ERROR: --flashback works only with the text output", 1)
-        out: BinaryIO
-        close_out = False
-        if opts.result_file:
-            try:
-                out = open(opts.result_file, "wb")  # noqa: SIM115 - closed in the finally below
-            except OSError:
-                raise OptionExit(
-                    f"ERROR: Could not create log file '{opts.result_file}'", 1
-                ) from None
-            close_out = True
-        else:
-            out = stdout if stdout is not None else sys.stdout.buffer
-        dumper = Dumper(
-            opts, err, sink, progress_for(err, None if close_out else out)
-        )
-        dumper.out_stream = out
-        try:
-            status = dumper.run(files) if not opts.remote else dumper.run_remote()
-        finally:
-            out.flush()
-            if close_out:
-                out.close()
-        return status
-    except OptionExit as exc:
-        if exc.message:
-            _err(err, exc.message)
-        return exc.status
-    except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        return 1
-
-
-def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
-    """The sink ``--format`` names (``text`` is the printer itself)."""
-    if opts.format == "json":
-        from .jsonout import JsonSink
-
-        return lambda write: JsonSink(write, opts)
-    raise OptionExit(
-        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json'", 1
-    )
-
-
-def add_dump_parser(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
-    """Register ``dump``: every argument after it goes to :func:`dump_main` untouched."""
-    parser = subparsers.add_parser(
-        "dump",
-        help="print binlog files as mariadb-binlog does (legacy and .ibb)",
-        add_help=False,
-        prefix_chars="\x01",
-    )
-    parser.add_argument("dump_argv", nargs="*", metavar="ARGS")
-    parser.set_defaults(handler=lambda args: dump_main(list(args.dump_argv)))
-
-
-register = add_dump_parser
-
-
-def main() -> None:
-    """``python -m mariabinlog.tools.dump``."""
-    sys.exit(dump_main(sys.argv[1:]))
-
-
-if __name__ == "__main__":
-    main()

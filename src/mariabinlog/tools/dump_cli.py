@@ -1,0 +1,199 @@
+"""The ``mariabinlog dump`` command: options in, the reader loop run, an exit status out.
+
+:func:`dump_main` parses ``mariadb-binlog``'s options (:mod:`.dump_options`),
+picks where the events go (the text printer, ``--format=json``, or one of the
+two conversions of :mod:`.convert`) and runs the :class:`~.dump.Dumper` over
+the named files, or over a primary's dump stream that the caller passes in
+for ``--read-from-remote-server``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from ..errors import MariabinlogError
+from .dump import Dumper, RemoteSource
+from .dump_options import PROG, DumpOptions, OptionExit, log_level, parse_options, write_line
+from .progress import progress_for
+
+_USAGE = f"""{PROG} (mariabinlog) for MariaDB binary logs (legacy and .ibb)
+Dumps a MariaDB binary log in a format usable for viewing or for piping to
+the mysql command line client.
+
+Usage: {PROG} [options] log-files
+
+mariadb-binlog's options, plus:
+  --format=text|json            text as mariadb-binlog prints it (default), or one
+                                JSON object per event (rows decoded, typed values)
+  --convert-engine-binlog       write the .ibb input as legacy binlog files
+                                BASE.000001... (BASE: --result-file, default legacy_log)
+  --max-binlog-size=N           size at which a converted file is rotated (1G)
+  --convert-to-engine-binlog=DIR
+                                write legacy input into DIR as .ibb files (the engine)
+  --log-level=LEVEL             mariabinlog's diagnostics on stderr from LEVEL on
+                                (DEBUG, INFO, WARNING, ERROR; -v stays row verbosity)
+A progress bar is shown on stderr when it is a terminal and stdout is not.
+"""
+
+
+def dump_main(
+    argv: list[str],
+    *,
+    stdout: BinaryIO | None = None,
+    stderr: Any = None,
+    sink: Callable[[Callable[[bytes], Any]], Any] | None = None,
+    remote: RemoteSource | None = None,
+) -> int:
+    """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status.
+
+    ``sink`` makes the events go to another sink than the text printer (see
+    :mod:`mariabinlog.tools.sink`); ``--format``, ``--convert-engine-binlog`` and
+    ``--convert-to-engine-binlog`` choose one from the command line.  ``remote``
+    opens a primary's dump stream for ``--read-from-remote-server`` (the
+    ``mariabinlog`` command wires in the replication client; without it the
+    option is refused).
+    """
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        opts, files, notices = parse_options(argv)
+        for note in notices:
+            write_line(err, note)
+        if opts.help:
+            sys.stdout.write(_USAGE)
+            return 0
+        if opts.version:
+            sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
+            return 0
+        if opts.log_level is not None:
+            logging.getLogger("mariabinlog").setLevel(log_level(opts.log_level))
+        if not files and not (opts.remote and opts.start_position):
+            err.write(_USAGE)
+            return 1
+        if not opts.remote:
+            files = _expand_directories(files)
+        if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
+            return _convert(opts, files, err)
+        if opts.remote and remote is None:
+            raise OptionExit(
+                "ERROR: --read-from-remote-server needs the mariabinlog command (mariabinlog dump)", 1
+            )
+        if opts.raw and opts.remote:
+            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump", 1)
+        if opts.raw:
+            raise OptionExit(
+                "ERROR: The --raw mode only works with --read-from-remote-server", 1
+            )
+        if sink is None and opts.format != "text":
+            sink = _format_sink(opts)
+        if sink is not None and opts.flashback:
+            raise OptionExit("ERROR: --flashback works only with the text output", 1)
+        out: BinaryIO
+        close_out = False
+        if opts.result_file:
+            try:
+                out = open(opts.result_file, "wb")  # noqa: SIM115 - closed in the finally below
+            except OSError:
+                raise OptionExit(
+                    f"ERROR: Could not create log file '{opts.result_file}'", 1
+                ) from None
+            close_out = True
+        else:
+            out = stdout if stdout is not None else sys.stdout.buffer
+        dumper = Dumper(
+            opts, err, sink, progress_for(err, None if close_out else out)
+        )
+        dumper.out_stream = out
+        try:
+            status = dumper.run(files) if remote is None or not opts.remote else dumper.run_remote(remote)
+        finally:
+            out.flush()
+            if close_out:
+                out.close()
+        return status
+    except OptionExit as exc:
+        if exc.message:
+            write_line(err, exc.message)
+        return exc.status
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 1
+
+
+def _expand_directories(files: list[str]) -> list[str]:
+    """Each directory named becomes its binlog files, in the order SHOW BINARY LOGS lists them.
+
+    mariadb-binlog itself takes files only; a directory holding no binlog is refused
+    with one line (exit 1) rather than read as one.
+    """
+    if not any(name != "-" and os.path.isdir(name) for name in files):
+        return files
+    from .binlog_dir import binary_logs
+
+    expanded: list[str] = []
+    for name in files:
+        if name == "-" or not os.path.isdir(name):
+            expanded.append(name)
+            continue
+        logs = binary_logs(name)
+        if not logs:
+            raise OptionExit(f"{PROG}: '{name}' is a directory without binlog files (legacy or .ibb)", 1)
+        expanded.extend(os.path.join(name, log) for log, _ in logs)
+    return expanded
+
+
+def _convert(opts: DumpOptions, files: list[str], err: Any) -> int:
+    """Run one of the two conversions: the dumper reads, the converter writes files."""
+    from . import convert  # imports the engine: slow, and only conversions need it
+
+    dumper = Dumper(opts, err, convert.conversion_sink(opts, files, err), progress_for(err, None))
+    with open(os.devnull, "wb") as nowhere:  # the conversions write files, never stdout
+        dumper.out_stream = nowhere
+        try:
+            return dumper.run(files)
+        except MariabinlogError as exc:
+            write_line(err, f"ERROR: {exc}")
+            dumper.printer.finish(False)
+            return 1
+
+
+def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
+    """The sink ``--format`` names (``text`` is the printer itself)."""
+    if opts.format == "json":
+        from .jsonout import JsonSink
+
+        return lambda write: JsonSink(write, opts)
+    raise OptionExit(
+        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json'", 1
+    )
+
+
+def add_dump_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    remote: RemoteSource | None = None,
+) -> None:
+    """Register ``dump``: every argument after it goes to :func:`dump_main` untouched."""
+    parser = subparsers.add_parser(
+        "dump",
+        help="print binlog files as mariadb-binlog does (legacy and .ibb)",
+        add_help=False,
+        prefix_chars="\x01",
+    )
+    parser.add_argument("dump_argv", nargs="*", metavar="ARGS")
+    parser.set_defaults(handler=lambda args: dump_main(list(args.dump_argv), remote=remote))
+
+
+def main() -> None:
+    """``python -m mariabinlog.tools.dump_cli``."""
+    sys.exit(dump_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
