@@ -53,6 +53,17 @@ def corpus_dir() -> Path:
     return CORPUS
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A corpus file missing while a test runs fails it naming the file and the command that makes it."""
+    try:
+        return (yield)
+    except FileNotFoundError as error:
+        if error.filename and Path(error.filename).resolve().is_relative_to(CORPUS):
+            raise CorpusMissing(str(error.filename)) from error
+        raise
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses a MariaDB server ``mariadb``, so ``-m 'not mariadb'`` works."""
     for item in items:
