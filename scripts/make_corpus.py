@@ -189,8 +189,7 @@ def record_case(out: Path, workload: str, case: str, files: list[str], options: 
 def write_tsv(path: Path, rows: list[dict[str, str]], columns: list[str]) -> None:
     """Tab-separated with a header row, LF line ends."""
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, columns, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE,
-                                escapechar=None)
+        writer = csv.DictWriter(handle, columns, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE)
         writer.writeheader()
         writer.writerows(rows)
 
@@ -230,14 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
     # The manifest and replay table always describe every workload present on disk.
-    def case_files(row: dict[str, str]) -> list[str]:
-        return row["files"].split()
-
     todo = [row for row in cases if row["workload"] in {w.name for w in chosen}]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        fresh = list(pool.map(lambda r: record_case(out, r["workload"], r["case"], case_files(r), r["options"]), todo))
+        fresh = list(pool.map(
+            lambda row: record_case(out, row["workload"], row["case"], row["files"].split(), row["options"]), todo))
     columns = ["id", "files", "options", "golden", "exit_code", "stderr", "workload"]
-    by_id = {}
+    by_id: dict[str, dict[str, str]] = {}
     if (out / "manifest.tsv").is_file() and args.only:
         with (out / "manifest.tsv").open(newline="", encoding="utf-8") as handle:
             by_id = {row["id"]: row for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)}
