@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up of everything the project needs, on Debian 12 (or a close relative):
 #   * system packages: MariaDB server and client (the tests start private servers from
-#     /usr/sbin/mariadbd; the Debian service itself is never needed) and a JDK for Spark;
+#     /usr/sbin/mariadbd; the Debian service itself is never needed), mariadb-test-data (MariaDB's
+#     own test binlogs, read by version tests), faketime/libfaketime (scripts/make-corpus.sh runs
+#     the recording server under a fixed clock) and a JDK for Spark;
 #   * .venv in the repository, with the project installed editable from the lock file.
 # Fast when all is there: apt runs only when a program is missing, pip only when
 # pyproject.toml or requirements/test.txt changed since the last install.
@@ -20,8 +22,19 @@ java_ok() {
     java -version 2>&1 | head -n 1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'
 }
 
+#: Debian packages without a program of their own to look for: checked with dpkg.
+DATA_PACKAGES=(libfaketime mariadb-test-data)
+
+packages_present() {
+  local package
+  for package in "${DATA_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || return 1
+  done
+}
+
 system_ready() {
-  have mariadbd && have mariadb-install-db && have mariadb && have mariadb-binlog && java_ok
+  have mariadbd && have mariadb-install-db && have mariadb && have mariadb-binlog && have faketime &&
+    java_ok && packages_present
 }
 
 as_root() {
@@ -29,7 +42,7 @@ as_root() {
 }
 
 install_system_packages() {
-  log "installing mariadb-server, mariadb-client, default-jdk-headless with apt-get"
+  log "installing mariadb-server, mariadb-client, mariadb-test-data, faketime, libfaketime, default-jdk-headless with apt-get"
   # Keep the Debian mariadb service from starting during the install: the tests run
   # private servers, and a container has no init system to start it anyway.
   local policy=/usr/sbin/policy-rc.d added_policy=""
@@ -42,7 +55,8 @@ install_system_packages() {
   {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update &&
       as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 \
-        install --no-install-recommends mariadb-server mariadb-client default-jdk-headless
+        install --no-install-recommends mariadb-server mariadb-client mariadb-test-data \
+        faketime libfaketime default-jdk-headless
   } </dev/null || status=$?
   if [ -n "$added_policy" ]; then as_root rm -f "$policy"; fi
   return "$status"
@@ -64,7 +78,7 @@ if system_ready; then
   log "system packages present"
 else
   install_system_packages
-  system_ready || { log "MariaDB programs or Java 17+ still missing after apt-get"; exit 1; }
+  system_ready || { log "MariaDB programs, faketime, mariadb-test-data or Java 17+ still missing after apt-get"; exit 1; }
 fi
 
 python="$(find_python)" || { log "Python 3.11 or newer not found (set PYTHON=/path/to/python3)"; exit 1; }

@@ -1,6 +1,7 @@
-"""Shared fixtures: real MariaDB servers, the shared corpus, and the markers' checks.
+"""Shared fixtures: real MariaDB servers, the corpus in ``tests/corpus``, and the markers' checks.
 
-A missing dependency (MariaDB programs, the corpus, pyspark or Java) skips the
+Missing corpus data fails the test that needs it (``bash scripts/make-corpus.sh`` makes it).
+A missing dependency (MariaDB programs, pyspark or Java) skips the
 tests that need it with the reason shown, except under ``CI=true``, where it
 fails them: CI must never pass by skipping.
 """
@@ -16,9 +17,9 @@ from typing import NoReturn
 
 import pytest
 
+from corpus_data import CORPUS, CorpusMissing, corpus_path
 from mariadb_server import MariaDBServerFactory, missing_programs
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -44,11 +45,23 @@ def mariadb_server_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
-    """``../shared/corpus`` beside the repository: real binlogs with golden outputs."""
-    path = REPO_ROOT.parent / "shared" / "corpus"
-    if not (path / "manifest.tsv").is_file():
-        unavailable(f"corpus not found at {path}")
-    return path
+    """``tests/corpus``: real binlogs with golden outputs; fails (never skips) when it is missing."""
+    try:
+        corpus_path("manifest.tsv")
+    except CorpusMissing as missing:
+        pytest.fail(str(missing), pytrace=False)
+    return CORPUS
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A corpus file missing while a test runs fails it naming the file and the command that makes it."""
+    try:
+        return (yield)
+    except FileNotFoundError as error:
+        if error.filename and Path(error.filename).resolve().is_relative_to(CORPUS):
+            raise CorpusMissing(str(error.filename)) from error
+        raise
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

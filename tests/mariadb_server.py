@@ -22,7 +22,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -33,8 +33,9 @@ _EXTRA_BIN_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin",
 #: The programs the harness needs.
 REQUIRED_PROGRAMS = ("mariadbd", "mariadb-install-db", "mariadb", "mariadb-binlog")
 
-#: Options of the server that recorded ``../shared/corpus`` (see its README), without
-#: ``--log-bin``: a replay server started with these matches the recording one.
+#: Options of the server that recorded ``tests/corpus`` (see its README and
+#: ``scripts/make_corpus.py``), without ``--log-bin``: a replay server started with these
+#: matches the recording one.
 CORPUS_OPTIONS: tuple[str, ...] = (
     "--server-id=1",
     "--binlog-annotate-row-events=ON",
@@ -129,7 +130,8 @@ class MariaDBServer:
     """One private ``mariadbd`` with its own datadir under ``basedir``.
 
     ``options`` are extra server options (``--log-bin``, ``--binlog-format=ROW``,
-    ``--server-id=2``, ...).  With a bare ``--log-bin`` the binlogs are named
+    ``--server-id=2``, ...).  ``env`` is added to ``mariadbd``'s environment only (the
+    corpus generator runs the server under libfaketime this way).  With a bare ``--log-bin`` the binlogs are named
     ``mysql-bin.NNNNNN`` like the corpus's.  The datadir is kept after
     :meth:`stop` so tests can read the binlogs; a later :meth:`start` reuses it.
     """
@@ -143,12 +145,14 @@ class MariaDBServer:
         options: Sequence[str] = (),
         *,
         start_timeout: float = 90.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.basedir = Path(basedir).resolve()
         self.datadir = self.basedir / "data"
         self.error_log = self.basedir / "error.log"
         self.options = tuple(options)
         self.start_timeout = start_timeout
+        self.env = dict(env or {})
         self.port = 0
         self._rundir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -230,6 +234,7 @@ class MariaDBServer:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                env={**os.environ, **self.env} if self.env else None,
             )
             _running.add(self)
             try:

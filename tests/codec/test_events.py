@@ -20,8 +20,9 @@ from mariabinlog.errors import (
     TruncatedError,
 )
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-BINLOGS = sorted((CORPUS / "binlogs").glob("*/mysql-bin.*"))
+from corpus_data import CORPUS, corpus_glob
+
+BINLOGS = corpus_glob("binlogs/*/mysql-bin.*")
 
 
 def _corpus_ids() -> list[str]:

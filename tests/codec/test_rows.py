@@ -16,7 +16,6 @@ import struct
 import subprocess
 import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,7 +43,7 @@ from mariabinlog.codec.events import (
 from mariabinlog.codec.stream import iter_legacy_events
 from mariabinlog.errors import DecodeError, MariabinlogError, TruncatedError
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from corpus_data import corpus_glob
 IMPLS = pytest.mark.parametrize("impl", list(rows.IMPLEMENTATIONS.values()), ids=list(rows.IMPLEMENTATIONS))
 EVENT_TYPES = {"insert": WRITE_ROWS_EVENT_V1, "update": UPDATE_ROWS_EVENT_V1, "delete": DELETE_ROWS_EVENT_V1}
 
@@ -727,7 +726,7 @@ def test_encode_rejects_bad_values() -> None:
 
 def corpus_rows_events() -> list[tuple[str, TableMapEvent, RowsEvent]]:
     found = []
-    for path in sorted((CORPUS / "binlogs").glob("*/mysql-bin.*")):
+    for path in corpus_glob("binlogs/*/mysql-bin.*"):
         maps: dict[int, TableMapEvent] = {}
         for event in iter_legacy_events(path.read_bytes()):
             if isinstance(event, TableMapEvent):
@@ -737,7 +736,6 @@ def corpus_rows_events() -> list[tuple[str, TableMapEvent, RowsEvent]]:
     return found
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not available")
 @IMPLS
 def test_corpus_rows_decode_and_encode_back_exactly(impl: type) -> None:
     events = corpus_rows_events()
@@ -750,7 +748,6 @@ def test_corpus_rows_decode_and_encode_back_exactly(impl: type) -> None:
     assert total > 1800
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not available")
 @IMPLS
 def test_corpus_values(impl: type) -> None:
     """A few values from w02_types_full checked against the SQL that wrote them."""

@@ -1,4 +1,4 @@
-"""``mariabinlog replicate`` against real target servers: the shared corpus replayed from its binlog
+"""``mariabinlog replicate`` against real target servers: the corpus replayed from its binlog
 files (every column type, statement and mixed format, compressed events, big transactions,
 several domains), positions, filters, strict mode, refusals, resume, and a live primary with
 per-domain parallel apply."""
@@ -6,7 +6,6 @@ per-domain parallel apply."""
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 from mariadb_server import CORPUS_OPTIONS, MariaDBServer, MariaDBServerFactory
@@ -21,14 +20,11 @@ from replication_helpers import (
 from mariabinlog.cli import main as cli_main
 from mariabinlog.codec.gtid import ConnectState
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+from corpus_data import CORPUS, corpus_path
 
 
 def _replay_rows() -> list[dict[str, str]]:
-    path = CORPUS / "replay.tsv"
-    if not path.is_file():
-        return []
-    with path.open(newline="") as handle:
+    with corpus_path("replay.tsv").open(newline="") as handle:
         return list(csv.DictReader(handle, delimiter="\t"))
 
 

@@ -40,8 +40,9 @@ from mariabinlog.engine.check import check_directory
 from mariabinlog.tools.dump_cli import dump_main
 from mariabinlog.tools.listing import binary_logs
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-WORKLOADS = sorted(p.name for p in (CORPUS / "binlogs").iterdir()) if (CORPUS / "binlogs").is_dir() else []
+from corpus_data import CORPUS, corpus_glob
+
+WORKLOADS = [p.name for p in corpus_glob("binlogs/*")]
 TOOL = shutil.which("mariadb-binlog")
 needs_tool = pytest.mark.skipif(TOOL is None, reason="mariadb-binlog is not installed")
 

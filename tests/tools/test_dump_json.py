@@ -25,8 +25,9 @@ import pytest
 
 from mariabinlog.tools.dump_cli import dump_main
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-LISTINGS = sorted(CORPUS.glob("events/*/*.tsv"))
+from corpus_data import corpus_glob
+
+LISTINGS = corpus_glob("events/*/*.tsv")
 
 
 def run(args: list[str]) -> tuple[int, bytes, str]:

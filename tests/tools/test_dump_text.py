@@ -34,14 +34,12 @@ from mariabinlog.codec.stream import iter_legacy_events
 from mariabinlog.engine.files import IbbDirectory, ibb_file_name, ibb_file_no
 from mariabinlog.tools.dump_cli import dump_main
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from corpus_data import CORPUS, corpus_path
 TOOL = shutil.which("mariadb-binlog")
 
 
 def _manifest() -> list[dict[str, str]]:
-    path = CORPUS / "manifest.tsv"
-    if not path.is_file():
-        return []
+    path = corpus_path("manifest.tsv")
     lines = [
         line.rstrip("\n")
         for line in path.read_text(encoding="utf-8").splitlines()

@@ -25,8 +25,9 @@ from mariabinlog.errors import DecodeError
 from mariabinlog.tools import printer as P
 from mariabinlog.tools import rowsql
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-BINLOGS = sorted(CORPUS.glob("binlogs/*/mysql-bin.*"))
+from corpus_data import corpus_glob
+
+BINLOGS = corpus_glob("binlogs/*/mysql-bin.*")
 
 fast = P._fast
 pytestmark = pytest.mark.skipif(fast is None, reason="the _dumpfast extension is not built (pip install -e .)")
@@ -100,7 +101,7 @@ def test_base64_lines() -> None:
 
 
 def _sample(workload: str, kind: str) -> tuple[TableMapEvent, RowsEvent]:
-    for path in sorted(CORPUS.glob(f"binlogs/{workload}/mysql-bin.*")):
+    for path in corpus_glob(f"binlogs/{workload}/mysql-bin.*"):
         for tm, ev in rows_events(path):
             if ev.kind == kind and ev.rows_data and P._verbose_plan(tm):
                 return tm, ev
@@ -129,7 +130,7 @@ def test_decimal_digit_groups() -> None:
 
     dec_map = next(
         t
-        for path in sorted(CORPUS.glob("binlogs/w02_types_full/mysql-bin.*"))
+        for path in corpus_glob("binlogs/w02_types_full/mysql-bin.*")
         for t, _ in rows_events(path)
         if t.table == "t_dec"
     )

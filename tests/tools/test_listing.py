@@ -1,7 +1,7 @@
 """``mariabinlog events`` and ``mariabinlog files`` against what a live server showed.
 
 * ``events FILE``: byte for byte the ``SHOW BINLOG EVENTS IN 'FILE'`` output the
-  recording server gave (``../shared/corpus/events/<workload>/<file>.tsv``, as
+  recording server gave (``tests/corpus/events/<workload>/<file>.tsv``, as
   ``mariadb -B`` prints it), for every corpus binlog file.
 * ``events`` on `.ibb` files: the same events (types, server ids, Info) as the
   legacy files they were converted from, minus the legacy-only framing events.
@@ -23,8 +23,9 @@ import pytest
 from mariabinlog.tools.dump_cli import dump_main
 from mariabinlog.tools.listing import ListingSink, as_utf8mb3, batch_escape, binary_logs
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-EVENT_LISTINGS = sorted(CORPUS.glob("events/*/*.tsv"))
+from corpus_data import corpus_glob
+
+EVENT_LISTINGS = corpus_glob("events/*/*.tsv")
 
 
 def run_events(args: list[str]) -> tuple[int, bytes, str]:
