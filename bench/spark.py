@@ -98,7 +98,7 @@ def _pipeline_child(master: str, source: str, out: str, mode: str) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     ready = time.perf_counter()
     if mode == "pipeline":
-        from mariabinlog.tools.pipeline import run_pipeline
+        from mariabinlog.spark.pipeline import run_pipeline
 
         result = run_pipeline(source, out, spark=spark)
         detail = {"rows": result.rows, "partitions": None}

@@ -62,7 +62,7 @@ def _changes(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
 
 
 def test_latest_state_merges_partial_images_and_key_changes(spark: Any) -> None:
-    from mariabinlog.tools.pipeline import latest_state
+    from mariabinlog.spark.pipeline import latest_state
 
     keys = ["id"]
     changes = _changes(spark, [
@@ -79,7 +79,7 @@ def test_latest_state_merges_partial_images_and_key_changes(spark: Any) -> None:
 
 
 def test_latest_state_without_key_counts_identical_rows(spark: Any) -> None:
-    from mariabinlog.tools.pipeline import latest_state
+    from mariabinlog.spark.pipeline import latest_state
 
     row, other = {"a": "1", "b": "x"}, {"a": "2", "b": "y"}
     changes = _changes(spark, [
@@ -97,7 +97,7 @@ def test_delta_tables_committed_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     an independent Delta reader (delta-rs) reads back with the rows Spark wrote."""
     from deltalake import DeltaTable
 
-    from mariabinlog.tools.pipeline import run_pipeline
+    from mariabinlog.spark.pipeline import run_pipeline
 
     result = run_pipeline(None, str(tmp_path / "out"), table_format="delta", spark=spark)
     cdc = DeltaTable(result.cdc)

@@ -17,7 +17,7 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
 3. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
    over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts).
 
-Without SOURCE the job first writes the bundled sample (:mod:`.sample`, made with the project's
+Without SOURCE the job first writes the bundled sample (:mod:`mariabinlog.tools.sample`, made with the project's
 own engine) to ``DIR/sample-binlogs`` and runs on that.
 """
 
@@ -165,7 +165,7 @@ def run_pipeline(
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     if source is None:
-        from .sample import write_sample
+        from ..tools.sample import write_sample
 
         source = os.path.join(out, "sample-binlogs")
         if not os.path.isdir(source) or not any(n.endswith(".ibb") for n in os.listdir(source)):
@@ -174,7 +174,7 @@ def run_pipeline(
     if own:
         spark = _session(master, table_format, spark_conf or {})
     try:
-        from ..spark import register
+        from .source import register
 
         register(spark)
         return _run(spark, source, out, table_format, bucket, read_options or {})
