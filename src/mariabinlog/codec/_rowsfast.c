@@ -975,20 +975,34 @@ utf8_valid(const unsigned char *p, Py_ssize_t n)
 }
 
 static int
+all_ascii(const unsigned char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] >= 0x80) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether a VAR value renders as its own bytes: UTF-8 bytes (binary, or text in UTF-8), or
+ * ASCII text in a codec that maps ASCII to itself. */
+static int
+text_as_is(const char *codec, const unsigned char *p, Py_ssize_t n)
+{
+    if (codec == NULL || strcmp(codec, "utf_8") == 0) {
+        return utf8_valid(p, n);
+    }
+    if (strcmp(codec, "ascii") == 0 || strcmp(codec, "latin_1") == 0 || strcmp(codec, "cp1252") == 0) {
+        return all_ascii(p, n);
+    }
+    return 0;
+}
+
+static int
 put_text(Buf *b, const char *s)
 {
     return buf_put(b, s, (Py_ssize_t)strlen(s));
-}
-
-static void
-fmt_frac(char *out, size_t size, unsigned long long micro)
-{
-    if (micro) {
-        snprintf(out, size, ".%06llu", micro);
-    }
-    else {
-        out[0] = 0;
-    }
 }
 
 /* Days since 1970-01-01 -> civil date (proleptic Gregorian; H. Hinnant's algorithm). */
@@ -1007,11 +1021,101 @@ civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = yy + (*m <= 2);
 }
 
+/* Decimal text of v (with '-' when negative) into out; returns the end. */
+static char *
+fmt_u64(char *out, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) {
+        *out++ = tmp[--n];
+    }
+    return out;
+}
+
+static char *
+fmt_i64(char *out, int64_t v)
+{
+    if (v < 0) {
+        *out++ = '-';
+        return fmt_u64(out, (uint64_t)0 - (uint64_t)v);
+    }
+    return fmt_u64(out, (uint64_t)v);
+}
+
+/* v with at least `width` digits (zero-padded, as %0Nd for v >= 0). */
+static char *
+fmt_pad(char *out, uint64_t v, int width)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n < width) {
+        tmp[n++] = '0';
+    }
+    while (n) {
+        *out++ = tmp[--n];
+    }
+    return out;
+}
+
+/* "YYYY-MM-DD" then, when `time`, " HH:MM:SS" and ".ffffff" when micro is not 0. */
+static char *
+fmt_datetime(char *o, uint64_t y, uint64_t m, uint64_t d, int time, uint64_t hh, uint64_t mi, uint64_t ss,
+             uint64_t micro)
+{
+    o = fmt_pad(o, y, 4);
+    *o++ = '-';
+    o = fmt_pad(o, m, 2);
+    *o++ = '-';
+    o = fmt_pad(o, d, 2);
+    if (time) {
+        *o++ = ' ';
+        o = fmt_pad(o, hh, 2);
+        *o++ = ':';
+        o = fmt_pad(o, mi, 2);
+        *o++ = ':';
+        o = fmt_pad(o, ss, 2);
+        if (micro) {
+            *o++ = '.';
+            o = fmt_pad(o, micro, 6);
+        }
+    }
+    return o;
+}
+
+/* "[-]HH:MM:SS[.ffffff]" */
+static char *
+fmt_time(char *o, int negative, uint64_t hh, uint64_t mi, uint64_t ss, uint64_t micro)
+{
+    if (negative) {
+        *o++ = '-';
+    }
+    o = fmt_pad(o, hh, 2);
+    *o++ = ':';
+    o = fmt_pad(o, mi, 2);
+    *o++ = ':';
+    o = fmt_pad(o, ss, 2);
+    if (micro) {
+        *o++ = '.';
+        o = fmt_pad(o, micro, 6);
+    }
+    return o;
+}
+
 /* Render fixed-size column c at p into b natively; 1 done, 0 = not natively (caller uses Python), -1 error. */
 static int
 render_fixed(Buf *b, const Column *c, const unsigned char *p)
 {
-    char text[96], frac[16];
+    char text[96];
+    char *o = text;
     Py_ssize_t size = c->size;
     switch (c->op) {
     case OP_INT: {
@@ -1020,19 +1124,19 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
             if (size < 8 && (v >> (8 * size - 1)) & 1) {
                 v |= ~(uint64_t)0 << (8 * size);
             }
-            snprintf(text, sizeof text, "%lld", (long long)v);
+            o = fmt_i64(o, (int64_t)v);
         }
         else {
-            snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+            o = fmt_u64(o, v);
         }
-        return put_text(b, text) < 0 ? -1 : 1;
+        break;
     }
     case OP_UINT_BE:
-        snprintf(text, sizeof text, "%llu", (unsigned long long)read_be(p, size));
-        return put_text(b, text) < 0 ? -1 : 1;
+        o = fmt_u64(o, read_be(p, size));
+        break;
     case OP_YEAR:
-        snprintf(text, sizeof text, "%d", p[0] ? p[0] + 1900 : 0);
-        return put_text(b, text) < 0 ? -1 : 1;
+        o = fmt_u64(o, p[0] ? p[0] + 1900u : 0u);
+        break;
     case OP_FLOAT:
     case OP_DOUBLE: {
         double d = c->op == OP_FLOAT ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
@@ -1049,27 +1153,23 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
     }
     case OP_DATE: {
         uint32_t v = (uint32_t)read_le(p, 3);
-        snprintf(text, sizeof text, "%04u-%02u-%02u", v >> 9, v >> 5 & 15, v & 31);
-        return put_text(b, text) < 0 ? -1 : 1;
+        o = fmt_datetime(o, v >> 9, v >> 5 & 15, v & 31, 0, 0, 0, 0, 0);
+        break;
     }
     case OP_TIME: {
         int64_t v = (int64_t)read_le(p, 3);
         if (v & 0x800000) {
             v -= 0x1000000;
         }
-        int64_t a = v < 0 ? -v : v;
-        snprintf(text, sizeof text, "%s%02lld:%02lld:%02lld", v < 0 ? "-" : "", (long long)(a / 10000),
-                 (long long)(a / 100 % 100), (long long)(a % 100));
-        return put_text(b, text) < 0 ? -1 : 1;
+        uint64_t a = (uint64_t)(v < 0 ? -v : v);
+        o = fmt_time(o, v < 0, a / 10000, a / 100 % 100, a % 100, 0);
+        break;
     }
     case OP_DATETIME: {
         uint64_t v = read_le(p, 8);
         uint64_t d = v / 1000000, t = v % 1000000;
-        snprintf(text, sizeof text, "%04llu-%02llu-%02llu %02llu:%02llu:%02llu", (unsigned long long)(d / 10000),
-                 (unsigned long long)(d / 100 % 100), (unsigned long long)(d % 100),
-                 (unsigned long long)(t / 10000), (unsigned long long)(t / 100 % 100),
-                 (unsigned long long)(t % 100));
-        return put_text(b, text) < 0 ? -1 : 1;
+        o = fmt_datetime(o, d / 10000, d / 100 % 100, d % 100, 1, t / 10000, t / 100 % 100, t % 100, 0);
+        break;
     }
     case OP_TIMESTAMP:
     case OP_TIMESTAMP2: {
@@ -1093,10 +1193,8 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
         unsigned m, d;
         civil_from_days((int64_t)(seconds / 86400), &y, &m, &d);
         uint64_t s = seconds % 86400;
-        fmt_frac(frac, sizeof frac, micro);
-        snprintf(text, sizeof text, "%04lld-%02u-%02u %02u:%02u:%02u%s", (long long)y, m, d, (unsigned)(s / 3600),
-                 (unsigned)(s / 60 % 60), (unsigned)(s % 60), frac);
-        return put_text(b, text) < 0 ? -1 : 1;
+        o = fmt_datetime(o, (uint64_t)y, m, d, 1, s / 3600, s / 60 % 60, s % 60, micro);
+        break;
     }
     case OP_DATETIME2: {
         int shift = 8 * (int)c->a;
@@ -1105,27 +1203,24 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
         if (intpart < 0) {
             intpart = -intpart;
         }
-        int64_t ymd = intpart >> 17, ym = ymd >> 5, hms = intpart & 0x1FFFF;
+        uint64_t ymd = (uint64_t)intpart >> 17, ym = ymd >> 5, hms = (uint64_t)intpart & 0x1FFFF;
         uint64_t micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
-        fmt_frac(frac, sizeof frac, micro);
-        snprintf(text, sizeof text, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld%s", (long long)(ym / 13),
-                 (long long)(ym % 13), (long long)(ymd & 31), (long long)(hms >> 12), (long long)(hms >> 6 & 63),
-                 (long long)(hms & 63), frac);
-        return put_text(b, text) < 0 ? -1 : 1;
+        o = fmt_datetime(o, ym / 13, ym % 13, ymd & 31, 1, hms >> 12, hms >> 6 & 63, hms & 63, micro);
+        break;
     }
     case OP_TIME2: {
         int shift = 8 * (int)c->a;
         int64_t v = (int64_t)read_be(p, size) - ((int64_t)0x800000 << shift);
-        int64_t a = v < 0 ? -v : v;
-        int64_t hms = a >> shift;
-        int64_t micro = (a & (((int64_t)1 << shift) - 1)) * c->b;
-        fmt_frac(frac, sizeof frac, (unsigned long long)micro);
-        snprintf(text, sizeof text, "%s%02lld:%02lld:%02lld%s", v < 0 ? "-" : "", (long long)(hms >> 12 & 1023),
-                 (long long)(hms >> 6 & 63), (long long)(hms & 63), frac);
-        return put_text(b, text) < 0 ? -1 : 1;
+        uint64_t a = (uint64_t)(v < 0 ? -v : v);
+        uint64_t hms = a >> shift;
+        uint64_t micro = (a & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        o = fmt_time(o, v < 0, hms >> 12 & 1023, hms >> 6 & 63, hms & 63, micro);
+        break;
     }
+    default:
+        return 0;  /* DECIMAL (see render_decimal), Python conversions */
     }
-    return 0;  /* DECIMAL (see render_decimal), Python conversions */
+    return buf_put(b, text, o - text) < 0 ? -1 : 1;
 }
 
 /* Packed DECIMAL as str(Decimal) prints it, when that is the plain notation; 0 = use Python. */
@@ -1288,8 +1383,7 @@ map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObje
                     return -1;
                 }
                 const unsigned char *v = buf + p + prefix;
-                int utf8_codec = c->codec != NULL && (strcmp(c->codec, "utf-8") == 0 || strcmp(c->codec, "utf8") == 0);
-                if ((c->codec == NULL || utf8_codec) && utf8_valid(v, (Py_ssize_t)n)) {
+                if (text_as_is(c->codec, v, (Py_ssize_t)n)) {
                     rc = buf_put(&m->values, v, (Py_ssize_t)n);
                 }
                 else if (c->codec == NULL) {  /* bytes that are not UTF-8: 0x + hex */

@@ -49,7 +49,7 @@ from ..codec.events import (
 )
 from ..codec.ibb import EventGroup, RecordReader, RecordType
 from ..codec.primitives import U32
-from ..codec.rows import row_decoder
+from ..codec.rows import FastRowDecoder, map_builder, row_decoder
 from ..codec.stream import EventStreamDecoder, iter_legacy_events
 from ..engine.files import IbbDirectory
 from ..errors import DecodeError
@@ -57,6 +57,10 @@ from .files import read_whole
 from .options import ScanOptions
 from .plan import Split
 from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+
+#: Bytes of decoded data a record batch holds at most (besides ``batchRows``), so a huge
+#: transaction streams through a task in bounded memory.
+MAX_BATCH_BYTES = 32 << 20
 
 #: Events that stand outside event groups (they end any group in progress).
 META_EVENTS = frozenset(
@@ -404,6 +408,7 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iter
     out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
     reader = SplitReader(split, options)
     cached: tuple[TableMapEvent, _TableInfo] | None = None
+    held = 0  # bytes of rows data in the batch being built
     for item in reader:
         event = item.event
         if event.type_code not in ROWS_KIND:
@@ -440,13 +445,80 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iter
             else:
                 cols[-2].extend(_typed(info, c.before) for c in chunk)
                 cols[-1].extend(_typed(info, c.after) for c in chunk)
-            if out.full():
+            held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
+            if out.full() or held >= MAX_BATCH_BYTES:
+                held = 0
                 batch = out.flush()
                 if batch is not None:
                     yield batch
     batch = out.flush()
     if batch is not None:
         yield batch
+
+
+def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:
+    """A ``map<string,string>`` array from ``MapBuilder.take`` buffers (no copy)."""
+    rows, entries, valid, offsets, key_offsets, keys, value_valid, value_offsets, values = parts
+    buf = pa.py_buffer
+    key_array = pa.Array.from_buffers(pa.string(), entries, [None, buf(key_offsets), buf(keys)], null_count=0)
+    value_array = pa.Array.from_buffers(pa.string(), entries, [buf(value_valid), buf(value_offsets), buf(values)])
+    pairs = pa.StructArray.from_arrays([key_array, value_array], fields=[kind.key_field, kind.item_field])
+    return pa.Array.from_buffers(kind, rows, [buf(valid), buf(offsets)], children=[pairs])
+
+
+def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list[Any]]) -> pa.RecordBatch:
+    """One rows-view batch: per-event columns repeated by the rows' event numbers, the row
+    index and the before/after maps from the builder's buffers."""
+    rows, event_no, row_index, before, after = taken
+    take = pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(event_no)], null_count=0)
+    arrays = []
+    for i, field in enumerate(schema):
+        if field.name == "row_index":
+            arrays.append(pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(row_index)], null_count=0))
+        elif field.name in ("before", "after"):
+            arrays.append(_map_array(field.type, before if field.name == "before" else after))
+        else:
+            column = i if i < 4 else i - 1  # the per-event values skip row_index
+            arrays.append(pa.array([e[column] for e in events], type=field.type).take(take))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema, builder: Any
+                           ) -> Iterator[pa.RecordBatch]:
+    """The rows view with map images, built column by column by the compiled ``MapBuilder``:
+    each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes."""
+    reader = SplitReader(split, options)
+    max_rows = options.batch_rows
+    cached: tuple[TableMapEvent, _TableInfo] | None = None
+    events: list[list[Any]] = []  # per-event column values of the batch being built
+    for item in reader:
+        event = item.event
+        if event.type_code not in ROWS_KIND:
+            continue
+        assert isinstance(event, RowsEvent)
+        table_map = reader.decoder.table_map_for(event)
+        if cached is None or cached[0] is not table_map:
+            names = column_names(table_map)
+            cached = (table_map, _TableInfo(names, key_columns(table_map, names), None))
+        info = cached[1]
+        decoder = row_decoder(table_map)
+        assert isinstance(decoder, FastRowDecoder)
+        try:
+            kind, data, first, second = decoder.programs(event)
+            fixed = _location_and_gtid(split, item) + [table_map.schema, table_map.table, kind, info.keys]
+            pos, row_index, end = 0, 0, len(data)
+            while pos < end:
+                if not events or events[-1] is not fixed:
+                    events.append(fixed)
+                pos, row_index = builder.add(data, pos, first, second, kind, info.names, len(events) - 1, row_index,
+                                             max_rows, MAX_BATCH_BYTES)
+                if builder.rows >= max_rows or builder.nbytes >= MAX_BATCH_BYTES:
+                    yield _columnar_batch(schema, builder.take(), events)
+                    events = []
+        except DecodeError as err:
+            raise err.located(split.path, item.position) from None
+    if builder.rows:
+        yield _columnar_batch(schema, builder.take(), events)
 
 
 def _typed(info: _TableInfo, image: tuple[Any, ...] | None) -> dict[str, Any] | None:
@@ -493,9 +565,18 @@ def _groups_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
 _BUILDERS = {"events": _events_batches, "rows": _rows_batches, "groups": _groups_batches}
 
 
-def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Record batches of the chosen view for ``splits``, in order."""
+def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema, *,
+                columnar: bool = True) -> Iterator[pa.RecordBatch]:
+    """Record batches of the chosen view for ``splits``, in order.
+
+    ``columnar`` uses the compiled column builders where they exist (the same batches as the
+    pure-Python reference path, which ``columnar=False`` or ``MARIABINLOG_PURE_PYTHON=1`` runs).
+    """
+    builder = map_builder(render) if columnar and options.view == "rows" and options.table is None else None
     build = _BUILDERS[options.view]
     for split in splits:
-        yield from build(split, options, schema)
+        if builder is not None:
+            yield from _rows_batches_columnar(split, options, schema, builder)
+        else:
+            yield from build(split, options, schema)
 
