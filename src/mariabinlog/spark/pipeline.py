@@ -487,13 +487,21 @@ def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: 
     top.set_ylabel("events")
     if per_domain:
         top.legend(loc="upper left", fontsize="small", ncol=min(4, len(per_domain)))
+    # Every bucket of the span, so a quiet bucket draws as 0 rather than a line across it.
+    steps = [] if not times else [times[0] + k * width for k in range(int((times[-1] - times[0]) / width) + 1)]
+    if len(steps) > 20 * MAX_BUCKETS:
+        steps = times
+    peak, low = 0, None
     for name, series in per_table.items():
-        xs = sorted(series)
-        bottom.plot([x + width / 2 for x in xs], [series[x] for x in xs], marker="." if len(xs) < 60 else None,
-                    label=name)
+        ys = [series.get(x, 0) for x in steps]
+        peak = max(peak, *ys)
+        low = min([y for y in ys if y] + ([low] if low else []))
+        bottom.step(steps, ys, where="post", label=name, marker="." if len(steps) < 40 else None)
     bottom.set_title(f"Row changes per table, per {label}")
     bottom.set_ylabel("rows")
-    bottom.set_yscale("symlog")
+    if low and peak / low > 100:  # many orders of magnitude apart: a log scale keeps small tables visible
+        bottom.set_yscale("symlog", linthresh=1)
+    bottom.set_ylim(bottom=0)
     bottom.set_xlabel("time (UTC)")
     if per_table:
         bottom.legend(loc="upper left", fontsize="small", ncol=min(3, len(per_table)))
