@@ -308,20 +308,56 @@ class MapColumn:
         )
 
 
+class TypedColumn:
+    """A struct column of typed row images kept column by column: each table column's values
+    are converted in one pass and handed to Arrow as one list (no per-row dicts)."""
+
+    __slots__ = ("children", "converters", "nulls")
+
+    def __init__(self, converters: tuple[Any, ...]) -> None:
+        self.converters = converters
+        self.children: list[list[Any]] = [[] for _ in converters]
+        self.nulls: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.nulls)
+
+    def add_all(self, images: list[tuple[Any, ...] | None]) -> None:
+        """The images of one rows event (None = no image; ABSENT columns become null)."""
+        self.nulls.extend(image is None for image in images)
+        for index, (child, convert) in enumerate(zip(self.children, self.converters)):
+            child.extend(None if image is None or (v := image[index]) is None or v is ABSENT else convert(v)
+                         for image in images)
+
+    def array(self, kind: pa.StructType) -> pa.Array:
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        children = [pa.array(values, type=f.type) for values, f in zip(self.children, fields)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(self.nulls, pa.bool_()))
+
+
 class _Batches:
     """Columns filled row by row and cut into record batches of the exact Arrow schema.
 
     ``maps`` names the columns built as :class:`MapColumn` instead of Python lists.
     """
 
-    def __init__(self, schema: pa.Schema, rows: int, maps: tuple[str, ...] = ()) -> None:
+    def __init__(self, schema: pa.Schema, rows: int, maps: tuple[str, ...] = (),
+                 typed: tuple[Any, ...] | None = None) -> None:
         self.schema = schema
         self.rows = rows
         self.maps = maps
+        self.typed = typed  # converters of before/after built as TypedColumn
         self.columns: list[Any] = self._empty()
 
     def _empty(self) -> list[Any]:
-        return [MapColumn() if f.name in self.maps else [] for f in self.schema]
+        def column(name: str) -> Any:
+            if name in self.maps:
+                return MapColumn()
+            if self.typed is not None and name in ("before", "after"):
+                return TypedColumn(self.typed)
+            return []
+
+        return [column(f.name) for f in self.schema]
 
     def full(self) -> bool:
         return len(self.columns[0]) >= self.rows
@@ -330,7 +366,7 @@ class _Batches:
         if not self.columns[0]:
             return None
         arrays = [
-            col.array(f.type) if isinstance(col, MapColumn) else pa.array(col, type=f.type)
+            col.array(f.type) if isinstance(col, (MapColumn, TypedColumn)) else pa.array(col, type=f.type)
             for col, f in zip(self.columns, self.schema)
         ]
         self.columns = self._empty()
@@ -403,7 +439,9 @@ def _full(bitmap: bytes | None, width: int) -> bool:
     return bitmap[:whole] == b"\xff" * whole and (not rest or bitmap[whole] & ((1 << rest) - 1) == (1 << rest) - 1)
 
 
-def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columnar: bool = False
+                  ) -> Iterator[pa.RecordBatch]:
+    """The rows view by the reference path (``columnar``: typed images built column by column)."""
     wanted = options.table
     out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
     reader = SplitReader(split, options)
@@ -421,6 +459,13 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iter
             names = column_names(table_map)
             converters = typed_row_struct(table_map)[1] if wanted is not None else None
             cached = (table_map, _TableInfo(names, key_columns(table_map, names), converters))
+            if columnar and converters is not None and out.typed != converters:
+                if len(out.columns[0]):
+                    batch = out.flush()
+                    if batch is not None:
+                        yield batch
+                out.typed = converters
+                out.columns = out._empty()
         info = cached[1]
         try:
             changes = row_decoder(table_map).decode(event)
@@ -442,6 +487,9 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iter
             if info.converters is None:
                 cols[-2].add_all(info.names, [c.before for c in chunk], partial_before)
                 cols[-1].add_all(info.names, [c.after for c in chunk], partial_after)
+            elif columnar:
+                cols[-2].add_all([c.before for c in chunk])
+                cols[-1].add_all([c.after for c in chunk])
             else:
                 cols[-2].extend(_typed(info, c.before) for c in chunk)
                 cols[-1].extend(_typed(info, c.after) for c in chunk)
@@ -577,6 +625,8 @@ def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema
     for split in splits:
         if builder is not None:
             yield from _rows_batches_columnar(split, options, schema, builder)
+        elif options.view == "rows":
+            yield from _rows_batches(split, options, schema, columnar)
         else:
             yield from build(split, options, schema)
 
