@@ -657,6 +657,28 @@ change(PyObject *kind, PyObject *before, PyObject *after)
     return named(g_rowchange, 3, items, is_atomic(before) && is_atomic(after));
 }
 
+/* The mode of a rows event kind: 0 insert, 1 update (*second: its after-image Image), 2 delete; -1 error. */
+static int
+parse_kind(PyObject *kind, PyObject *after_image, const Image **second)
+{
+    if (PyUnicode_CompareWithASCIIString(kind, "insert") == 0) {
+        return 0;
+    }
+    if (PyUnicode_CompareWithASCIIString(kind, "delete") == 0) {
+        return 2;
+    }
+    if (PyUnicode_CompareWithASCIIString(kind, "update") == 0) {
+        if (!PyObject_TypeCheck(after_image, &ImageType)) {
+            PyErr_SetString(PyExc_TypeError, "an update needs the after-image Image");
+            return -1;
+        }
+        *second = (const Image *)after_image;
+        return 1;
+    }
+    PyErr_SetString(PyExc_ValueError, "kind must be 'insert', 'update' or 'delete'");
+    return -1;
+}
+
 /* decode(data, first, second, kind) -> list of RowChange
  *
  * kind is 'insert', 'update' or 'delete' (stored as given); `second` reads
@@ -678,23 +700,8 @@ rowsfast_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     const Image *first = (const Image *)args[1], *second = NULL;
-    int mode;  /* 0 insert, 1 update, 2 delete */
-    if (PyUnicode_CompareWithASCIIString(kind, "insert") == 0) {
-        mode = 0;
-    }
-    else if (PyUnicode_CompareWithASCIIString(kind, "delete") == 0) {
-        mode = 2;
-    }
-    else if (PyUnicode_CompareWithASCIIString(kind, "update") == 0) {
-        mode = 1;
-        if (!PyObject_TypeCheck(args[2], &ImageType)) {
-            PyErr_SetString(PyExc_TypeError, "an update needs the after-image Image");
-            return NULL;
-        }
-        second = (const Image *)args[2];
-    }
-    else {
-        PyErr_SetString(PyExc_ValueError, "kind must be 'insert', 'update' or 'delete'");
+    int mode = parse_kind(kind, args[2], &second);  /* 0 insert, 1 update, 2 delete */
+    if (mode < 0) {
         return NULL;
     }
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
@@ -1477,23 +1484,8 @@ MapBuilder_add(MapBuilder *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     const Image *first = (const Image *)args[2], *second = NULL;
-    int mode;
-    if (PyUnicode_CompareWithASCIIString(kind, "insert") == 0) {
-        mode = 0;
-    }
-    else if (PyUnicode_CompareWithASCIIString(kind, "delete") == 0) {
-        mode = 2;
-    }
-    else if (PyUnicode_CompareWithASCIIString(kind, "update") == 0) {
-        mode = 1;
-        if (!PyObject_TypeCheck(args[3], &ImageType)) {
-            PyErr_SetString(PyExc_TypeError, "an update needs the after-image Image");
-            return NULL;
-        }
-        second = (const Image *)args[3];
-    }
-    else {
-        PyErr_SetString(PyExc_ValueError, "kind must be 'insert', 'update' or 'delete'");
+    int mode = parse_kind(kind, args[3], &second);
+    if (mode < 0) {
         return NULL;
     }
     if (first->width > PyTuple_GET_SIZE(names) || (second != NULL && second->width > PyTuple_GET_SIZE(names))) {

@@ -439,6 +439,19 @@ def _full(bitmap: bytes | None, width: int) -> bool:
     return bitmap[:whole] == b"\xff" * whole and (not rest or bitmap[whole] & ((1 << rest) - 1) == (1 << rest) - 1)
 
 
+def _rows_events(reader: SplitReader, wanted: tuple[str, str] | None
+                 ) -> Iterator[tuple[Item, RowsEvent, TableMapEvent]]:
+    """The rows events of a split (of table ``wanted`` only, when set) with their table maps."""
+    for item in reader:
+        event = item.event
+        if event.type_code not in ROWS_KIND:
+            continue
+        assert isinstance(event, RowsEvent)
+        table_map = reader.decoder.table_map_for(event)
+        if wanted is None or (table_map.schema, table_map.table) == wanted:
+            yield item, event, table_map
+
+
 def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columnar: bool = False
                   ) -> Iterator[pa.RecordBatch]:
     """The rows view by the reference path (``columnar``: typed images built column by column)."""
@@ -447,14 +460,7 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
     reader = SplitReader(split, options)
     cached: tuple[TableMapEvent, _TableInfo] | None = None
     held = 0  # bytes of rows data in the batch being built
-    for item in reader:
-        event = item.event
-        if event.type_code not in ROWS_KIND:
-            continue
-        assert isinstance(event, RowsEvent)
-        table_map = reader.decoder.table_map_for(event)
-        if wanted is not None and (table_map.schema, table_map.table) != wanted:
-            continue
+    for item, event, table_map in _rows_events(reader, wanted):
         if cached is None or cached[0] is not table_map:
             names = column_names(table_map)
             converters = typed_row_struct(table_map)[1] if wanted is not None else None
@@ -539,12 +545,7 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
     max_rows = options.batch_rows
     cached: tuple[TableMapEvent, _TableInfo] | None = None
     events: list[list[Any]] = []  # per-event column values of the batch being built
-    for item in reader:
-        event = item.event
-        if event.type_code not in ROWS_KIND:
-            continue
-        assert isinstance(event, RowsEvent)
-        table_map = reader.decoder.table_map_for(event)
+    for item, event, table_map in _rows_events(reader, None):
         if cached is None or cached[0] is not table_map:
             names = column_names(table_map)
             cached = (table_map, _TableInfo(names, key_columns(table_map, names), None))
