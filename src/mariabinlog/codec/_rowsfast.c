@@ -1073,31 +1073,6 @@ fmt_pad(char *out, uint64_t v, int width)
     return out;
 }
 
-/* "YYYY-MM-DD" then, when `time`, " HH:MM:SS" and ".ffffff" when micro is not 0. */
-static char *
-fmt_datetime(char *o, uint64_t y, uint64_t m, uint64_t d, int time, uint64_t hh, uint64_t mi, uint64_t ss,
-             uint64_t micro)
-{
-    o = fmt_pad(o, y, 4);
-    *o++ = '-';
-    o = fmt_pad(o, m, 2);
-    *o++ = '-';
-    o = fmt_pad(o, d, 2);
-    if (time) {
-        *o++ = ' ';
-        o = fmt_pad(o, hh, 2);
-        *o++ = ':';
-        o = fmt_pad(o, mi, 2);
-        *o++ = ':';
-        o = fmt_pad(o, ss, 2);
-        if (micro) {
-            *o++ = '.';
-            o = fmt_pad(o, micro, 6);
-        }
-    }
-    return o;
-}
-
 /* "[-]HH:MM:SS[.ffffff]" */
 static char *
 fmt_time(char *o, int negative, uint64_t hh, uint64_t mi, uint64_t ss, uint64_t micro)
@@ -1113,6 +1088,23 @@ fmt_time(char *o, int negative, uint64_t hh, uint64_t mi, uint64_t ss, uint64_t 
     if (micro) {
         *o++ = '.';
         o = fmt_pad(o, micro, 6);
+    }
+    return o;
+}
+
+/* "YYYY-MM-DD" then, when `time`, " HH:MM:SS" and ".ffffff" when micro is not 0. */
+static char *
+fmt_datetime(char *o, uint64_t y, uint64_t m, uint64_t d, int time, uint64_t hh, uint64_t mi, uint64_t ss,
+             uint64_t micro)
+{
+    o = fmt_pad(o, y, 4);
+    *o++ = '-';
+    o = fmt_pad(o, m, 2);
+    *o++ = '-';
+    o = fmt_pad(o, d, 2);
+    if (time) {
+        *o++ = ' ';
+        o = fmt_time(o, 0, hh, mi, ss, micro);
     }
     return o;
 }
@@ -1337,6 +1329,17 @@ render_python(MapBuilder *self, Buf *b, PyObject *value, int *is_null)
 
 static const char HEX[] = "0123456789abcdef";
 
+/* Close the row of m whose entries were appended (`valid` 0: a null map, no entries). */
+static int
+map_end_row(MapCol *m, int valid)
+{
+    if (buf_bit(&m->valid, m->rows, valid) < 0 || buf_i32(&m->offsets, m->entries) < 0) {
+        return -1;
+    }
+    m->rows++;
+    return 0;
+}
+
 /* One image into map column m; returns 0 and advances *pos, or -1 (error set). */
 static int
 map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObject *data, const unsigned char *buf,
@@ -1425,10 +1428,9 @@ map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObje
         }
         m->entries++;
     }
-    if (buf_bit(&m->valid, m->rows, 1) < 0 || buf_i32(&m->offsets, m->entries) < 0) {
+    if (map_end_row(m, 1) < 0) {
         return -1;
     }
-    m->rows++;
     *pos = p;
     return 0;
 }
@@ -1436,11 +1438,7 @@ map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObje
 static int
 map_null(MapCol *m)
 {
-    if (buf_bit(&m->valid, m->rows, 0) < 0 || buf_i32(&m->offsets, m->entries) < 0) {
-        return -1;
-    }
-    m->rows++;
-    return 0;
+    return map_end_row(m, 0);
 }
 
 static Py_ssize_t
