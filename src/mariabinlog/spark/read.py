@@ -409,6 +409,7 @@ def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | Non
 def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     out = _Batches(schema, options.batch_rows)
     reader = SplitReader(split, options)
+    held = 0  # bytes of the events in the batch being built (their query texts are in it)
     for item in reader:
         event = item.event
         row = _location_and_gtid(split, item)
@@ -416,7 +417,9 @@ def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
         row += _event_details(event, reader.decoder)
         for col, value in zip(out.columns, row):
             col.append(value)
-        if out.full():
+        held += item.length
+        if out.full() or held >= MAX_BATCH_BYTES:
+            held = 0
             batch = out.flush()
             if batch is not None:
                 yield batch
