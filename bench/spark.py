@@ -32,6 +32,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -228,11 +229,27 @@ def _rss_child(directory: str, view: str) -> None:
 
     options = ScanOptions.parse({"view": view})
     schema = arrow_schema(SCHEMAS[view])
+    peaks = {"RssAnon": 0, "RssFile": 0}
+    done = threading.Event()
+
+    def sample() -> None:  # the kinds of resident memory: heap (anonymous) and mapped files
+        while not done.wait(0.05):
+            with open("/proc/self/status") as status:
+                for line in status:
+                    key = line.split(":")[0]
+                    if key in peaks:
+                        peaks[key] = max(peaks[key], int(line.split()[1]) * 1024)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     started = time.perf_counter()
     rows = sum(b.num_rows for part in plan(discover_binlogs(directory), options)
                for b in read_splits(part, options, schema))
+    done.set()
+    sampler.join()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"rows": rows, "peak_rss": peak, "wall": time.perf_counter() - started}))
+    print(json.dumps({"rows": rows, "peak_rss": peak, "peak_anon": peaks["RssAnon"], "peak_file": peaks["RssFile"],
+                      "wall": time.perf_counter() - started}))
 
 
 def oob_rss(size: str) -> None:
@@ -254,7 +271,8 @@ def oob_rss(size: str) -> None:
             raise SystemExit(f"reading {view} failed:\n{proc.stderr[-4000:]}")
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         print(f"{view} view: {r['rows']:,} rows in {r['wall']:.1f} s, peak RSS {r['peak_rss'] / 2**20:.0f} MiB"
-              f" (goal <= 256 MiB)", flush=True)
+              f" (goal <= 256 MiB): anonymous (heap) at most {r['peak_anon'] / 2**20:.0f} MiB, mapped file"
+              f" pages at most {r['peak_file'] / 2**20:.0f} MiB", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
