@@ -486,7 +486,7 @@ def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: 
     top.set_title(f"Binlog events per GTID domain, per {label}")
     top.set_ylabel("events")
     if per_domain:
-        top.legend(loc="upper left", fontsize="small", ncol=min(4, len(per_domain)))
+        top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     # Every bucket of the span, so a quiet bucket draws as 0 rather than a line across it.
     steps = [] if not times else [times[0] + k * width for k in range(int((times[-1] - times[0]) / width) + 1)]
     if len(steps) > 20 * MAX_BUCKETS:
@@ -495,8 +495,11 @@ def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: 
     for name, series in per_table.items():
         ys = [series.get(x, 0) for x in steps]
         peak = max(peak, *ys)
-        low = min([y for y in ys if y] + ([low] if low else []))
-        bottom.step(steps, ys, where="post", label=name, marker="." if len(steps) < 40 else None)
+        nonzero = [y for y in ys if y]
+        if nonzero:
+            low = min(nonzero) if low is None else min(low, *nonzero)
+        edges = [*steps, steps[-1] + width]  # the last bucket drawn to its end, as the bars are
+        bottom.step(edges, [*ys, ys[-1]], where="post", label=name)
     bottom.set_title(f"Row changes per table, per {label}")
     bottom.set_ylabel("rows")
     if low and peak / low > 100:  # many orders of magnitude apart: a log scale keeps small tables visible
@@ -504,7 +507,7 @@ def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: 
     bottom.set_ylim(bottom=0)
     bottom.set_xlabel("time (UTC)")
     if per_table:
-        bottom.legend(loc="upper left", fontsize="small", ncol=min(3, len(per_table)))
+        bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     if times:
         bottom.set_xlim(times[0] - width / 2, times[-1] + width * 1.5)
     locator = mdates.AutoDateLocator()
