@@ -99,7 +99,7 @@ COMMANDS: tuple[LazyCommand, ...] = (
     LazyCommand("archive", "mariabinlog.replication.cli", "add_archive_parser"),
     LazyCommand("serve", "mariabinlog.replication.cli", "add_serve_parser"),
     LazyCommand("engine", "mariabinlog.engine.cli", "add_engine_parser"),
-    LazyCommand("pipeline", "mariabinlog.tools.pipeline", "add_pipeline_parser"),
+    LazyCommand("pipeline", "mariabinlog.spark.pipeline", "add_pipeline_parser"),
 )
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from mariabinlog.tools.sample import write_sample
+from mariabinlog.spark.pipeline import BUCKETS, MAX_BUCKETS, bucket_seconds, run_pipeline
+from mariabinlog.tools.sample import write_many_tables, write_sample
 
 pytestmark = pytest.mark.spark
 
@@ -62,7 +63,7 @@ def _changes(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
 
 
 def test_latest_state_merges_partial_images_and_key_changes(spark: Any) -> None:
-    from mariabinlog.tools.pipeline import latest_state
+    from mariabinlog.spark.pipeline import latest_state
 
     keys = ["id"]
     changes = _changes(spark, [
@@ -79,7 +80,7 @@ def test_latest_state_merges_partial_images_and_key_changes(spark: Any) -> None:
 
 
 def test_latest_state_without_key_counts_identical_rows(spark: Any) -> None:
-    from mariabinlog.tools.pipeline import latest_state
+    from mariabinlog.spark.pipeline import latest_state
 
     row, other = {"a": "1", "b": "x"}, {"a": "2", "b": "y"}
     changes = _changes(spark, [
@@ -97,7 +98,6 @@ def test_delta_tables_committed_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     an independent Delta reader (delta-rs) reads back with the rows Spark wrote."""
     from deltalake import DeltaTable
 
-    from mariabinlog.tools.pipeline import run_pipeline
 
     result = run_pipeline(None, str(tmp_path / "out"), table_format="delta", spark=spark)
     cdc = DeltaTable(result.cdc)
@@ -113,3 +113,51 @@ def test_delta_tables_committed_by_delta_rs(spark: Any, tmp_path: Path) -> None:
         delta = DeltaTable(path).to_pyarrow_table()
         spark_rows = sorted(tuple(r) for r in spark.read.parquet(path).collect())
         assert sorted(tuple(r.values()) for r in delta.to_pylist()) == spark_rows
+
+
+def _spark_jobs(spark: Any, group: str, run: Any) -> tuple[int, Any]:
+    """(number of Spark jobs ``run()`` started, its result), counted by the status tracker."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        result = run()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group)), result
+
+
+def test_pipeline_jobs_do_not_grow_with_tables(spark: Any, tmp_path: Path) -> None:
+    """The same number of Spark jobs on a binlog of 5 tables and one of 200; every state table
+    holds what the binlog leaves in it."""
+    counts = {}
+    for tables in (5, 200):
+        info = write_many_tables(str(tmp_path / f"binlogs-{tables}"), tables)
+        jobs, result = _spark_jobs(spark, f"pipeline-{tables}", lambda: run_pipeline(
+            str(tmp_path / f"binlogs-{tables}"), str(tmp_path / f"out-{tables}"), spark=spark))
+        counts[tables] = jobs
+        assert len(result.states) == tables and result.rows == 5 * tables
+        for name in ("db0.t0000", f"db{(tables - 1) % 5}.t{tables - 1:04d}"):
+            state = spark.read.parquet(result.states[name])
+            assert state.columns == ["sku", "qty", "price"]
+            got = sorted(tuple(r) for r in state.collect())
+            assert got == sorted(tuple(render(v) for v in row) for row in info.tables[name].values())
+    assert counts[5] == counts[200] <= 24, counts  # AQE runs each shuffle stage as a job
+
+
+def render(value: Any) -> Any:
+    from mariabinlog.spark.schema import render as text
+
+    return text(value)
+
+
+@pytest.mark.parametrize("span, seconds", [
+    (0, 1), (30, 1), (200, 5), (3600, 60), (2 * 3600, 300), (86400, 3600), (30 * 86400, 86400),
+    (4 * 365 * 86400, 30 * 86400),
+])
+def test_report_bucket_follows_the_span(span: int, seconds: int) -> None:
+    got, label = bucket_seconds("auto", 1_700_000_000, 1_700_000_000 + span)
+    assert got == seconds and label
+    assert span // got <= MAX_BUCKETS or got == BUCKETS[-1][0]
+    assert bucket_seconds("15 minutes", None, None) == (900, "15 minutes")
+    with pytest.raises(Exception, match="--bucket"):
+        bucket_seconds("fortnightly", None, None)

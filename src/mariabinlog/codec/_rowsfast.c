@@ -657,6 +657,28 @@ change(PyObject *kind, PyObject *before, PyObject *after)
     return named(g_rowchange, 3, items, is_atomic(before) && is_atomic(after));
 }
 
+/* The mode of a rows event kind: 0 insert, 1 update (*second: its after-image Image), 2 delete; -1 error. */
+static int
+parse_kind(PyObject *kind, PyObject *after_image, const Image **second)
+{
+    if (PyUnicode_CompareWithASCIIString(kind, "insert") == 0) {
+        return 0;
+    }
+    if (PyUnicode_CompareWithASCIIString(kind, "delete") == 0) {
+        return 2;
+    }
+    if (PyUnicode_CompareWithASCIIString(kind, "update") == 0) {
+        if (!PyObject_TypeCheck(after_image, &ImageType)) {
+            PyErr_SetString(PyExc_TypeError, "an update needs the after-image Image");
+            return -1;
+        }
+        *second = (const Image *)after_image;
+        return 1;
+    }
+    PyErr_SetString(PyExc_ValueError, "kind must be 'insert', 'update' or 'delete'");
+    return -1;
+}
+
 /* decode(data, first, second, kind) -> list of RowChange
  *
  * kind is 'insert', 'update' or 'delete' (stored as given); `second` reads
@@ -678,23 +700,8 @@ rowsfast_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     const Image *first = (const Image *)args[1], *second = NULL;
-    int mode;  /* 0 insert, 1 update, 2 delete */
-    if (PyUnicode_CompareWithASCIIString(kind, "insert") == 0) {
-        mode = 0;
-    }
-    else if (PyUnicode_CompareWithASCIIString(kind, "delete") == 0) {
-        mode = 2;
-    }
-    else if (PyUnicode_CompareWithASCIIString(kind, "update") == 0) {
-        mode = 1;
-        if (!PyObject_TypeCheck(args[2], &ImageType)) {
-            PyErr_SetString(PyExc_TypeError, "an update needs the after-image Image");
-            return NULL;
-        }
-        second = (const Image *)args[2];
-    }
-    else {
-        PyErr_SetString(PyExc_ValueError, "kind must be 'insert', 'update' or 'delete'");
+    int mode = parse_kind(kind, args[2], &second);  /* 0 insert, 1 update, 2 delete */
+    if (mode < 0) {
         return NULL;
     }
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
@@ -748,6 +755,871 @@ fail:
     Py_DECREF(out);
     return NULL;
 }
+
+/* ------------------------------------------------------------ MapBuilder
+ *
+ * Columnar output for the Spark ``rows`` view: the before/after images of
+ * rows events straight into the buffers of two Arrow ``map<string,string>``
+ * arrays (validity bitmaps, int32 offsets, UTF-8 data), with no Python object
+ * per value.  Values are rendered as spark.schema.render renders them; the
+ * values this module does not render natively (other text codecs, invalid
+ * UTF-8 text, Python conversions, DECIMAL in exponent form) are built as
+ * Python values and rendered by the ``render`` callable the builder was given,
+ * so both paths agree by construction there.  Per row the builder also records
+ * the caller's event number and the row's index in its event, from which the
+ * caller repeats the per-event columns.
+ */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t extra)
+{
+    if (b->len + extra <= b->cap) {
+        return 0;
+    }
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) {
+        cap *= 2;
+    }
+    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+buf_put(Buf *b, const void *src, Py_ssize_t n)
+{
+    if (buf_reserve(b, n) < 0) {
+        return -1;
+    }
+    memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static inline int
+buf_i32(Buf *b, Py_ssize_t v)
+{
+    if (v > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
+        return -1;
+    }
+    int32_t x = (int32_t)v;
+    return buf_put(b, &x, 4);
+}
+
+/* Append bit `v` as bit number `n` of bitmap b (LSB first, as Arrow). */
+static inline int
+buf_bit(Buf *b, Py_ssize_t n, int v)
+{
+    if ((n & 7) == 0) {
+        char zero = 0;
+        if (buf_put(b, &zero, 1) < 0) {
+            return -1;
+        }
+    }
+    if (v) {
+        b->p[n >> 3] |= (char)(1 << (n & 7));
+    }
+    return 0;
+}
+
+static PyObject *
+buf_take(Buf *b)
+{
+    PyObject *out = PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
+    b->len = 0;
+    return out;
+}
+
+/* One map<string,string> column. */
+typedef struct {
+    Py_ssize_t rows, entries;
+    Buf valid, offsets, key_offsets, keys, value_valid, value_offsets, values;
+} MapCol;
+
+enum { MC_BUFS = 7 };
+
+static Buf *
+mapcol_bufs(MapCol *m, int i)
+{
+    Buf *all[MC_BUFS] = {&m->valid, &m->offsets, &m->key_offsets, &m->keys, &m->value_valid, &m->value_offsets,
+                         &m->values};
+    return all[i];
+}
+
+static int
+mapcol_reset(MapCol *m)
+{
+    m->rows = m->entries = 0;
+    for (int i = 0; i < MC_BUFS; i++) {
+        mapcol_bufs(m, i)->len = 0;
+    }
+    return buf_i32(&m->offsets, 0) < 0 || buf_i32(&m->key_offsets, 0) < 0 || buf_i32(&m->value_offsets, 0) < 0
+               ? -1 : 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *render;  /* value -> str | None, for the values rendered in Python */
+    MapCol before, after;
+    Buf event_no, row_index;
+    Py_ssize_t rows;
+} MapBuilder;
+
+static PyTypeObject MapBuilderType;
+
+static void
+MapBuilder_dealloc(MapBuilder *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->render);
+    for (int i = 0; i < MC_BUFS; i++) {
+        PyMem_Free(mapcol_bufs(&self->before, i)->p);
+        PyMem_Free(mapcol_bufs(&self->after, i)->p);
+    }
+    PyMem_Free(self->event_no.p);
+    PyMem_Free(self->row_index.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+MapBuilder_traverse(MapBuilder *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->render);
+    return 0;
+}
+
+static int
+MapBuilder_clear(MapBuilder *self)
+{
+    Py_CLEAR(self->render);
+    return 0;
+}
+
+static PyObject *
+MapBuilder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *render;
+    static char *kwlist[] = {"render", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O", kwlist, &render)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(render)) {
+        PyErr_SetString(PyExc_TypeError, "render must be callable");
+        return NULL;
+    }
+    MapBuilder *self = (MapBuilder *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    Py_INCREF(render);
+    self->render = render;
+    if (mapcol_reset(&self->before) < 0 || mapcol_reset(&self->after) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* Strict UTF-8 (as Python's decoder: no overlongs, surrogates or code points past U+10FFFF). */
+static int
+utf8_valid(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        Py_ssize_t k;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            k = 1;
+        }
+        else if (c >= 0xE0 && c <= 0xEF) {
+            k = 2;
+            if (c == 0xE0) {
+                lo = 0xA0;
+            }
+            else if (c == 0xED) {
+                hi = 0x9F;
+            }
+        }
+        else if (c >= 0xF0 && c <= 0xF4) {
+            k = 3;
+            if (c == 0xF0) {
+                lo = 0x90;
+            }
+            else if (c == 0xF4) {
+                hi = 0x8F;
+            }
+        }
+        else {
+            return 0;
+        }
+        if (k > n - i - 1 || p[i + 1] < lo || p[i + 1] > hi) {
+            return 0;
+        }
+        for (Py_ssize_t j = 2; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80) {
+                return 0;
+            }
+        }
+        i += k + 1;
+    }
+    return 1;
+}
+
+static int
+all_ascii(const unsigned char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] >= 0x80) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether a VAR value renders as its own bytes: UTF-8 bytes (binary, or text in UTF-8), or
+ * ASCII text in a codec that maps ASCII to itself. */
+static int
+text_as_is(const char *codec, const unsigned char *p, Py_ssize_t n)
+{
+    if (codec == NULL || strcmp(codec, "utf_8") == 0) {
+        return utf8_valid(p, n);
+    }
+    if (strcmp(codec, "ascii") == 0 || strcmp(codec, "latin_1") == 0 || strcmp(codec, "cp1252") == 0) {
+        return all_ascii(p, n);
+    }
+    return 0;
+}
+
+static int
+put_text(Buf *b, const char *s)
+{
+    return buf_put(b, s, (Py_ssize_t)strlen(s));
+}
+
+/* Days since 1970-01-01 -> civil date (proleptic Gregorian; H. Hinnant's algorithm). */
+static void
+civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t yy = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+/* Decimal text of v (with '-' when negative) into out; returns the end. */
+static char *
+fmt_u64(char *out, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) {
+        *out++ = tmp[--n];
+    }
+    return out;
+}
+
+static char *
+fmt_i64(char *out, int64_t v)
+{
+    if (v < 0) {
+        *out++ = '-';
+        return fmt_u64(out, (uint64_t)0 - (uint64_t)v);
+    }
+    return fmt_u64(out, (uint64_t)v);
+}
+
+/* v with at least `width` digits (zero-padded, as %0Nd for v >= 0). */
+static char *
+fmt_pad(char *out, uint64_t v, int width)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n < width) {
+        tmp[n++] = '0';
+    }
+    while (n) {
+        *out++ = tmp[--n];
+    }
+    return out;
+}
+
+/* "[-]HH:MM:SS[.ffffff]" */
+static char *
+fmt_time(char *o, int negative, uint64_t hh, uint64_t mi, uint64_t ss, uint64_t micro)
+{
+    if (negative) {
+        *o++ = '-';
+    }
+    o = fmt_pad(o, hh, 2);
+    *o++ = ':';
+    o = fmt_pad(o, mi, 2);
+    *o++ = ':';
+    o = fmt_pad(o, ss, 2);
+    if (micro) {
+        *o++ = '.';
+        o = fmt_pad(o, micro, 6);
+    }
+    return o;
+}
+
+/* "YYYY-MM-DD" then, when `time`, " HH:MM:SS" and ".ffffff" when micro is not 0. */
+static char *
+fmt_datetime(char *o, uint64_t y, uint64_t m, uint64_t d, int time, uint64_t hh, uint64_t mi, uint64_t ss,
+             uint64_t micro)
+{
+    o = fmt_pad(o, y, 4);
+    *o++ = '-';
+    o = fmt_pad(o, m, 2);
+    *o++ = '-';
+    o = fmt_pad(o, d, 2);
+    if (time) {
+        *o++ = ' ';
+        o = fmt_time(o, 0, hh, mi, ss, micro);
+    }
+    return o;
+}
+
+/* Render fixed-size column c at p into b natively; 1 done, 0 = not natively (caller uses Python), -1 error. */
+static int
+render_fixed(Buf *b, const Column *c, const unsigned char *p)
+{
+    char text[96];
+    char *o = text;
+    Py_ssize_t size = c->size;
+    switch (c->op) {
+    case OP_INT: {
+        uint64_t v = read_le(p, size);
+        if (c->flag) {
+            if (size < 8 && (v >> (8 * size - 1)) & 1) {
+                v |= ~(uint64_t)0 << (8 * size);
+            }
+            o = fmt_i64(o, (int64_t)v);
+        }
+        else {
+            o = fmt_u64(o, v);
+        }
+        break;
+    }
+    case OP_UINT_BE:
+        o = fmt_u64(o, read_be(p, size));
+        break;
+    case OP_YEAR:
+        o = fmt_u64(o, p[0] ? p[0] + 1900u : 0u);
+        break;
+    case OP_FLOAT:
+    case OP_DOUBLE: {
+        double d = c->op == OP_FLOAT ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);  /* float.__repr__ */
+        if (r == NULL) {
+            return -1;
+        }
+        int rc = put_text(b, r);
+        PyMem_Free(r);
+        return rc < 0 ? -1 : 1;
+    }
+    case OP_DATE: {
+        uint32_t v = (uint32_t)read_le(p, 3);
+        o = fmt_datetime(o, v >> 9, v >> 5 & 15, v & 31, 0, 0, 0, 0, 0);
+        break;
+    }
+    case OP_TIME: {
+        int64_t v = (int64_t)read_le(p, 3);
+        if (v & 0x800000) {
+            v -= 0x1000000;
+        }
+        uint64_t a = (uint64_t)(v < 0 ? -v : v);
+        o = fmt_time(o, v < 0, a / 10000, a / 100 % 100, a % 100, 0);
+        break;
+    }
+    case OP_DATETIME: {
+        uint64_t v = read_le(p, 8);
+        uint64_t d = v / 1000000, t = v % 1000000;
+        o = fmt_datetime(o, d / 10000, d / 100 % 100, d % 100, 1, t / 10000, t / 100 % 100, t % 100, 0);
+        break;
+    }
+    case OP_TIMESTAMP:
+    case OP_TIMESTAMP2: {
+        uint64_t seconds, micro = 0;
+        if (c->op == OP_TIMESTAMP) {
+            seconds = read_le(p, 4);
+        }
+        else {
+            int shift = 8 * (int)c->a;
+            uint64_t v = read_be(p, size);
+            seconds = v >> shift;
+            micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        }
+        if (!seconds && !micro) {
+            return put_text(b, "0000-00-00 00:00:00") < 0 ? -1 : 1;
+        }
+        if (micro > 999999) {
+            return 0;  /* Python says what such a value renders as */
+        }
+        int64_t y;
+        unsigned m, d;
+        civil_from_days((int64_t)(seconds / 86400), &y, &m, &d);
+        uint64_t s = seconds % 86400;
+        o = fmt_datetime(o, (uint64_t)y, m, d, 1, s / 3600, s / 60 % 60, s % 60, micro);
+        break;
+    }
+    case OP_DATETIME2: {
+        int shift = 8 * (int)c->a;
+        uint64_t v = read_be(p, size);
+        int64_t intpart = (int64_t)(v >> shift) - INT64_C(0x8000000000);
+        if (intpart < 0) {
+            intpart = -intpart;
+        }
+        uint64_t ymd = (uint64_t)intpart >> 17, ym = ymd >> 5, hms = (uint64_t)intpart & 0x1FFFF;
+        uint64_t micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        o = fmt_datetime(o, ym / 13, ym % 13, ymd & 31, 1, hms >> 12, hms >> 6 & 63, hms & 63, micro);
+        break;
+    }
+    case OP_TIME2: {
+        int shift = 8 * (int)c->a;
+        int64_t v = (int64_t)read_be(p, size) - ((int64_t)0x800000 << shift);
+        uint64_t a = (uint64_t)(v < 0 ? -v : v);
+        uint64_t hms = a >> shift;
+        uint64_t micro = (a & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        o = fmt_time(o, v < 0, hms >> 12 & 1023, hms >> 6 & 63, hms & 63, micro);
+        break;
+    }
+    default:
+        return 0;  /* DECIMAL (see render_decimal), Python conversions */
+    }
+    return buf_put(b, text, o - text) < 0 ? -1 : 1;
+}
+
+/* Packed DECIMAL as str(Decimal) prints it, when that is the plain notation; 0 = use Python. */
+static int
+render_decimal(Buf *b, const Column *c, const unsigned char *p)
+{
+    int precision = (int)c->a, scale = (int)c->b, intg = precision - scale;
+    unsigned char raw[40];
+    int negative = !(p[0] & 0x80);
+    for (Py_ssize_t i = 0; i < c->size; i++) {
+        raw[i] = negative ? (unsigned char)~p[i] : p[i];
+    }
+    raw[0] ^= 0x80;
+    char text[2 + 65 + 1 + 65 + 16];
+    char *out = text + 1, *q = NULL;
+    const unsigned char *r = raw;
+    int lead = intg % 9;
+    if (lead) {
+        uint64_t g = read_be(r, DIG2BYTES[lead]);
+        if (g >= POW10[lead]) {
+            return 0;
+        }
+        put_digits(&out, (uint32_t)g, lead);
+        r += DIG2BYTES[lead];
+    }
+    for (int i = 0; i < intg / 9; i++, r += 4) {
+        uint64_t g = read_be(r, 4);
+        if (g >= POW10[9]) {
+            return 0;
+        }
+        put_digits(&out, (uint32_t)g, 9);
+    }
+    char *digits = text + 1;
+    while (digits < out - 1 && *digits == '0') {
+        digits++;
+    }
+    if (digits == out) {
+        *out++ = '0';
+    }
+    int int_zero = out - digits == 1 && *digits == '0';
+    if (scale) {
+        *out++ = '.';
+        q = out;
+        for (int i = 0; i < scale / 9; i++, r += 4) {
+            uint64_t g = read_be(r, 4);
+            if (g >= POW10[9]) {
+                return 0;
+            }
+            put_digits(&out, (uint32_t)g, 9);
+        }
+        int tail = scale % 9;
+        if (tail) {
+            uint64_t g = read_be(r, DIG2BYTES[tail]);
+            if (g >= POW10[tail]) {
+                return 0;
+            }
+            put_digits(&out, (uint32_t)g, tail);
+        }
+        if (int_zero) {
+            /* str(Decimal) switches to exponent form when the adjusted exponent is below -6 */
+            const char *f = q;
+            while (f < out && *f == '0') {
+                f++;
+            }
+            Py_ssize_t coefficient = f == out ? 1 : out - f;
+            if (coefficient - 1 - scale < -6) {
+                return 0;
+            }
+        }
+    }
+    if (negative) {
+        *--digits = '-';
+    }
+    return buf_put(b, digits, out - digits) < 0 ? -1 : 1;
+}
+
+/* Render through Python: the value as the row decoder builds it, then render(value). */
+static int
+render_python(MapBuilder *self, Buf *b, PyObject *value, int *is_null)
+{
+    if (value == NULL) {
+        return -1;
+    }
+    PyObject *s = PyObject_CallOneArg(self->render, value);
+    Py_DECREF(value);
+    if (s == NULL) {
+        return -1;
+    }
+    if (s == Py_None) {
+        Py_DECREF(s);
+        *is_null = 1;
+        return 0;
+    }
+    Py_ssize_t n;
+    const char *u = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+    if (u == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "render must return str or None");
+        }
+        Py_DECREF(s);
+        return -1;
+    }
+    int rc = buf_put(b, u, n);
+    Py_DECREF(s);
+    return rc;
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* Close the row of m whose entries were appended (`valid` 0: a null map, no entries). */
+static int
+map_end_row(MapCol *m, int valid)
+{
+    if (buf_bit(&m->valid, m->rows, valid) < 0 || buf_i32(&m->offsets, m->entries) < 0) {
+        return -1;
+    }
+    m->rows++;
+    return 0;
+}
+
+/* One image into map column m; returns 0 and advances *pos, or -1 (error set). */
+static int
+map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObject *data, const unsigned char *buf,
+          Py_ssize_t len, Py_ssize_t *pos)
+{
+    Py_ssize_t start = *pos, p = start;
+    if (img->null_bytes > len - p) {
+        raise_at(data, img->reader, start, p);
+        return -1;
+    }
+    const unsigned char *nulls = buf + p;
+    p += img->null_bytes;
+    Py_ssize_t run_start = -1;
+    for (Py_ssize_t k = 0; k < img->ncols; k++) {
+        const Column *c = &img->cols[k];
+        PyObject *name = PyTuple_GET_ITEM(names, c->index);
+        Py_ssize_t name_len;
+        const char *name_utf8 = PyUnicode_AsUTF8AndSize(name, &name_len);
+        if (name_utf8 == NULL || buf_put(&m->keys, name_utf8, name_len) < 0 || buf_i32(&m->key_offsets, m->keys.len) < 0) {
+            return -1;
+        }
+        int is_null = 0, rc = 0;
+        if (nulls[k >> 3] >> (k & 7) & 1) {
+            is_null = 1;
+        }
+        else if (c->fixed) {
+            if (run_start < 0) {
+                run_start = p;
+            }
+            if (c->size > len - p) {
+                raise_at(data, img->reader, start, run_start);
+                return -1;
+            }
+            rc = c->op == OP_DECIMAL ? render_decimal(&m->values, c, buf + p) : render_fixed(&m->values, c, buf + p);
+            if (rc == 0) {
+                rc = render_python(self, &m->values, fixed_value(c, buf + p), &is_null);
+            }
+            p += c->size;
+        }
+        else {
+            run_start = -1;
+            if (c->op == OP_VAR) {
+                Py_ssize_t prefix = c->size;
+                if (prefix > len - p) {
+                    raise_at(data, img->reader, start, p);
+                    return -1;
+                }
+                uint64_t n = read_le(buf + p, prefix);
+                if (n > (uint64_t)(len - p - prefix)) {
+                    raise_at(data, img->reader, start, p);
+                    return -1;
+                }
+                const unsigned char *v = buf + p + prefix;
+                if (text_as_is(c->codec, v, (Py_ssize_t)n)) {
+                    rc = buf_put(&m->values, v, (Py_ssize_t)n);
+                }
+                else if (c->codec == NULL) {  /* bytes that are not UTF-8: 0x + hex */
+                    rc = buf_reserve(&m->values, 2 + 2 * (Py_ssize_t)n);
+                    if (rc == 0) {
+                        char *o = m->values.p + m->values.len;
+                        *o++ = '0';
+                        *o++ = 'x';
+                        for (uint64_t i = 0; i < n; i++) {
+                            *o++ = HEX[v[i] >> 4];
+                            *o++ = HEX[v[i] & 15];
+                        }
+                        m->values.len += 2 + 2 * (Py_ssize_t)n;
+                    }
+                }
+                else {
+                    rc = render_python(self, &m->values, text_value(c, v, (Py_ssize_t)n), &is_null);
+                }
+                p += prefix + (Py_ssize_t)n;
+            }
+            else if (c->op == OP_NONE) {
+                is_null = 1;
+            }
+            else {
+                raise_at(data, img->reader, start, p);
+                return -1;
+            }
+        }
+        if (rc < 0 || buf_bit(&m->value_valid, m->entries, !is_null) < 0
+            || buf_i32(&m->value_offsets, m->values.len) < 0) {
+            return -1;
+        }
+        m->entries++;
+    }
+    if (map_end_row(m, 1) < 0) {
+        return -1;
+    }
+    *pos = p;
+    return 0;
+}
+
+static int
+map_null(MapCol *m)
+{
+    return map_end_row(m, 0);
+}
+
+static Py_ssize_t
+MapBuilder_bytes(MapBuilder *self)
+{
+    Py_ssize_t n = self->event_no.len + self->row_index.len;
+    for (int i = 0; i < MC_BUFS; i++) {
+        n += mapcol_bufs(&self->before, i)->len + mapcol_bufs(&self->after, i)->len;
+    }
+    return n;
+}
+
+/* add(data, pos, first, second, kind, names, event_no, row_index, max_rows, max_bytes) -> (pos, row_index)
+ *
+ * Appends the rows of a rows event's rows_data from offset pos until the data
+ * ends or the builder holds max_rows rows or max_bytes bytes; returns where it
+ * stopped and the next row's index in its event. */
+static PyObject *
+MapBuilder_add(MapBuilder *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError,
+                        "add(data, pos, first, second, kind, names, event_no, row_index, max_rows, max_bytes)");
+        return NULL;
+    }
+    PyObject *data = args[0], *kind = args[4], *names = args[5];
+    if (g_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_rowsfast.configure() was not called");
+        return NULL;
+    }
+    if (!PyBytes_Check(data) || !PyObject_TypeCheck(args[2], &ImageType) || !PyUnicode_Check(kind)
+        || !PyTuple_Check(names)) {
+        PyErr_SetString(PyExc_TypeError, "add(bytes, int, Image, Image | None, str, tuple, int, int, int, int)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    long long event_no = PyLong_AsLongLong(args[6]);
+    Py_ssize_t row_index = PyLong_AsSsize_t(args[7]), max_rows = PyLong_AsSsize_t(args[8]),
+               max_bytes = PyLong_AsSsize_t(args[9]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    const Image *first = (const Image *)args[2], *second = NULL;
+    int mode = parse_kind(kind, args[3], &second);
+    if (mode < 0) {
+        return NULL;
+    }
+    if (first->width > PyTuple_GET_SIZE(names) || (second != NULL && second->width > PyTuple_GET_SIZE(names))) {
+        PyErr_SetString(PyExc_ValueError, "fewer names than columns");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "names must be str");
+            return NULL;
+        }
+    }
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    if (pos < 0 || pos > len) {
+        PyErr_SetString(PyExc_ValueError, "pos outside the data");
+        return NULL;
+    }
+    Py_INCREF(data);  /* render() runs Python code: keep the buffer alive */
+    while (pos < len && self->rows < max_rows && MapBuilder_bytes(self) < max_bytes) {
+        Py_ssize_t start = pos;
+        int rc;
+        if (mode == 0) {
+            rc = map_null(&self->before) < 0 ? -1 : map_image(self, &self->after, names, first, data, buf, len, &pos);
+        }
+        else if (mode == 2) {
+            rc = map_image(self, &self->before, names, first, data, buf, len, &pos) < 0 ? -1 : map_null(&self->after);
+        }
+        else {
+            rc = map_image(self, &self->before, names, first, data, buf, len, &pos) < 0
+                     ? -1 : map_image(self, &self->after, names, second, data, buf, len, &pos);
+        }
+        if (rc < 0) {
+            goto fail;
+        }
+        if (pos == start) {
+            raise_at(data, Py_None, start, pos);
+            goto fail;
+        }
+        int32_t ev = (int32_t)event_no, ri = (int32_t)row_index;
+        if (buf_put(&self->event_no, &ev, 4) < 0 || buf_put(&self->row_index, &ri, 4) < 0) {
+            goto fail;
+        }
+        row_index++;
+        self->rows++;
+    }
+    Py_DECREF(data);
+    return Py_BuildValue("nn", pos, row_index);
+fail:
+    Py_DECREF(data);
+    return NULL;
+}
+
+static PyObject *
+mapcol_take(MapCol *m)
+{
+    PyObject *out = PyTuple_New(MC_BUFS + 2);
+    if (out == NULL) {
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(m->rows));
+    PyTuple_SET_ITEM(out, 1, PyLong_FromSsize_t(m->entries));
+    for (int i = 0; i < MC_BUFS; i++) {
+        PyObject *b = buf_take(mapcol_bufs(m, i));
+        if (b == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, 2 + i, b);
+    }
+    if (PyErr_Occurred() || mapcol_reset(m) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* take() -> (rows, event_no, row_index, before, after); before/after are
+ * (rows, entries, valid, offsets, key_offsets, keys, value_valid, value_offsets, values). */
+static PyObject *
+MapBuilder_take(MapBuilder *self, PyObject *unused)
+{
+    PyObject *before = mapcol_take(&self->before);
+    PyObject *after = before == NULL ? NULL : mapcol_take(&self->after);
+    PyObject *ev = after == NULL ? NULL : buf_take(&self->event_no);
+    PyObject *ri = ev == NULL ? NULL : buf_take(&self->row_index);
+    if (ri == NULL) {
+        Py_XDECREF(before);
+        Py_XDECREF(after);
+        Py_XDECREF(ev);
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("nNNNN", self->rows, ev, ri, before, after);
+    self->rows = 0;
+    return out;
+}
+
+static PyObject *
+MapBuilder_get_rows(MapBuilder *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->rows);
+}
+
+static PyObject *
+MapBuilder_get_nbytes(MapBuilder *self, void *closure)
+{
+    return PyLong_FromSsize_t(MapBuilder_bytes(self));
+}
+
+static PyMethodDef MapBuilder_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))MapBuilder_add, METH_FASTCALL,
+     "add(data, pos, first, second, kind, names, event_no, row_index, max_rows, max_bytes) -> (pos, row_index)"},
+    {"take", (PyCFunction)MapBuilder_take, METH_NOARGS,
+     "take() -> (rows, event_no, row_index, before, after): the buffers so far; the builder starts empty again."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef MapBuilder_getset[] = {
+    {"rows", (getter)MapBuilder_get_rows, NULL, "rows held", NULL},
+    {"nbytes", (getter)MapBuilder_get_nbytes, NULL, "bytes held in the buffers", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject MapBuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mariabinlog.codec._rowsfast.MapBuilder",
+    .tp_doc = "MapBuilder(render): rows events' images as the buffers of two Arrow map<string,string> arrays.",
+    .tp_basicsize = sizeof(MapBuilder),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = MapBuilder_new,
+    .tp_dealloc = (destructor)MapBuilder_dealloc,
+    .tp_traverse = (traverseproc)MapBuilder_traverse,
+    .tp_clear = (inquiry)MapBuilder_clear,
+    .tp_methods = MapBuilder_methods,
+    .tp_getset = MapBuilder_getset,
+};
 
 static int
 check_tuple_class(PyObject *cls, const char *what)
@@ -806,7 +1678,7 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC
 PyInit__rowsfast(void)
 {
-    if (PyType_Ready(&ImageType) < 0) {
+    if (PyType_Ready(&ImageType) < 0 || PyType_Ready(&MapBuilderType) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&moduledef);
@@ -815,7 +1687,8 @@ PyInit__rowsfast(void)
     }
     Py_INCREF(&ImageType);
     if (PyModule_AddObject(m, "Image", (PyObject *)&ImageType) < 0 ||
-        PyModule_AddIntConstant(m, "PLAN_VERSION", PLAN_VERSION) < 0) {
+        PyModule_AddIntConstant(m, "PLAN_VERSION", PLAN_VERSION) < 0
+        || PyModule_AddObjectRef(m, "MapBuilder", (PyObject *)&MapBuilderType) < 0) {
         Py_DECREF(&ImageType);
         Py_DECREF(m);
         return NULL;

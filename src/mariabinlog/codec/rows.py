@@ -1049,6 +1049,12 @@ class FastRowDecoder(RowDecoder):
         changes: list[RowChange] = _rowsfast.decode(data, first_image, second_image, kind)
         return changes
 
+    def programs(self, rows_event: RowsEventLike) -> tuple[str, bytes, Any, Any]:
+        """(kind, rows_data, first image program, second) of ``rows_event``, checked against the
+        table map, for ``_rowsfast.MapBuilder.add`` (columnar output of the typed images)."""
+        kind, data, first, second = self._images(rows_event, False)
+        return kind, data, first.fast or first.compile_fast(), second.fast or second.compile_fast()
+
 
 def _fast_error(reader: _ImageReader | None, data: bytes, image_pos: int, offset: int) -> NoReturn:
     """Error hook of ``_rowsfast``: raise what the Python decoder raises for the image at ``image_pos``.
@@ -1087,6 +1093,12 @@ if _rowsfast is not None:
 
 #: What :func:`row_decoder` compiles: the compiled decoder when it is available.
 DEFAULT_IMPLEMENTATION: type[RowDecoder] = FastRowDecoder if _rowsfast is not None else RowDecoder
+
+
+def map_builder(render: Callable[[Any], str | None]) -> Any:
+    """A compiled ``_rowsfast.MapBuilder`` (images as Arrow map buffers, values rendered as
+    ``render`` renders them), or None when the compiled decoder is not in use."""
+    return _rowsfast.MapBuilder(render) if DEFAULT_IMPLEMENTATION is FastRowDecoder else None
 
 
 def row_decoder(table_map: TableMapLike) -> RowDecoder:

@@ -9,7 +9,8 @@
 Every byte is decoded by :mod:`mariabinlog.codec`; this package plans splits, applies filters
 and builds Arrow batches.  Modules: :mod:`.source` (batch source and :func:`register`),
 :mod:`.stream` (streaming reader), :mod:`.plan` (splits), :mod:`.read` (split reading),
-:mod:`.schema` (views), :mod:`.options`, :mod:`.files`, :mod:`.replay` (per-domain replay).
+:mod:`.schema` (views), :mod:`.options`, :mod:`.files`, :mod:`.replay` (per-domain replay),
+:mod:`.pipeline` (the `mariabinlog pipeline` job).
 """
 
 from __future__ import annotations

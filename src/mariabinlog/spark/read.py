@@ -49,7 +49,7 @@ from ..codec.events import (
 )
 from ..codec.ibb import EventGroup, RecordReader, RecordType
 from ..codec.primitives import U32
-from ..codec.rows import row_decoder
+from ..codec.rows import FastRowDecoder, map_builder, row_decoder
 from ..codec.stream import EventStreamDecoder, iter_legacy_events
 from ..engine.files import IbbDirectory
 from ..errors import DecodeError
@@ -57,6 +57,10 @@ from .files import read_whole
 from .options import ScanOptions
 from .plan import Split
 from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+
+#: Bytes of decoded data a record batch holds at most (besides ``batchRows``), so a huge
+#: transaction streams through a task in bounded memory.
+MAX_BATCH_BYTES = 32 << 20
 
 #: Events that stand outside event groups (they end any group in progress).
 META_EVENTS = frozenset(
@@ -304,20 +308,56 @@ class MapColumn:
         )
 
 
+class TypedColumn:
+    """A struct column of typed row images kept column by column: each table column's values
+    are converted in one pass and handed to Arrow as one list (no per-row dicts)."""
+
+    __slots__ = ("children", "converters", "nulls")
+
+    def __init__(self, converters: tuple[Any, ...]) -> None:
+        self.converters = converters
+        self.children: list[list[Any]] = [[] for _ in converters]
+        self.nulls: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.nulls)
+
+    def add_all(self, images: list[tuple[Any, ...] | None]) -> None:
+        """The images of one rows event (None = no image; ABSENT columns become null)."""
+        self.nulls.extend(image is None for image in images)
+        for index, (child, convert) in enumerate(zip(self.children, self.converters)):
+            child.extend(None if image is None or (v := image[index]) is None or v is ABSENT else convert(v)
+                         for image in images)
+
+    def array(self, kind: pa.StructType) -> pa.Array:
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        children = [pa.array(values, type=f.type) for values, f in zip(self.children, fields)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=pa.array(self.nulls, pa.bool_()))
+
+
 class _Batches:
     """Columns filled row by row and cut into record batches of the exact Arrow schema.
 
     ``maps`` names the columns built as :class:`MapColumn` instead of Python lists.
     """
 
-    def __init__(self, schema: pa.Schema, rows: int, maps: tuple[str, ...] = ()) -> None:
+    def __init__(self, schema: pa.Schema, rows: int, maps: tuple[str, ...] = (),
+                 typed: tuple[Any, ...] | None = None) -> None:
         self.schema = schema
         self.rows = rows
         self.maps = maps
+        self.typed = typed  # converters of before/after built as TypedColumn
         self.columns: list[Any] = self._empty()
 
     def _empty(self) -> list[Any]:
-        return [MapColumn() if f.name in self.maps else [] for f in self.schema]
+        def column(name: str) -> Any:
+            if name in self.maps:
+                return MapColumn()
+            if self.typed is not None and name in ("before", "after"):
+                return TypedColumn(self.typed)
+            return []
+
+        return [column(f.name) for f in self.schema]
 
     def full(self) -> bool:
         return len(self.columns[0]) >= self.rows
@@ -326,7 +366,7 @@ class _Batches:
         if not self.columns[0]:
             return None
         arrays = [
-            col.array(f.type) if isinstance(col, MapColumn) else pa.array(col, type=f.type)
+            col.array(f.type) if isinstance(col, (MapColumn, TypedColumn)) else pa.array(col, type=f.type)
             for col, f in zip(self.columns, self.schema)
         ]
         self.columns = self._empty()
@@ -369,6 +409,7 @@ def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | Non
 def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     out = _Batches(schema, options.batch_rows)
     reader = SplitReader(split, options)
+    held = 0  # bytes of the events in the batch being built (their query texts are in it)
     for item in reader:
         event = item.event
         row = _location_and_gtid(split, item)
@@ -376,7 +417,9 @@ def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
         row += _event_details(event, reader.decoder)
         for col, value in zip(out.columns, row):
             col.append(value)
-        if out.full():
+        held += item.length
+        if out.full() or held >= MAX_BATCH_BYTES:
+            held = 0
             batch = out.flush()
             if batch is not None:
                 yield batch
@@ -399,23 +442,39 @@ def _full(bitmap: bytes | None, width: int) -> bool:
     return bitmap[:whole] == b"\xff" * whole and (not rest or bitmap[whole] & ((1 << rest) - 1) == (1 << rest) - 1)
 
 
-def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    wanted = options.table
-    out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
-    reader = SplitReader(split, options)
-    cached: tuple[TableMapEvent, _TableInfo] | None = None
+def _rows_events(reader: SplitReader, wanted: tuple[str, str] | None
+                 ) -> Iterator[tuple[Item, RowsEvent, TableMapEvent]]:
+    """The rows events of a split (of table ``wanted`` only, when set) with their table maps."""
     for item in reader:
         event = item.event
         if event.type_code not in ROWS_KIND:
             continue
         assert isinstance(event, RowsEvent)
         table_map = reader.decoder.table_map_for(event)
-        if wanted is not None and (table_map.schema, table_map.table) != wanted:
-            continue
+        if wanted is None or (table_map.schema, table_map.table) == wanted:
+            yield item, event, table_map
+
+
+def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columnar: bool = False
+                  ) -> Iterator[pa.RecordBatch]:
+    """The rows view by the reference path (``columnar``: typed images built column by column)."""
+    wanted = options.table
+    out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
+    reader = SplitReader(split, options)
+    cached: tuple[TableMapEvent, _TableInfo] | None = None
+    held = 0  # bytes of rows data in the batch being built
+    for item, event, table_map in _rows_events(reader, wanted):
         if cached is None or cached[0] is not table_map:
             names = column_names(table_map)
             converters = typed_row_struct(table_map)[1] if wanted is not None else None
             cached = (table_map, _TableInfo(names, key_columns(table_map, names), converters))
+            if columnar and converters is not None and out.typed != converters:
+                if len(out.columns[0]):
+                    batch = out.flush()
+                    if batch is not None:
+                        yield batch
+                out.typed = converters
+                out.columns = out._empty()
         info = cached[1]
         try:
             changes = row_decoder(table_map).decode(event)
@@ -437,16 +496,81 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iter
             if info.converters is None:
                 cols[-2].add_all(info.names, [c.before for c in chunk], partial_before)
                 cols[-1].add_all(info.names, [c.after for c in chunk], partial_after)
+            elif columnar:
+                cols[-2].add_all([c.before for c in chunk])
+                cols[-1].add_all([c.after for c in chunk])
             else:
                 cols[-2].extend(_typed(info, c.before) for c in chunk)
                 cols[-1].extend(_typed(info, c.after) for c in chunk)
-            if out.full():
+            held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
+            if out.full() or held >= MAX_BATCH_BYTES:
+                held = 0
                 batch = out.flush()
                 if batch is not None:
                     yield batch
     batch = out.flush()
     if batch is not None:
         yield batch
+
+
+def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:
+    """A ``map<string,string>`` array from ``MapBuilder.take`` buffers (no copy)."""
+    rows, entries, valid, offsets, key_offsets, keys, value_valid, value_offsets, values = parts
+    buf = pa.py_buffer
+    key_array = pa.Array.from_buffers(pa.string(), entries, [None, buf(key_offsets), buf(keys)], null_count=0)
+    value_array = pa.Array.from_buffers(pa.string(), entries, [buf(value_valid), buf(value_offsets), buf(values)])
+    pairs = pa.StructArray.from_arrays([key_array, value_array], fields=[kind.key_field, kind.item_field])
+    return pa.Array.from_buffers(kind, rows, [buf(valid), buf(offsets)], children=[pairs])
+
+
+def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list[Any]]) -> pa.RecordBatch:
+    """One rows-view batch: per-event columns repeated by the rows' event numbers, the row
+    index and the before/after maps from the builder's buffers."""
+    rows, event_no, row_index, before, after = taken
+    take = pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(event_no)], null_count=0)
+    arrays = []
+    for i, field in enumerate(schema):
+        if field.name == "row_index":
+            arrays.append(pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(row_index)], null_count=0))
+        elif field.name in ("before", "after"):
+            arrays.append(_map_array(field.type, before if field.name == "before" else after))
+        else:
+            column = i if i < 4 else i - 1  # the per-event values skip row_index
+            arrays.append(pa.array([e[column] for e in events], type=field.type).take(take))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema, builder: Any
+                           ) -> Iterator[pa.RecordBatch]:
+    """The rows view with map images, built column by column by the compiled ``MapBuilder``:
+    each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes."""
+    reader = SplitReader(split, options)
+    max_rows = options.batch_rows
+    cached: tuple[TableMapEvent, _TableInfo] | None = None
+    events: list[list[Any]] = []  # per-event column values of the batch being built
+    for item, event, table_map in _rows_events(reader, None):
+        if cached is None or cached[0] is not table_map:
+            names = column_names(table_map)
+            cached = (table_map, _TableInfo(names, key_columns(table_map, names), None))
+        info = cached[1]
+        decoder = row_decoder(table_map)
+        assert isinstance(decoder, FastRowDecoder)
+        try:
+            kind, data, first, second = decoder.programs(event)
+            fixed = _location_and_gtid(split, item) + [table_map.schema, table_map.table, kind, info.keys]
+            pos, row_index, end = 0, 0, len(data)
+            while pos < end:
+                if not events or events[-1] is not fixed:
+                    events.append(fixed)
+                pos, row_index = builder.add(data, pos, first, second, kind, info.names, len(events) - 1, row_index,
+                                             max_rows, MAX_BATCH_BYTES)
+                if builder.rows >= max_rows or builder.nbytes >= MAX_BATCH_BYTES:
+                    yield _columnar_batch(schema, builder.take(), events)
+                    events = []
+        except DecodeError as err:
+            raise err.located(split.path, item.position) from None
+    if builder.rows:
+        yield _columnar_batch(schema, builder.take(), events)
 
 
 def _typed(info: _TableInfo, image: tuple[Any, ...] | None) -> dict[str, Any] | None:
@@ -493,9 +617,20 @@ def _groups_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
 _BUILDERS = {"events": _events_batches, "rows": _rows_batches, "groups": _groups_batches}
 
 
-def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Record batches of the chosen view for ``splits``, in order."""
+def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema, *,
+                columnar: bool = True) -> Iterator[pa.RecordBatch]:
+    """Record batches of the chosen view for ``splits``, in order.
+
+    ``columnar`` uses the compiled column builders where they exist (the same batches as the
+    pure-Python reference path, which ``columnar=False`` or ``MARIABINLOG_PURE_PYTHON=1`` runs).
+    """
+    builder = map_builder(render) if columnar and options.view == "rows" and options.table is None else None
     build = _BUILDERS[options.view]
     for split in splits:
-        yield from build(split, options, schema)
+        if builder is not None:
+            yield from _rows_batches_columnar(split, options, schema, builder)
+        elif options.view == "rows":
+            yield from _rows_batches(split, options, schema, columnar)
+        else:
+            yield from build(split, options, schema)
 

@@ -275,6 +275,46 @@ class SampleBuilder:
         self.clock += seconds
 
 
+    def lifecycle(self, table: Table, domain: int = 0, server: int = 1) -> list[bytes]:
+        """One transaction on ``table`` alone: three inserts, an update and a delete (a table
+        with the inventory table's columns)."""
+        changes: list[tuple[str, RowChange]] = []
+        for _ in range(3):
+            row = self._new_row(table)
+            table.rows[row[0]] = row
+            changes.append(("insert", RowChange("insert", None, row)))
+        first, second = sorted(table.rows)[:2]
+        after = self._changed(table, table.rows[first])
+        changes.append(("update", RowChange("update", table.rows[first], after)))
+        table.rows[first] = after
+        changes.append(("delete", RowChange("delete", table.rows.pop(second), None)))
+        return self._group(domain, server, {table.table_id: changes})
+
+
+def many_tables(count: int) -> list[Table]:
+    """``count`` tables ``db<i % 5>.t<i>`` with the inventory table's columns."""
+    columns = sample_tables()[2].columns
+    return [Table(1000 + i, f"db{i % 5}", f"t{i:04d}", columns) for i in range(count)]
+
+
+def write_many_tables(directory: str, count: int, *, seed: int = 7) -> SampleInfo:
+    """A binlog touching ``count`` tables (:func:`many_tables`), one :meth:`SampleBuilder.lifecycle`
+    transaction each, a minute apart; for tests whose cost must not grow with the tables."""
+    os.makedirs(directory, exist_ok=True)
+    builder = SampleBuilder(seed)
+    builder.tables = many_tables(count)
+    builder.next_id = {t.table_id: 1 for t in builder.tables}
+    gtids: list[str] = []
+    engine = Engine.open(directory, server_id=1, **SAMPLE_ENGINE)
+    try:
+        for table in builder.tables:
+            gtids.append(str(commit_group(engine, builder.lifecycle(table))))
+            builder.tick(60)
+    finally:
+        engine.close()
+    return SampleInfo(gtids, {f"{t.database}.{t.name}": dict(t.rows) for t in builder.tables})
+
+
 def _datetime(epoch: int) -> MysqlDateTime:
 
     moment = datetime.datetime.fromtimestamp(epoch, datetime.UTC)
@@ -350,4 +390,4 @@ def write_sample(directory: str, *, seed: int = 7, transactions: int = 600) -> S
     return SampleInfo(gtids, {f"{t.database}.{t.name}": dict(t.rows) for t in builder.tables})
 
 
-__all__ = ["SampleBuilder", "SampleInfo", "commit_group", "gtid_of", "write_sample"]
+__all__ = ["SampleBuilder", "SampleInfo", "commit_group", "gtid_of", "many_tables", "write_many_tables", "write_sample"]
