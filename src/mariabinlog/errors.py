@@ -102,3 +102,16 @@ class LogInUseError(EngineError):
 
 class ReplicationError(MariabinlogError):
     """A replication peer misbehaved or refused us (protocol, auth, unknown GTID)."""
+
+
+class SchemaHistoryError(MariabinlogError):
+    """A schema history (saved file, dump file, live server) that cannot be read; names its source."""
+
+
+class UnparsedDDLError(SchemaHistoryError):
+    """A DDL statement the schema history cannot read; ``tables`` are the (db, table) keys it names."""
+
+    def __init__(self, reason: str, tables: tuple[tuple[str, str], ...]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.tables = tables

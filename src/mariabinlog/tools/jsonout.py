@@ -98,7 +98,7 @@ from ..codec.rows import (
     MysqlTimestamp,
     row_decoder,
 )
-from . import charsets
+from ..codec import charsets
 from .printer import decimal_to_str
 from .sink import EventSink
 

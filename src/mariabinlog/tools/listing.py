@@ -65,7 +65,7 @@ from ..codec.events import (
     event_type_name,
     serialize_xid,
 )
-from . import charsets
+from ..codec import charsets
 from .printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,
     OPTION_RELAXED_UNIQUE_CHECKS,

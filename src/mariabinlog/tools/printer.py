@@ -111,7 +111,7 @@ from ..codec.events import (
 )
 from ..codec.native import load_fast
 from ..errors import DecodeError
-from . import charsets
+from ..codec import charsets
 
 #: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
 _FAST_VERSION = 1

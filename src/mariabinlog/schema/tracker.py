@@ -1,0 +1,77 @@
+"""Follow a stream with a schema history and give each Table_map the metadata it lacks.
+
+A :class:`SchemaTracker` is what a reader (the JSON and Debezium writers,
+``replicate``, Spark) holds: it feeds Query events to the history and, for each
+Table_map, returns a copy carrying the history's optional metadata when the
+agreement check passes (see :mod:`.agree`), or the event unchanged with one
+warning naming table, GTID and the difference when it does not.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+from ..codec.events import QueryEvent, TableMapEvent
+from .agree import resolve
+from .history import SchemaHistory
+from .model import Table
+
+log = logging.getLogger(__name__)
+
+
+class SchemaTracker:
+    """A history plus the agreement check, applied event by event."""
+
+    def __init__(self, history: SchemaHistory | None = None) -> None:
+        self.history = history if history is not None else SchemaHistory()
+        self._warned: set[tuple[str, str, str]] = set()
+        #: (database, table) -> the history's table behind the last Table_map resolved for it
+        self.current: dict[tuple[str, str], Table | None] = {}
+        #: Table_map problems seen: (database, table, gtid, difference), in order.
+        self.problems: list[tuple[str, str, str | None, str]] = []
+
+    def observe_query(self, event: QueryEvent, *, file: str, pos: int, gtid: str | None) -> list[tuple[str, str]]:
+        """Apply a Query event's DDL to the history."""
+        return self.history.observe_query(event, file=file, pos=pos, gtid=gtid)
+
+    def typed_map(self, event: TableMapEvent, gtid: str | None) -> TableMapEvent:
+        """``event`` with the history's metadata, or unchanged (``@N`` names) after a warning."""
+        table = self.history.table(event.schema, event.table)
+        self.current[(event.schema, event.table)] = table
+        resolution = resolve(table, event.column_types, tuple(event.column_meta), event.optional_metadata)
+        if resolution.problem is not None:
+            self._warn(event, gtid, resolution.problem, full=resolution.metadata is not None)
+            if resolution.metadata is None:
+                self.current[(event.schema, event.table)] = None
+        if resolution.metadata is None or resolution.metadata is event.optional_metadata:
+            return event
+        typed = copy.copy(event)
+        typed.optional_metadata = resolution.metadata
+        typed.decoder = None
+        return typed
+
+    def _warn(self, event: TableMapEvent, gtid: str | None, problem: str, *, full: bool) -> None:
+        self.problems.append((event.schema, event.table, gtid, problem))
+        key = (event.schema, event.table, problem)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        if full:
+            log.warning(
+                "schema history disagrees with the binlog's own metadata for %s.%s at GTID %s: %s "
+                "(the binlog's names are used)",
+                event.schema,
+                event.table,
+                gtid or "none",
+                problem,
+            )
+        else:
+            log.warning(
+                "rows of %s.%s at GTID %s are decoded with positional names @1..@%d: %s",
+                event.schema,
+                event.table,
+                gtid or "none",
+                event.column_count,
+                problem,
+            )
