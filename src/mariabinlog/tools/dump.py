@@ -155,6 +155,9 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     # mariabinlog's own.
     ("format", None, "str", "format"),
     ("convert-to-engine-binlog", None, "str", "convert_to_engine_binlog"),
+    ("schema-from", None, "str", "schema_from"),
+    ("schema-file", None, "str", "schema_file"),
+    ("schema-history", None, "str", "schema_history"),
 )
 _BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
 _BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
@@ -215,6 +218,10 @@ class DumpOptions:
         self.max_binlog_size = 1 << 30
         self.format = "text"
         self.convert_to_engine_binlog: str | None = None
+        #: Starting schema of the schema history (json/debezium output): server URL, dump file, saved history.
+        self.schema_from: str | None = None
+        self.schema_file: str | None = None
+        self.schema_history: str | None = None
         self.ignored: Any = None
         #: The GTID filter options in command-line order (they override each other).
         self.gtid_options: list[tuple[str, str | None]] = []
@@ -1354,8 +1361,13 @@ the mysql command line client.
 Usage: {PROG} [options] log-files
 
 mariadb-binlog's options, plus:
-  --format=text|json            text as mariadb-binlog prints it (default), or one
-                                JSON object per event (rows decoded, typed values)
+  --format=text|json|debezium   text as mariadb-binlog prints it (default), one
+                                JSON object per event (rows decoded, typed values),
+                                or one Debezium-shaped change event per row
+  --schema-from=mariadb://user@host:port
+  --schema-file=DUMP.sql        starting schema of the tables created before the
+  --schema-history=FILE.json    binlog (json/debezium): a live server, a
+                                mariadb-dump --no-data file, or a saved history
   --convert-engine-binlog       write the .ibb input as legacy binlog files
                                 BASE.000001... (BASE: --result-file, default legacy_log)
   --max-binlog-size=N           size at which a converted file is rotated (1G)
@@ -1443,12 +1455,27 @@ def dump_main(
 
 def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
     """The sink ``--format`` names (``text`` is the printer itself)."""
-    if opts.format == "json":
+    if opts.format in ("json", "debezium"):
+        from ..errors import SchemaHistoryError
+        from ..schema import SchemaTracker
+        from .schema_start import starting_history
+
+        try:
+            history = starting_history(
+                schema_from=opts.schema_from, schema_file=opts.schema_file, saved=opts.schema_history
+            )
+        except SchemaHistoryError as error:
+            raise OptionExit(f"ERROR: {error}", 1) from None
+        tracker = SchemaTracker(history)
+        if opts.format == "debezium":
+            from .debezium import DebeziumSink
+
+            return lambda write: DebeziumSink(write, opts, tracker)
         from .jsonout import JsonSink
 
-        return lambda write: JsonSink(write, opts)
+        return lambda write: JsonSink(write, opts, tracker)
     raise OptionExit(
-        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json'", 1
+        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json','debezium'", 1
     )
 
 

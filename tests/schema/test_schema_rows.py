@@ -1,0 +1,183 @@
+"""Rows of a default (NO_LOG) or MINIMAL server decoded with the schema history equal FULL metadata's.
+
+The same workload (tables created inside the binlog, then ALTERed mid-stream:
+a column added in the middle, INT -> INT UNSIGNED, a renamed column, a changed
+charset, a table dropped and recreated with another shape; every column type)
+runs on three real servers that differ only in ``binlog_row_metadata``; the
+rows of ``dump --format=json`` (table, kind, names, values) must be equal.
+Tables created before the binlog: ``--schema-from`` and ``--schema-file`` give
+FULL's rows; without either, positional names and a warning.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mariabinlog.tools.dump import dump_main
+
+WORKLOAD = """
+SET SESSION sql_mode='';
+CREATE DATABASE s;
+USE s;
+CREATE TABLE t (
+  id INT PRIMARY KEY,
+  ti TINYINT, si SMALLINT UNSIGNED, mi MEDIUMINT, n INT, bi BIGINT UNSIGNED,
+  d DECIMAL(12,3), f FLOAT, db DOUBLE, bt BIT(5), b1 BIT(1),
+  dt DATE, tm TIME(2), dtm DATETIME(6), ts TIMESTAMP(3) NULL, y YEAR,
+  c CHAR(4), vc VARCHAR(40), lat VARCHAR(20) CHARACTER SET latin1, bin BINARY(3), vb VARBINARY(8),
+  tt TINYTEXT, tx TEXT, mt MEDIUMTEXT CHARACTER SET latin1, lt LONGTEXT, tb TINYBLOB, bl BLOB, mb MEDIUMBLOB, lb LONGBLOB,
+  e ENUM('red','green','blue'), st SET('a','b','c'), js JSON, g GEOMETRY
+) DEFAULT CHARSET=utf8mb4;
+INSERT INTO t VALUES (1, -5, 65535, -8388608, -7, 18446744073709551615, -12.500, 1.5, 0.25, b'10101', b'1',
+  '2024-02-29', '-838:59:59.50', '2024-01-31 12:00:00.250000', '2024-01-31 12:00:00.125', 2024,
+  'ab', 'héllo 😀', 'café', X'00FF10', X'DEADBEEF', 'tiny', 'text é', 'mé', 'long', X'01', X'0203', X'04', X'05',
+  'green', 'a,c', '{"k": [1, 2]}', ST_GeomFromText('POINT(1 2)'));
+INSERT INTO t (id, dt, dtm, ts) VALUES (2, '0000-00-00', '2024-00-00 00:00:00', '0000-00-00 00:00:00');
+UPDATE t SET vc = 'bye', bi = 7 WHERE id = 1;
+ALTER TABLE t ADD COLUMN mid VARCHAR(10) AFTER ti, MODIFY n INT UNSIGNED;
+INSERT INTO t (id, ti, mid, n) VALUES (3, 1, 'middle', 4294967295);
+ALTER TABLE t CHANGE vc greeting VARCHAR(40), RENAME COLUMN c TO code;
+ALTER TABLE t MODIFY lat VARCHAR(20) CHARACTER SET utf8mb4;
+INSERT INTO t (id, greeting, code, lat) VALUES (4, 'hi', 'x', 'ñandú 😀');
+UPDATE t SET n = 4000000000 WHERE id = 3;
+DELETE FROM t WHERE id = 2;
+CREATE TABLE u (a INT, b VARCHAR(5)) CHARACTER SET latin1;
+INSERT INTO u VALUES (1, 'é');
+DROP TABLE u;
+CREATE TABLE u (k BIGINT UNSIGNED PRIMARY KEY, note TEXT, flag ENUM('y','n'));
+INSERT INTO u VALUES (18446744073709551615, 'recreated', 'n');
+RENAME TABLE u TO u2;
+INSERT INTO u2 VALUES (1, 'renamed', 'y');
+TRUNCATE TABLE u2;
+FLUSH BINARY LOGS;
+"""
+
+SERVER_OPTIONS = ("--log-bin", "--binlog-format=ROW", "--default-time-zone=+00:00", "--character-set-server=utf8mb4",
+                  "--collation-server=utf8mb4_general_ci")
+
+
+def dump_json(args: list[str]) -> tuple[list[dict[str, Any]], str]:
+    out, err = io.BytesIO(), io.StringIO()
+    status = dump_main(["--format=json", *args], stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    return [json.loads(line) for line in out.getvalue().decode("utf-8").splitlines()], err.getvalue()
+
+
+def rows_of(events: list[dict[str, Any]]) -> list[tuple[str, str, str, list[Any]]]:
+    """(table, kind, rows) of every rows event: names and typed values."""
+    return [(e["table"], e["kind"], e["rows"]) for e in events if "rows" in e]
+
+
+def column_types(events: list[dict[str, Any]]) -> list[list[tuple[str, str, bool]]]:
+    """Names, types and signedness of every Table_map."""
+    return [
+        [(c["name"], c["type"], c.get("unsigned", False)) for c in e["columns"]]
+        for e in events
+        if e["type"] == "Table_map"
+    ]
+
+
+@pytest.fixture(scope="module")
+def servers(mariadb_server_factory: Any) -> dict[str, Any]:
+    out = {}
+    for metadata in ("NO_LOG", "MINIMAL", "FULL"):
+        server = mariadb_server_factory(*SERVER_OPTIONS, f"--binlog-row-metadata={metadata}", name=f"schema-{metadata}")
+        server.pipe(WORKLOAD)
+        out[metadata] = server
+    return out
+
+
+def binlogs(server: Any) -> list[str]:
+    files = [str(p) for p in server.binlog_files()[:-1]]
+    assert files, f"no binlog written by {server}"
+    return files
+
+
+@pytest.mark.parametrize("metadata", ["NO_LOG", "MINIMAL"])
+def test_history_rows_equal_full_metadata(servers: dict[str, Any], metadata: str) -> None:
+    full, _ = dump_json(binlogs(servers["FULL"]))
+    other, err = dump_json(binlogs(servers[metadata]))
+    assert rows_of(other) == rows_of(full)
+    assert column_types(other) == column_types(full)
+    named = rows_of(other)
+    assert named[0][2][0]["after"]["bi"] == 18446744073709551615 and named[0][2][0]["after"]["e"] == "green"
+    assert any(r[0] == "t" and "after" in r[2][0] and r[2][0]["after"].get("n") == 4294967295 for r in named)
+    assert any("lat" in row.get("after", {}) and row["after"]["lat"] == "ñandú 😀" for _, _, rows in named for row in rows)
+    assert "positional names" not in err
+
+
+def test_without_history_names_are_positional_never_wrong(servers: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    files = binlogs(servers["NO_LOG"])
+    # Skip the first file's DDL by starting after the CREATE TABLE statements: the history never sees them.
+    events, _ = dump_json(files)
+    first_rows = next(e for e in events if "rows" in e)
+    with caplog.at_level(logging.WARNING):
+        later, _ = dump_json([f"--start-position={first_rows['pos']}", *files])
+    assert rows_of(later), "no rows after the start position"
+    for table, _, rows in rows_of(later):
+        if table != "t":  # u is created (and named) after the start position
+            continue
+        for row in rows:
+            for image in row.values():
+                assert all(key.startswith("@") for key in image)
+    assert "positional names" in caplog.text and "s.t" in caplog.text
+
+
+PRE_EXISTING = """
+SET SESSION sql_mode='';
+CREATE DATABASE p;
+CREATE TABLE p.old (id INT UNSIGNED PRIMARY KEY, name VARCHAR(10) CHARACTER SET latin1, kind ENUM('a','b'),
+  amount DECIMAL(8,2), at DATETIME(3), tags SET('x','y'), raw VARBINARY(4));
+FLUSH BINARY LOGS;
+INSERT INTO p.old VALUES (4294967295, 'señor', 'b', 12.34, '2024-05-06 07:08:09.123', 'x,y', X'FF00');
+UPDATE p.old SET name = 'niño', kind = 'a' WHERE id = 4294967295;
+DELETE FROM p.old;
+FLUSH BINARY LOGS;
+"""
+
+
+@pytest.fixture(scope="module")
+def pre_existing(mariadb_server_factory: Any) -> dict[str, Any]:
+    out = {}
+    for metadata in ("NO_LOG", "FULL"):
+        server = mariadb_server_factory(*SERVER_OPTIONS, f"--binlog-row-metadata={metadata}", name=f"pre-{metadata}")
+        server.pipe(PRE_EXISTING)
+        out[metadata] = server
+    return out
+
+
+def after_create(server: Any) -> list[str]:
+    """The binlog files written after the tables were created (the last one is still open)."""
+    files = [str(p) for p in server.binlog_files()]
+    assert len(files) >= 3, f"expected the workload's FLUSH BINARY LOGS in {server}"
+    return files[1:-1]
+
+
+def test_schema_from_live_server_and_dump_file(pre_existing: dict[str, Any], tmp_path: Path) -> None:
+    full, _ = dump_json(after_create(pre_existing["FULL"]))
+    server = pre_existing["NO_LOG"]
+    files = after_create(server)
+    url = f"mariadb://root@{server.host}:{server.port}"
+    from_server, _ = dump_json([f"--schema-from={url}", *files])
+    assert rows_of(from_server) == rows_of(full) and rows_of(full)
+    dump = tmp_path / "schema.sql"
+    dump.write_bytes(
+        subprocess.run(
+            [*server.client_command()[:0], "mariadb-dump", f"--socket={server.socket}", "-uroot", "--no-data",
+             "--databases", "p"],
+            check=True,
+            capture_output=True,
+        ).stdout
+    )
+    from_file, _ = dump_json([f"--schema-file={dump}", *files])
+    assert rows_of(from_file) == rows_of(full)
+    plain, err = dump_json(files)
+    assert all(key.startswith("@") for _, _, rows in rows_of(plain) for row in rows for image in row.values()
+               for key in image)
