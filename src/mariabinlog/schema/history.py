@@ -74,14 +74,25 @@ class SchemaHistory:
         self._versions: dict[tuple[str, str], tuple[list[Position], list[Table | None]]] = {}
         for key, table in self.snapshot.tables.items():
             self._versions[key] = ([_START], [table])
-        self._listeners: list[Any] = []
+        # GTID -> index in records, and the catalog after each record (for re-reading a known stream)
+        self._gtids: dict[str, int] = {}
+        self._after: list[Catalog] = []
 
     # -- following the stream -------------------------------------------------
 
     def observe_query(self, event: QueryEvent, *, file: str, pos: int, gtid: str | None) -> list[tuple[str, str]]:
-        """Apply the Query event's statement if it is DDL; returns the tables it changed."""
+        """Apply the Query event's statement if it is DDL; returns the tables it changed.
+
+        A statement of a GTID the history already holds (a saved history read with its
+        stream again, a group fetched again after a crash) is not applied twice: the
+        history moves to its state after that statement instead.
+        """
         if event.error_code:
             return []
+        if gtid is not None and gtid in self._gtids:
+            index = self._gtids[gtid]
+            self.catalog = self._after[index].copy()
+            return list(self.records[index].tables)
         charset = event.status(Q_CHARSET_CODE)
         client = charsets.COLLATIONS.get(charset[0]) if isinstance(charset, tuple) else None
         server = charsets.COLLATIONS.get(charset[2]) if isinstance(charset, tuple) else None
@@ -130,19 +141,31 @@ class SchemaHistory:
             return []
         record = DdlRecord(file, pos, gtid, database, query, server_charset, tuple(changed), error)
         self.records.append(record)
+        self._after.append(self.catalog.copy())
+        if gtid is not None:
+            self._gtids[gtid] = len(self.records) - 1
         for key in dict.fromkeys(changed):
             positions, tables = self._versions.setdefault(key, ([], []))
             positions.append((file, pos))
             tables.append(self.catalog.tables.get(key))
-        for listener in self._listeners:
-            listener(self, record)
         return changed
 
-    def add_listener(self, listener: Any) -> None:
-        """Call ``listener(history, record)`` after each DDL statement (e.g. to save the history)."""
-        self._listeners.append(listener)
-
     # -- questions ------------------------------------------------------------
+
+    def rewind(self, gtid: str) -> None:
+        """Set the current state to just before the group ``gtid`` (domain-server-seq).
+
+        For reading a stream from its middle with a saved history: the state after
+        the last recorded DDL of the same domain with a lower sequence number (the
+        snapshot when there is none).
+        """
+        domain, _, seq = gtid.split("-")
+        index = -1
+        for i, record in enumerate(self.records):
+            parts = (record.gtid or "").split("-")
+            if len(parts) == 3 and parts[0] == domain and int(parts[2]) < int(seq):
+                index = i
+        self.catalog = self._after[index].copy() if index >= 0 else self.snapshot.copy()
 
     def table(self, database: str, name: str) -> Table | None:
         """The table as the stream has it now (None: unknown to the history)."""
@@ -210,7 +233,3 @@ class SchemaHistory:
         except (OSError, ValueError) as error:
             raise SchemaHistoryError(f"{path}: cannot read the schema history: {error}") from error
         return cls.from_json(data, where=str(path))
-
-    def frozen(self) -> SchemaHistory:
-        """A history whose snapshot is this one's current catalog (e.g. the start of an archive)."""
-        return SchemaHistory(self.catalog, source=self.source)

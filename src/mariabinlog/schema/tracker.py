@@ -30,13 +30,22 @@ class SchemaTracker:
         self.current: dict[tuple[str, str], Table | None] = {}
         #: Table_map problems seen: (database, table, gtid, difference), in order.
         self.problems: list[tuple[str, str, str | None, str]] = []
+        # A history with recorded DDL (saved by an earlier run) is rewound to the first group read.
+        self._positioned = not self.history.records
+
+    def _position(self, gtid: str | None) -> None:
+        if not self._positioned and gtid is not None:
+            self.history.rewind(gtid)
+            self._positioned = True
 
     def observe_query(self, event: QueryEvent, *, file: str, pos: int, gtid: str | None) -> list[tuple[str, str]]:
         """Apply a Query event's DDL to the history."""
+        self._position(gtid)
         return self.history.observe_query(event, file=file, pos=pos, gtid=gtid)
 
     def typed_map(self, event: TableMapEvent, gtid: str | None) -> TableMapEvent:
         """``event`` with the history's metadata, or unchanged (``@N`` names) after a warning."""
+        self._position(gtid)
         table = self.history.table(event.schema, event.table)
         self.current[(event.schema, event.table)] = table
         resolution = resolve(table, event.column_types, tuple(event.column_meta), event.optional_metadata)

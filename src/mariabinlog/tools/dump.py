@@ -1458,7 +1458,7 @@ def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
     if opts.format in ("json", "debezium"):
         from ..errors import SchemaHistoryError
         from ..schema import SchemaTracker
-        from .schema_start import starting_history
+        from ..schema.start import starting_history
 
         try:
             history = starting_history(

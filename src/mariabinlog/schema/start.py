@@ -1,8 +1,9 @@
 """Starting schemas for the schema history: a live server, a ``mariadb-dump --no-data`` file, a saved history.
 
 Tables created before the binlog begins are unknown to a history built from the
-binlog's DDL alone; these give it a snapshot to start from.  The I/O lives here
-(tools), above the pure :mod:`mariabinlog.schema`:
+binlog's DDL alone; these give it a snapshot to start from.  This is the schema
+package's one module that talks to a server (pymysql); the rest is pure.  Both
+``dump`` (tools) and ``archive`` (replication) use it:
 
 * :func:`from_server` asks a live server (``mariadb://user[:password]@host:port``)
   for ``SHOW CREATE TABLE`` of every base table, as of now: DDL run later must be
@@ -25,7 +26,8 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from ..errors import SchemaHistoryError
-from ..schema import Catalog, SchemaHistory
+from .ddl import Catalog
+from .history import SchemaHistory
 
 log = logging.getLogger(__name__)
 
