@@ -203,7 +203,10 @@ class Catalog:
     def _drop(self, tree: exp.Drop, database: str) -> list[tuple[str, str]]:
         kind = (tree.args.get("kind") or "").upper()
         if kind in ("DATABASE", "SCHEMA"):
-            name = tree.this.name
+            target = tree.this if tree.this is not None else (tree.args.get("tables") or [None])[0]
+            if target is None:
+                raise UnparsedDDLError("DROP DATABASE without a name", ())
+            name = target.name
             self.database_charsets.pop(name, None)
             gone = [k for k in self.tables if k[0] == name]
             for k in gone:
