@@ -58,6 +58,10 @@ INSERT INTO u VALUES (18446744073709551615, 'recreated', 'n');
 RENAME TABLE u TO u2;
 INSERT INTO u2 VALUES (1, 'renamed', 'y');
 TRUNCATE TABLE u2;
+CREATE TABLE cs AS SELECT id, greeting, n FROM t;
+INSERT INTO cs VALUES (9, 'copied', 4294967295);
+CREATE TABLE tl LIKE u2;
+INSERT INTO tl VALUES (18446744073709551614, 'like', 'y');
 CREATE TABLE stm (a INT);
 SET SESSION binlog_format=STATEMENT;
 INSERT INTO stm VALUES (1);
@@ -194,6 +198,7 @@ class DebeziumConsumer:
 
     def __init__(self) -> None:
         self.state: dict[str, dict[str, dict[str, Any]]] = {}
+        self.keyless: dict[str, list[dict[str, Any]]] = {}
         self.ops: list[tuple[str, str]] = []
         self.ddl: list[str] = []
         self.statements: list[str] = []
@@ -213,6 +218,12 @@ class DebeziumConsumer:
         assert source["connector"] == "mariadb" and source["gtid"] and source["file"].startswith("mysql-bin.")
         assert record["topic"] == f"{source['name']}.{source['db']}.{source['table']}"
         assert source["ts_ms"] == value["ts_ms"] and isinstance(source["pos"], int) and source["query"]
+        assert source["thread"] is None or isinstance(source["thread"], int), record
+        self.ops.append((source["table"], op))
+        if record["key"] is None:  # no primary key: a consumer can only keep the log
+            assert op == "c"
+            self.keyless.setdefault(f"{source['db']}.{source['table']}", []).append(value["after"])
+            return
         table = self.state.setdefault(f"{source['db']}.{source['table']}", {})
         key = json.dumps(record["key"], sort_keys=True)
         if op == "c":
@@ -224,7 +235,6 @@ class DebeziumConsumer:
         else:
             assert value["after"] is None
             del table[key]
-        self.ops.append((source["table"], op))
 
 
 def debezium(args: list[str]) -> list[dict[str, Any]]:
@@ -247,7 +257,8 @@ def test_debezium_consumer_reads_ops_keys_values_in_order(servers: dict[str, Any
     for record in records:
         consumer.consume(record)
     assert consumer.ops == [("t", "c"), ("t", "c"), ("t", "u"), ("t", "c"), ("t", "c"), ("t", "u"), ("t", "d"),
-                            ("u", "c"), ("u", "c"), ("u2", "c")]
+                            ("u", "c"), ("u", "c"), ("u2", "c"), ("cs", "c"), ("cs", "c"), ("cs", "c"), ("cs", "c"),
+                            ("tl", "c")]
     expected = {row["id"]: row for row in server.records("SELECT id, greeting, n, lat, bi, d, e, st FROM s.t")}
     got = {json.loads(k)["id"]: v for k, v in consumer.state["s.t"].items()}
     assert sorted(got) == sorted(int(i) for i in expected)
@@ -267,6 +278,8 @@ def test_debezium_consumer_reads_ops_keys_values_in_order(servers: dict[str, Any
     assert first["g"]["srid"] == 0 and first["bin"] == "AP8Q"
     assert any(d.startswith("ALTER TABLE t ADD COLUMN mid") for d in consumer.ddl)
     assert consumer.statements == ["INSERT INTO stm VALUES (1)"]
+    assert consumer.keyless["s.cs"][-1] == {"id": 9, "greeting": "copied", "n": 4294967295}
+    assert list(consumer.state["s.tl"].values()) == [{"k": 18446744073709551614, "note": "like", "flag": "y"}]
     assert "STATEMENT or MIXED" in caplog.text
 
 

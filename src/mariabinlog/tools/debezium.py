@@ -113,6 +113,8 @@ class DebeziumWriter:
         self.query: str | None = None
         self.file = ""
         self.statements = 0
+        #: Thread id of the group (its GTID event's or a Query event's), given to its row changes.
+        self.thread: int | None = None
 
     def _source(self, ev: Any, db: str, table: str | None, row: int = 0, thread: int | None = None) -> dict[str, Any]:
         return {
@@ -145,10 +147,12 @@ class DebeziumWriter:
             g = ev.decoded()
             self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
             self.group_open, self.standalone, self.query = True, bool(g.flags2 & FL_STANDALONE), None
+            self.thread = g.thread_id  # logged by MariaDB 11.x+ GTID events; None before
             return []
         out: list[dict[str, Any]] = []
         if code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
             q = ev.decoded()
+            self.thread = q.thread_id
             out = self._query(ev, q)
             if self.standalone or bytes(q.query).upper() in (b"COMMIT", b"ROLLBACK"):
                 self.group_open = False
@@ -230,7 +234,7 @@ class DebeziumWriter:
             value = {
                 "before": before,
                 "after": after,
-                "source": self._source(ev, view.database, view.table, row=index),
+                "source": self._source(ev, view.database, view.table, row=index, thread=self.thread),
                 "op": _OPS[change.kind],
                 "ts_ms": ev.when * 1000,
                 "transaction": None,

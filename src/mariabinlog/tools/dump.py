@@ -1414,6 +1414,8 @@ def dump_main(
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
+        if opts.format == "text" and (opts.schema_from or opts.schema_file or opts.schema_history):
+            raise OptionExit("ERROR: --schema-from/--schema-file/--schema-history work with --format=json or debezium", 1)
         if sink is None and opts.format != "text":
             sink = _format_sink(opts)
         if sink is not None and opts.flashback:
