@@ -309,3 +309,27 @@ def test_archive_saves_a_history_that_names_its_rows(servers: dict[str, Any], tm
     assert rows_of(middle) and rows_of(middle) == [r for r in rows_of(full) if r in rows_of(middle)]
     assert all(not key.startswith("@") for _, _, rows in rows_of(middle) for row in rows for image in row.values()
                for key in image)
+
+
+def test_a_starting_schema_that_disagrees_gives_positional_names_and_a_warning(
+    pre_existing: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrong = tmp_path / "wrong.sql"
+    wrong.write_text(
+        "USE p;\nCREATE TABLE old (id INT UNSIGNED PRIMARY KEY, name VARCHAR(10), kind ENUM('a','b'),"
+        " amount INT, at DATETIME(3), tags SET('x','y'), raw VARBINARY(4));\n"
+    )
+    with caplog.at_level(logging.WARNING):
+        events, _ = dump_json([f"--schema-file={wrong}", *after_create(pre_existing["NO_LOG"])])
+    assert rows_of(events) and all(
+        key.startswith("@") for _, _, rows in rows_of(events) for row in rows for image in row.values() for key in image
+    )
+    gtid = next(e["gtid"] for e in events if e["type"] == "Table_map")
+    assert f"p.old at GTID {gtid}" in caplog.text and "column 4 (amount) is DECIMAL" in caplog.text
+    caplog.clear()
+    # With FULL metadata the binlog's names win and the history is only checked against them.
+    full, _ = dump_json(after_create(pre_existing["FULL"]))
+    with caplog.at_level(logging.WARNING):
+        checked, _ = dump_json([f"--schema-file={wrong}", *after_create(pre_existing["FULL"])])
+    assert rows_of(checked) == rows_of(full)
+    assert "disagrees with the binlog's own metadata for p.old" in caplog.text
