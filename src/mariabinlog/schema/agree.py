@@ -13,6 +13,7 @@ metadata in the event the binlog's names win; the history is only checked.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 
 from ..codec import charsets
 from ..codec import columns as C
@@ -24,9 +25,15 @@ _DEFAULT_COLLATIONS = {"latin1": "latin1_swedish_ci", "binary": "binary"}
 _ALIASES = {"utf8": "utf8mb3"}
 
 
+@cache
+def _collation_ids() -> dict[str, int]:
+    return {name: cid for cid, (_, name) in charsets.COLLATIONS.items()}
+
+
+@cache
 def collation_id(charset: str | None, collation: str | None) -> int | None:
     """The collation id for a column's collation (or its charset's default collation)."""
-    names = {name: cid for cid, (_, name) in charsets.COLLATIONS.items()}
+    names = _collation_ids()
     if collation is not None and collation.lower() in names:
         return names[collation.lower()]
     if charset is None:

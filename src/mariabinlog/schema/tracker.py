@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import Any
 
 from ..codec.events import QueryEvent, TableMapEvent
-from .agree import resolve
+from .agree import Resolution, resolve
 from .history import SchemaHistory
 from .model import Table
 
@@ -28,10 +29,12 @@ class SchemaTracker:
         self._warned: set[tuple[str, str, str]] = set()
         #: (database, table) -> the history's table behind the last Table_map resolved for it
         self.current: dict[tuple[str, str], Table | None] = {}
-        #: Table_map problems seen: (database, table, gtid, difference), in order.
+        #: Table_map problems seen, each once: (database, table, first gtid, difference), in order.
         self.problems: list[tuple[str, str, str | None, str]] = []
         # A history with recorded DDL (saved by an earlier run) is rewound to the first group read.
         self._positioned = not self.history.records
+        # Resolutions by (table version, map shape): a binlog repeats the same Table_map per transaction.
+        self._resolved: dict[tuple[int, bytes, tuple[int, ...], Any], tuple[Table | None, Resolution]] = {}
 
     def _position(self, gtid: str | None) -> None:
         if not self._positioned and gtid is not None:
@@ -48,7 +51,7 @@ class SchemaTracker:
         self._position(gtid)
         table = self.history.table(event.schema, event.table)
         self.current[(event.schema, event.table)] = table
-        resolution = resolve(table, event.column_types, tuple(event.column_meta), event.optional_metadata)
+        resolution = self._resolve(table, event)
         if resolution.problem is not None:
             self._warn(event, gtid, resolution.problem, full=resolution.metadata is not None)
             if resolution.metadata is None:
@@ -60,12 +63,24 @@ class SchemaTracker:
         typed.decoder = None
         return typed
 
+    def _resolve(self, table: Table | None, event: TableMapEvent) -> Resolution:
+        logged = event.optional_metadata
+        key = (id(table), bytes(event.column_types), tuple(event.column_meta), logged)
+        hit = self._resolved.get(key)
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        resolution = resolve(table, event.column_types, tuple(event.column_meta), logged)
+        if len(self._resolved) > 4096:
+            self._resolved.clear()
+        self._resolved[key] = (table, resolution)  # keeps the table alive, so its id stays its own
+        return resolution
+
     def _warn(self, event: TableMapEvent, gtid: str | None, problem: str, *, full: bool) -> None:
-        self.problems.append((event.schema, event.table, gtid, problem))
         key = (event.schema, event.table, problem)
         if key in self._warned:
             return
         self._warned.add(key)
+        self.problems.append((event.schema, event.table, gtid, problem))
         if full:
             log.warning(
                 "schema history disagrees with the binlog's own metadata for %s.%s at GTID %s: %s "
