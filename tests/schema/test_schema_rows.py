@@ -333,3 +333,14 @@ def test_a_starting_schema_that_disagrees_gives_positional_names_and_a_warning(
         checked, _ = dump_json([f"--schema-file={wrong}", *after_create(pre_existing["FULL"])])
     assert rows_of(checked) == rows_of(full)
     assert "disagrees with the binlog's own metadata for p.old" in caplog.text
+
+
+def test_a_history_saved_by_dump_names_a_later_read(servers: dict[str, Any], tmp_path: Path) -> None:
+    files = binlogs(servers["NO_LOG"])
+    out, err = io.BytesIO(), io.StringIO()
+    assert dump_main(["--format=schema-history", *files], stdout=out, stderr=err) == 0, err.getvalue()
+    saved = tmp_path / "history.json"
+    saved.write_bytes(out.getvalue())
+    full, _ = dump_json(binlogs(servers["FULL"]))
+    again, _ = dump_json([f"--schema-history={saved}", *files])
+    assert rows_of(again) == rows_of(full)

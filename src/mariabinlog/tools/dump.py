@@ -1361,9 +1361,11 @@ the mysql command line client.
 Usage: {PROG} [options] log-files
 
 mariadb-binlog's options, plus:
-  --format=text|json|debezium   text as mariadb-binlog prints it (default), one
+  --format=text|json|debezium|schema-history
+                                text as mariadb-binlog prints it (default), one
                                 JSON object per event (rows decoded, typed values),
-                                or one Debezium-shaped change event per row
+                                one Debezium-shaped change event per row, or the
+                                schema history of the files (for --schema-history)
   --schema-from=mariadb://user@host:port
   --schema-file=DUMP.sql        starting schema of the tables created before the
   --schema-history=FILE.json    binlog (json/debezium): a live server, a
@@ -1415,7 +1417,7 @@ def dump_main(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
         if opts.format == "text" and (opts.schema_from or opts.schema_file or opts.schema_history):
-            raise OptionExit("ERROR: --schema-from/--schema-file/--schema-history work with --format=json or debezium", 1)
+            raise OptionExit("ERROR: --schema-from/--schema-file/--schema-history work with --format=json, debezium or schema-history", 1)
         if sink is None and opts.format != "text":
             sink = _format_sink(opts)
         if sink is not None and opts.flashback:
@@ -1457,7 +1459,7 @@ def dump_main(
 
 def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
     """The sink ``--format`` names (``text`` is the printer itself)."""
-    if opts.format in ("json", "debezium"):
+    if opts.format in ("json", "debezium", "schema-history"):
         from ..errors import SchemaHistoryError
         from ..schema import SchemaTracker
         from ..schema.start import starting_history
@@ -1469,6 +1471,10 @@ def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
         except SchemaHistoryError as error:
             raise OptionExit(f"ERROR: {error}", 1) from None
         tracker = SchemaTracker(history)
+        if opts.format == "schema-history":
+            from .dump_schema import SchemaHistorySink
+
+            return lambda write: SchemaHistorySink(write, tracker)
         if opts.format == "debezium":
             from .debezium import DebeziumSink
 
@@ -1477,7 +1483,7 @@ def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
 
         return lambda write: JsonSink(write, opts, tracker)
     raise OptionExit(
-        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json','debezium'", 1
+        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json','debezium','schema-history'", 1
     )
 
 
