@@ -344,3 +344,19 @@ def test_a_history_saved_by_dump_names_a_later_read(servers: dict[str, Any], tmp
     full, _ = dump_json(binlogs(servers["FULL"]))
     again, _ = dump_json([f"--schema-history={saved}", *files])
     assert rows_of(again) == rows_of(full)
+
+
+def metadata_lines(args: list[str]) -> list[str]:
+    out, err = io.BytesIO(), io.StringIO()
+    assert dump_main(["--print-table-metadata", *args], stdout=out, stderr=err) == 0, err.getvalue()
+    return [line for line in out.getvalue().decode("utf-8").splitlines() if line.startswith(("# Columns(", "# Primary Key"))]
+
+
+def test_opt_in_table_metadata_from_the_history_matches_full(servers: dict[str, Any]) -> None:
+    full = metadata_lines(binlogs(servers["FULL"]))
+    files = binlogs(servers["NO_LOG"])
+    default = metadata_lines(files)
+    real = subprocess.run(["mariadb-binlog", "--print-table-metadata", *files], check=True, capture_output=True).stdout
+    assert default == [line for line in real.decode("utf-8").splitlines() if line.startswith(("# Columns(", "# Primary Key"))]
+    assert default != full
+    assert metadata_lines(["--schema-metadata", *files]) == full

@@ -158,6 +158,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("schema-from", None, "str", "schema_from"),
     ("schema-file", None, "str", "schema_file"),
     ("schema-history", None, "str", "schema_history"),
+    ("schema-metadata", None, "bool", "schema_metadata"),
 )
 _BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
 _BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
@@ -222,6 +223,8 @@ class DumpOptions:
         self.schema_from: str | None = None
         self.schema_file: str | None = None
         self.schema_history: str | None = None
+        #: Text output: fill --print-table-metadata from the schema history (changes the text).
+        self.schema_metadata = False
         self.ignored: Any = None
         #: The GTID filter options in command-line order (they override each other).
         self.gtid_options: list[tuple[str, str | None]] = []
@@ -1370,6 +1373,8 @@ mariadb-binlog's options, plus:
   --schema-file=DUMP.sql        starting schema of the tables created before the
   --schema-history=FILE.json    binlog (json/debezium): a live server, a
                                 mariadb-dump --no-data file, or a saved history
+  --schema-metadata             text output: --print-table-metadata shows what the
+                                schema history knows where the binlog lacks it
   --convert-engine-binlog       write the .ibb input as legacy binlog files
                                 BASE.000001... (BASE: --result-file, default legacy_log)
   --max-binlog-size=N           size at which a converted file is rotated (1G)
@@ -1416,8 +1421,13 @@ def dump_main(
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
-        if opts.format == "text" and (opts.schema_from or opts.schema_file or opts.schema_history):
-            raise OptionExit("ERROR: --schema-from/--schema-file/--schema-history work with --format=json, debezium or schema-history", 1)
+        schema_options = opts.schema_from or opts.schema_file or opts.schema_history
+        if opts.format == "text" and schema_options and not opts.schema_metadata:
+            raise OptionExit(
+                "ERROR: --schema-from/--schema-file/--schema-history work with --schema-metadata or "
+                "--format=json, debezium or schema-history",
+                1,
+            )
         if sink is None and opts.format != "text":
             sink = _format_sink(opts)
         if sink is not None and opts.flashback:
@@ -1438,6 +1448,8 @@ def dump_main(
             opts, err, sink, progress_for(err, None if close_out else out)
         )
         dumper.out_stream = out
+        if opts.schema_metadata and sink is None:
+            dumper.printer.schema = _schema_tracker(opts)
         try:
             status = dumper.run(files) if not opts.remote else dumper.run_remote()
         finally:
@@ -1457,20 +1469,23 @@ def dump_main(
         return 1
 
 
+def _schema_tracker(opts: DumpOptions) -> Any:
+    """The schema history the ``--schema-*`` options start, wrapped in a tracker."""
+    from ..errors import SchemaHistoryError
+    from ..schema import SchemaTracker
+    from ..schema.start import starting_history
+
+    try:
+        history = starting_history(schema_from=opts.schema_from, schema_file=opts.schema_file, saved=opts.schema_history)
+    except SchemaHistoryError as error:
+        raise OptionExit(f"ERROR: {error}", 1) from None
+    return SchemaTracker(history)
+
+
 def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
     """The sink ``--format`` names (``text`` is the printer itself)."""
     if opts.format in ("json", "debezium", "schema-history"):
-        from ..errors import SchemaHistoryError
-        from ..schema import SchemaTracker
-        from ..schema.start import starting_history
-
-        try:
-            history = starting_history(
-                schema_from=opts.schema_from, schema_file=opts.schema_file, saved=opts.schema_history
-            )
-        except SchemaHistoryError as error:
-            raise OptionExit(f"ERROR: {error}", 1) from None
-        tracker = SchemaTracker(history)
+        tracker = _schema_tracker(opts)
         if opts.format == "schema-history":
             from .dump_schema import SchemaHistorySink
 
