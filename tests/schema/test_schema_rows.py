@@ -360,3 +360,27 @@ def test_opt_in_table_metadata_from_the_history_matches_full(servers: dict[str, 
     assert default == [line for line in real.decode("utf-8").splitlines() if line.startswith(("# Columns(", "# Primary Key"))]
     assert default != full
     assert metadata_lines(["--schema-metadata", *files]) == full
+
+
+def test_position_based_typing_for_out_of_order_readers(servers: dict[str, Any], tmp_path: Path) -> None:
+    from mariabinlog.codec.events import TableMapEvent
+    from mariabinlog.codec.stream import iter_legacy_events
+    from mariabinlog.schema import SchemaHistory, typed_map_at
+
+    out = io.BytesIO()
+    files = binlogs(servers["NO_LOG"])
+    assert dump_main(["--format=schema-history", *files], stdout=out, stderr=io.StringIO()) == 0
+    history = SchemaHistory.from_json(json.loads(out.getvalue()))
+
+    def maps(paths: list[str]) -> list[TableMapEvent]:
+        found = []
+        for path in paths:
+            for event in iter_legacy_events(Path(path).read_bytes()):
+                if isinstance(event, TableMapEvent):
+                    found.append((Path(path).name, event))
+        return found  # type: ignore[return-value]
+
+    full = [tm.optional_metadata.column_names for _, tm in maps(binlogs(servers["FULL"]))]  # type: ignore[attr-defined]
+    # Visit the maps last to first: each is typed as of its own position, not the stream's end.
+    typed = [typed_map_at(history, tm, name, tm.position)[0] for name, tm in reversed(maps(files))]  # type: ignore[misc]
+    assert [tm.optional_metadata.column_names for tm in reversed(typed)] == full

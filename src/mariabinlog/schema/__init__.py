@@ -8,7 +8,7 @@ from .agree import Resolution, history_metadata, resolve
 from .ddl import Catalog
 from .history import DdlRecord, SchemaHistory
 from .model import Column, Table
-from .tracker import SchemaTracker
+from .tracker import SchemaTracker, typed_map_at
 
 __all__ = [
     "Catalog",
@@ -20,4 +20,5 @@ __all__ = [
     "Table",
     "history_metadata",
     "resolve",
+    "typed_map_at",
 ]

@@ -21,6 +21,25 @@ from .model import Table
 log = logging.getLogger(__name__)
 
 
+def typed_map_at(history: SchemaHistory, event: TableMapEvent, file: str, pos: int) -> tuple[TableMapEvent, str | None]:
+    """``event`` as of (file, pos) of a complete history: (the typed copy or the event, the problem).
+
+    Stateless, for readers that visit the stream out of order (a Spark split): the
+    history must already hold the stream's DDL (a saved history, ``dump
+    --format=schema-history``, an archive's ``schema-history.json``); ``file`` is the
+    binlog's base name and ``pos`` the event's offset (for `.ibb` files, its commit
+    record's), as the history recorded them.
+    """
+    table = history.table_at(event.schema, event.table, file, pos)
+    resolution = resolve(table, event.column_types, tuple(event.column_meta), event.optional_metadata)
+    if resolution.metadata is None or resolution.metadata is event.optional_metadata:
+        return event, resolution.problem
+    typed = copy.copy(event)
+    typed.optional_metadata = resolution.metadata
+    typed.decoder = None
+    return typed, resolution.problem
+
+
 class SchemaTracker:
     """A history plus the agreement check, applied event by event."""
 
