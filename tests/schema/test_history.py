@@ -55,9 +55,9 @@ def test_unreadable_ddl_is_reported_once_and_positional_until_the_next_create(ca
     h = SchemaHistory()
     h.apply("CREATE TABLE t (a INT)", "d")
     with caplog.at_level(logging.WARNING):
-        h.apply("ALTER TABLE t ADD COLUMN p POLYGON", "d", file="f", pos=7, gtid="0-1-9")
+        h.apply("ALTER TABLE t ADD COLUMN p XMLTYPE", "d", file="f", pos=7, gtid="0-1-9")
     assert caplog.text.count("cannot read DDL") == 1
-    assert "0-1-9" in caplog.text and "ALTER TABLE t ADD COLUMN p POLYGON" in caplog.text
+    assert "0-1-9" in caplog.text and "ALTER TABLE t ADD COLUMN p XMLTYPE" in caplog.text
     t = h.table("d", "t")
     assert t is not None and t.unknown is not None
     resolution = resolve(t, bytes((C.MYSQL_TYPE_LONG,)), (0,), None)
@@ -66,6 +66,16 @@ def test_unreadable_ddl_is_reported_once_and_positional_until_the_next_create(ca
     assert names(h, "d", "t") == ["b"]
     h.apply("CREATE TABLE c AS SELECT 1 AS one", "d")
     assert h.table("d", "c").unknown  # type: ignore[union-attr]
+    h.apply("ALTER TABLE t ADD COLUMN x XMLTYPE, ADD COLUMN y INT", "d")
+    assert h.table("d", "t").unknown  # type: ignore[union-attr]
+
+
+def test_mariadb_types_sqlglot_lacks() -> None:
+    h = SchemaHistory()
+    h.apply("CREATE TABLE g (p POINT, q MULTIPOLYGON, u UUID, i INET6, j INET4, `point` INT)", "d")
+    assert [(c.name, c.type) for c in h.table("d", "g").columns] == [  # type: ignore[union-attr]
+        ("p", "geometry"), ("q", "geometry"), ("u", "binary"), ("i", "binary"), ("j", "binary"), ("point", "int")
+    ]
 
 
 def test_saved_history_and_positions(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
@@ -29,7 +30,38 @@ from ..codec import charsets
 from ..errors import UnparsedDDLError
 from .model import INTEGER_TYPES, TEXT_TYPES, Column, Table, is_known_type
 
-_DIALECT = "mysql"
+
+
+class MariaDBDDL(MySQL):
+    """sqlglot's MySQL dialect plus MariaDB's column types it lacks: spatial subtypes, INET4/INET6.
+
+    Spatial subtypes are logged as GEOMETRY columns; INET4/INET6 (like UUID) as fixed-size
+    binary strings.
+    """
+
+    class Tokenizer(MySQL.Tokenizer):
+        """MySQL's keywords, with the extra type names."""
+
+        KEYWORDS = {
+            **MySQL.Tokenizer.KEYWORDS,
+            **{
+                name: TokenType.GEOMETRY
+                for name in (
+                    "POINT",
+                    "LINESTRING",
+                    "POLYGON",
+                    "MULTIPOINT",
+                    "MULTILINESTRING",
+                    "MULTIPOLYGON",
+                    "GEOMETRYCOLLECTION",
+                )
+            },
+            "INET4": TokenType.BINARY,
+            "INET6": TokenType.BINARY,
+        }
+
+
+_DIALECT = MariaDBDDL
 _DDL_VERBS = frozenset(("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"))
 
 #: sqlglot DataType names -> (our SQL type, unsigned).
@@ -39,6 +71,7 @@ _TYPES: dict[str, tuple[str, bool]] = {
     "TIMESTAMPTZ": ("timestamp", False),
     "TIMESTAMPLTZ": ("timestamp", False),
     "DATETIME64": ("datetime", False),
+    "UUID": ("binary", False),
 }
 for _name in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "DECIMAL", "DOUBLE", "FLOAT"):
     _TYPES[_name] = (_name.lower(), False)
@@ -98,14 +131,19 @@ class Catalog:
             tree = sqlglot.parse_one(sql, read=_DIALECT)
         except SqlglotError as error:
             raise UnparsedDDLError(str(error).splitlines()[0], _named_tables(tokens, database)) from None
-        if isinstance(tree, exp.Command):
-            return self._command(tokens, database, server_charset)
-        if isinstance(tree, exp.Create):
-            return self._create(tree, database, server_charset)
-        if isinstance(tree, exp.Alter):
-            return self._alter(tree, database, server_charset)
-        if isinstance(tree, exp.Drop):
-            return self._drop(tree, database)
+        try:
+            if isinstance(tree, exp.Command):
+                return self._command(tokens, database, server_charset)
+            if isinstance(tree, exp.Create):
+                return self._create(tree, database, server_charset)
+            if isinstance(tree, exp.Alter):
+                return self._alter(tree, database, server_charset)
+            if isinstance(tree, exp.Drop):
+                return self._drop(tree, database)
+        except UnparsedDDLError as error:
+            if error.tables:
+                raise
+            raise UnparsedDDLError(error.reason, _named_tables(tokens, database)) from None
         return []  # TRUNCATE, CREATE INDEX, views, routines...: no column changes
 
     # -- statements ---------------------------------------------------------
@@ -139,7 +177,7 @@ class Catalog:
         primary: list[str] = []
         for item in tree.this.expressions:
             if isinstance(item, exp.ColumnDef):
-                column = _column(item, default, table_collation if table_charset or table_collation else None)
+                column = _column(item, default, table_collation)
                 columns.append(column)
                 if _has_constraint(item, exp.PrimaryKeyColumnConstraint):
                     primary = [column.name]
