@@ -228,18 +228,16 @@ class DebeziumWriter:
         for index, change in enumerate(row_decoder(tm).decode(rows_ev)):
             before = self._image(view, tm, types, change.before)
             after = self._image(view, tm, types, change.after)
-            image = after if after is not None else before
-            key = {view.columns[i].key: image[view.columns[i].key] for i in key_columns
-                   if image is not None and view.columns[i].key in image} or None
-            value = {
-                "before": before,
-                "after": after,
-                "source": self._source(ev, view.database, view.table, row=index, thread=self.thread),
-                "op": _OPS[change.kind],
-                "ts_ms": ev.when * 1000,
-                "transaction": None,
-            }
-            out.append({"topic": f"{self.name}.{view.database}.{view.table}", "key": key, "value": value})
+            key = _key(key_columns, view, after, before)
+            source = self._source(ev, view.database, view.table, row=index, thread=self.thread)
+            topic = f"{self.name}.{view.database}.{view.table}"
+            old_key = _key(key_columns, view, None, before) if change.kind == "update" else key
+            if old_key is not None and key is not None and old_key != key:
+                # A primary key change: Debezium sends a delete under the old key, then a create.
+                out.append({"topic": topic, "key": old_key, "value": _envelope(before, None, source, "d", ev.when)})
+                out.append({"topic": topic, "key": key, "value": _envelope(None, after, source, "c", ev.when)})
+                continue
+            out.append({"topic": topic, "key": key, "value": _envelope(before, after, source, _OPS[change.kind], ev.when)})
         return out
 
     def _image(self, view: TableView, tm: Any, types: list[int], values: tuple[Any, ...] | None) -> dict[str, Any] | None:
@@ -250,6 +248,28 @@ class DebeziumWriter:
             for col, value, rtype, meta in zip(view.columns, values, types, tm.column_meta)
             if value is not ABSENT
         }
+
+
+def _envelope(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, source: dict[str, Any], op: str, when: int
+) -> dict[str, Any]:
+    """The change event value: Debezium's envelope."""
+    return {"before": before, "after": after, "source": source, "op": op, "ts_ms": when * 1000, "transaction": None}
+
+
+def _key(
+    indexes: list[int], view: TableView, after: dict[str, Any] | None, before: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The primary key columns of a row change: from the after image, else the before image
+    (a MINIMAL update's after image holds only the changed columns); None without a key."""
+    key = {}
+    for index in indexes:
+        name = view.columns[index].key
+        for image in (after, before):
+            if image is not None and name in image:
+                key[name] = image[name]
+                break
+    return key or None
 
 
 def _table_change(key: tuple[str, str], table: Table | None) -> dict[str, Any]:
