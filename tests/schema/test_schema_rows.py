@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mariabinlog.schema import SchemaTracker
+from mariabinlog.schema import SchemaHistory, SchemaTracker
 from mariabinlog.tools.debezium import DebeziumSink
 from mariabinlog.tools.dump import dump_main, parse_options
 
@@ -247,14 +247,14 @@ class DebeziumConsumer:
             del table[key]
 
 
-def debezium(args: list[str]) -> list[dict[str, Any]]:
+def debezium(args: list[str], tracker: SchemaTracker | None = None) -> list[dict[str, Any]]:
     """The records of ``dump --format=debezium`` through the Python API and through the command, checked equal."""
     out, err = io.BytesIO(), io.StringIO()
     assert dump_main(["--format=debezium", *args], stdout=out, stderr=err) == 0, err.getvalue()
     lines = [json.loads(line) for line in out.getvalue().decode("utf-8").splitlines()]
     collected: list[dict[str, Any]] = []
     opts, _, _ = parse_options(args)
-    assert dump_main(args, stdout=io.BytesIO(), sink=lambda write: DebeziumSink(write, opts, SchemaTracker(), collected)) == 0
+    assert dump_main(args, stdout=io.BytesIO(), sink=lambda write: DebeziumSink(write, opts, tracker or SchemaTracker(), collected)) == 0
     assert collected == lines
     return lines
 
@@ -354,6 +354,11 @@ def test_a_history_saved_by_dump_names_a_later_read(servers: dict[str, Any], tmp
     full, _ = dump_json(binlogs(servers["FULL"]))
     again, _ = dump_json([f"--schema-history={saved}", *files])
     assert rows_of(again) == rows_of(full)
+    # Debezium output with the saved history: the same DDL records, still not taken for statements.
+    plain = debezium(files)
+    with_saved = debezium([f"--schema-history={saved}", *files], SchemaTracker(SchemaHistory.load(saved)))
+    assert with_saved == plain
+    assert [r["value"]["statement"] for r in with_saved if "statement" in r["value"]] == ["INSERT INTO stm VALUES (1)"]
 
 
 def metadata_lines(args: list[str]) -> list[str]:

@@ -93,6 +93,12 @@ class _QuietFallback(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_QuietFallback())
 
 
+def is_ddl(sql: str) -> bool:
+    """True when the statement is one the history looks at (CREATE, ALTER, DROP, RENAME, TRUNCATE)."""
+    tokens = _tokens(sql)
+    return bool(tokens) and tokens[0].text.upper() in _DDL_VERBS
+
+
 def charset_of_collation(collation: str) -> str | None:
     """Character set of a collation name (None when unknown)."""
     lowered = collation.lower()
@@ -124,9 +130,9 @@ class Catalog:
         for unqualified names; ``server_charset`` the server default charset for
         tables and databases that name none.  Raises :class:`~mariabinlog.errors.UnparsedDDLError`.
         """
-        tokens = _tokens(sql)
-        if not tokens or tokens[0].text.upper() not in _DDL_VERBS:
+        if not is_ddl(sql):
             return None
+        tokens = _tokens(sql)
         try:
             tree = sqlglot.parse_one(sql, read=_DIALECT)
         except SqlglotError as error:

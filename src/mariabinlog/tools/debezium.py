@@ -45,6 +45,7 @@ from ..codec.events import (
 )
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
 from ..schema import SchemaTracker, Table
+from ..schema.ddl import is_ddl
 from .jsonout import TableView, json_value
 from .sink import EventSink
 
@@ -54,7 +55,8 @@ CONNECTOR = "mariadb"
 VERSION = "mariabinlog"
 _OPS = {"insert": "c", "update": "u", "delete": "d"}
 _EPOCH = datetime.date(1970, 1, 1)
-_NOT_STATEMENTS = (b"BEGIN", b"COMMIT", b"ROLLBACK", b"XA ")
+#: Statements that change rows: logged as text (STATEMENT/MIXED), they are reported as such.
+_ROW_STATEMENTS = (b"INSERT", b"UPDATE", b"DELETE", b"REPLACE", b"LOAD")
 
 
 def _b64(value: bytes) -> str:
@@ -174,15 +176,10 @@ class DebeziumWriter:
         changed = self.schema.observe_query(q, file=self.file, pos=ev.position, gtid=gtid)
         database = bytes(q.database).decode("utf-8", "replace")
         text = bytes(q.query).decode("utf-8", "replace")
-        if self.schema.history.records and self.schema.history.records[-1].pos == ev.position and (
-            self.schema.history.records[-1].file == self.file
-        ):
+        if is_ddl(text) and not q.error_code:
             if not self._accept(database):
                 return []
-            changes = []
-            for key in dict.fromkeys(changed):
-                table = self.schema.history.table(*key)
-                changes.append(_table_change(key, table))
+            changes = [_table_change(key, self.schema.history.table(*key)) for key in dict.fromkeys(changed)]
             value = {
                 "source": self._source(ev, database, None, thread=q.thread_id),
                 "ts_ms": ev.when * 1000,
@@ -193,7 +190,7 @@ class DebeziumWriter:
             }
             return [{"topic": self.name, "key": {"databaseName": database}, "value": value}]
         upper = bytes(q.query).lstrip().upper()
-        if q.error_code or upper.startswith(_NOT_STATEMENTS) or not self._accept(database):
+        if q.error_code or not upper.startswith(_ROW_STATEMENTS) or not self._accept(database):
             return []
         if self.statements == 0:
             log.warning(

@@ -1422,7 +1422,7 @@ def dump_main(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
         schema_options = opts.schema_from or opts.schema_file or opts.schema_history
-        if opts.format == "text" and schema_options and not opts.schema_metadata:
+        if sink is None and opts.format == "text" and schema_options and not opts.schema_metadata:
             raise OptionExit(
                 "ERROR: --schema-from/--schema-file/--schema-history work with --schema-metadata or "
                 "--format=json, debezium or schema-history",
