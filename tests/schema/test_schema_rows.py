@@ -263,7 +263,8 @@ def test_debezium_consumer_reads_ops_keys_values_in_order(servers: dict[str, Any
     server = servers["NO_LOG"]
     consumer = DebeziumConsumer()
     with caplog.at_level(logging.WARNING):
-        records = debezium(binlogs(server))
+        records = debezium(["--topic-prefix=shop", *binlogs(server)])
+    assert {r["value"]["source"]["name"] for r in records} == {"shop"} and records[0]["topic"].startswith("shop")
     for record in records:
         consumer.consume(record)
     assert consumer.ops == [("t", "c"), ("t", "c"), ("t", "u"), ("t", "c"), ("t", "c"), ("t", "u"), ("t", "u"), ("t", "d"),

@@ -102,8 +102,9 @@ def encode_value(value: Any, rtype: int, meta: int, column: Any) -> Any:
 class DebeziumWriter:
     """Turns accepted events into Debezium records (dicts); the sink and the Python API share it."""
 
-    def __init__(self, schema: SchemaTracker, *, name: str = "mariabinlog", database: str | None = None,
-                 table: str | None = None) -> None:
+    def __init__(
+        self, schema: SchemaTracker, *, name: str = "mariabinlog", database: str | None = None, table: str | None = None
+    ) -> None:
         self.schema = schema
         self.name = name
         self.database = database
@@ -308,7 +309,9 @@ class DebeziumSink(EventSink):
         collect: list[dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(write)
-        self.writer = DebeziumWriter(schema, database=opts.database, table=opts.table)
+        self.writer = DebeziumWriter(
+            schema, name=opts.topic_prefix, database=opts.database, table=opts.table
+        )
         #: The Python API: records go to this list instead of the output (``dump_main(..., sink=...)``).
         self.collect = collect
 

@@ -159,6 +159,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("schema-file", None, "str", "schema_file"),
     ("schema-history", None, "str", "schema_history"),
     ("schema-metadata", None, "bool", "schema_metadata"),
+    ("topic-prefix", None, "str", "topic_prefix"),
 )
 _BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
 _BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
@@ -225,6 +226,8 @@ class DumpOptions:
         self.schema_history: str | None = None
         #: Text output: fill --print-table-metadata from the schema history (changes the text).
         self.schema_metadata = False
+        #: --format=debezium: Debezium's topic.prefix (the ``name`` of every record's source).
+        self.topic_prefix = "mariabinlog"
         self.ignored: Any = None
         #: The GTID filter options in command-line order (they override each other).
         self.gtid_options: list[tuple[str, str | None]] = []
@@ -1375,6 +1378,7 @@ mariadb-binlog's options, plus:
                                 mariadb-dump --no-data file, or a saved history
   --schema-metadata             text output: --print-table-metadata shows what the
                                 schema history knows where the binlog lacks it
+  --topic-prefix=NAME           debezium: the logical server name (default mariabinlog)
   --convert-engine-binlog       write the .ibb input as legacy binlog files
                                 BASE.000001... (BASE: --result-file, default legacy_log)
   --max-binlog-size=N           size at which a converted file is rotated (1G)
