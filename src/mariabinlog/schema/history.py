@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..codec import charsets
+from ..codec.columns import collation_codec
 from ..codec.events import Q_CHARSET_CODE, Q_CHARSET_DATABASE_CODE, QueryEvent
 from ..errors import SchemaHistoryError, UnparsedDDLError
 from .ddl import Catalog
@@ -94,11 +95,10 @@ class SchemaHistory:
             self.catalog = self._after[index].copy()
             return list(self.records[index].tables)
         charset = event.status(Q_CHARSET_CODE)
-        client = charsets.COLLATIONS.get(charset[0]) if isinstance(charset, tuple) else None
         server = charsets.COLLATIONS.get(charset[2]) if isinstance(charset, tuple) else None
-        codec = "utf-8" if client is None or client[0].startswith("utf8") else None
-        raw = bytes(event.query)
-        text = raw.decode(codec or "latin-1", "surrogateescape") if codec else raw.decode("latin-1")
+        # The statement is in the client's charset (utf-8 when the event does not say).
+        codec = (collation_codec(charset[0]) if isinstance(charset, tuple) else None) or "utf-8"
+        text = bytes(event.query).decode(codec, "replace")
         db_collation = event.status(Q_CHARSET_DATABASE_CODE)
         database = bytes(event.database).decode("utf-8", "surrogateescape")
         if isinstance(db_collation, int) and database and database not in self.catalog.database_charsets:
