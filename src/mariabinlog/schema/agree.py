@@ -100,7 +100,7 @@ def history_metadata(table: Table, types: bytes, metas: tuple[int, ...]) -> Opti
         elif real in (C.MYSQL_TYPE_ENUM, C.MYSQL_TYPE_SET):
             enum_set_ids.append(cid if cid is not None else C.BINARY_COLLATION)
             (enums if real == C.MYSQL_TYPE_ENUM else sets).append(_encode(column.members, column))
-    primary = tuple(table.column_index(name) for name in table.primary_key)
+    primary = table.key_indexes()
     return OptionalMetadata(
         signedness=_signedness(table, types, metas),
         column_charsets=tuple(char_ids) if char_ids else None,

@@ -20,7 +20,6 @@ import json
 import logging
 import os
 from bisect import bisect_right
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,10 +177,6 @@ class SchemaHistory:
             return None
         index = bisect_right(versions[0], (file, pos)) - 1
         return versions[1][index] if index >= 0 else None
-
-    def tables(self) -> Iterable[Table]:
-        """Every table known now."""
-        return self.catalog.tables.values()
 
     # -- persistence ----------------------------------------------------------
 

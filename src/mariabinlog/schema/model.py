@@ -49,10 +49,8 @@ for _name in ("tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", 
 TEXT_TYPES = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json", "enum", "set"))
 #: SQL types that are bytes whatever the table's charset.
 BINARY_TYPES = frozenset(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry"))
-#: Integer SQL types (the ones UNSIGNED changes the decoded value of).
+#: Integer SQL types (their parameter is a display width, not a size).
 INTEGER_TYPES = frozenset(("tinyint", "smallint", "mediumint", "int", "bigint"))
-#: SQL types the binlog's SIGNEDNESS bitmap has a bit for.
-NUMERIC_TYPES = INTEGER_TYPES | {"decimal", "float", "double"}
 
 
 def binlog_types(sql_type: str) -> frozenset[int]:
@@ -144,13 +142,10 @@ class Table:
         """(database, table), the catalog key."""
         return (self.database, self.name)
 
-    def column_index(self, name: str) -> int:
-        """Position of the column called ``name`` (case-insensitive, as MariaDB compares them)."""
-        lowered = name.lower()
-        for index, column in enumerate(self.columns):
-            if column.name.lower() == lowered:
-                return index
-        raise KeyError(name)
+    def key_indexes(self) -> tuple[int, ...]:
+        """Positions of the primary key's columns (names compared case-insensitively, as MariaDB does)."""
+        positions = {column.name.lower(): index for index, column in enumerate(self.columns)}
+        return tuple(positions[name.lower()] for name in self.primary_key if name.lower() in positions)
 
     def renamed(self, database: str, name: str) -> Table:
         """The same table under another name."""
