@@ -117,3 +117,20 @@ def test_agreement_check() -> None:
     full = OptionalMetadata(column_names=("id", "name", "e"))
     checked = resolve(table, types, metas, full)
     assert checked.metadata is full and "column names" in (checked.problem or "")
+
+
+def test_partitions_sequences_modifiers_and_other_objects() -> None:
+    h = SchemaHistory()
+    h.apply("CREATE TABLE p (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN MAXVALUE)", "d")
+    assert names(h, "d", "p") == ["id", "v"]
+    assert h.apply("ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))", "d") == []
+    h.apply("ALTER ONLINE IGNORE TABLE p ADD COLUMN w INT FIRST", "d")
+    assert names(h, "d", "p") == ["w", "id", "v"]
+    h.apply("CREATE SEQUENCE s START WITH 5", "d")
+    assert names(h, "d", "s")[0] == "next_not_cached_value" and len(names(h, "d", "s")) == 8
+    h.apply("DROP SEQUENCE s", "d")
+    assert h.table("d", "s") is None
+    recorded = len(h.records)
+    for other in ("CREATE DEFINER=root@localhost TRIGGER t AFTER INSERT ON p FOR EACH ROW SET @x = 1",
+                  "CREATE VIEW v AS SELECT 1", "CREATE INDEX i ON p (v)", "CREATE USER u", "DROP PROCEDURE x"):
+        assert h.apply(other, "d") == [] and len(h.records) == recorded

@@ -93,10 +93,73 @@ class _QuietFallback(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_QuietFallback())
 
 
+#: Words that may stand between the verb and TABLE/DATABASE/SEQUENCE (CREATE OR REPLACE TEMPORARY TABLE,
+#: ALTER ONLINE IGNORE TABLE, DROP TEMPORARY TABLE).
+_MODIFIERS = frozenset(("OR", "REPLACE", "TEMPORARY", "ONLINE", "IGNORE"))
+_OBJECTS = frozenset(("TABLE", "TABLES", "DATABASE", "SCHEMA", "SEQUENCE"))
+#: ALTER TABLE actions that manage partitions only (the columns stay as they are).
+_PARTITION_ACTIONS = frozenset(
+    ("ADD", "DROP", "TRUNCATE", "REORGANIZE", "EXCHANGE", "COALESCE", "REBUILD", "ANALYZE", "CHECK", "OPTIMIZE",
+     "REPAIR", "REMOVE", "CONVERT")
+)
+
+
+def _object_word(tokens: list[Token]) -> str | None:
+    """TABLE, DATABASE... for a statement about one (TRUNCATE counts as TABLE), else None."""
+    if not tokens or tokens[0].text.upper() not in _DDL_VERBS:
+        return None
+    if tokens[0].text.upper() == "TRUNCATE":
+        return "TABLE"
+    for token in tokens[1:5]:
+        word = token.text.upper()
+        if word in _OBJECTS:
+            return word
+        if word not in _MODIFIERS:
+            return None
+    return None
+
+
 def is_ddl(sql: str) -> bool:
-    """True when the statement is one the history looks at (CREATE, ALTER, DROP, RENAME, TRUNCATE)."""
-    tokens = _tokens(sql)
-    return bool(tokens) and tokens[0].text.upper() in _DDL_VERBS
+    """True for the statements the history follows: CREATE/ALTER/DROP/RENAME/TRUNCATE of tables,
+    sequences and databases (not views, triggers, routines, users, indexes)."""
+    return _object_word(_tokens(sql)) is not None
+
+
+def _partition_only(tokens: list[Token]) -> bool:
+    """An ALTER TABLE whose action manages partitions (ADD PARTITION, REORGANIZE PARTITION...)."""
+    words = [t.text.upper() for t in tokens]
+    if words[:1] != ["ALTER"] or "TABLE" not in words:
+        return False
+    at = words.index("TABLE") + 2
+    if at < len(words) and words[at - 1 : at] and tokens[at].token_type == TokenType.DOT:
+        at += 2
+    return at + 1 < len(words) and words[at] in _PARTITION_ACTIONS and words[at + 1].startswith("PARTITION")
+
+
+def _without_partitioning(sql: str, tokens: list[Token]) -> str | None:
+    """The statement cut before a top-level PARTITION BY clause (it does not change columns), or None."""
+    depth = 0
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and token.token_type == TokenType.PARTITION_BY:
+            return sql[: token.start]
+    return None
+
+
+#: The columns of a MariaDB SEQUENCE table (what its rows events carry).
+_SEQUENCE_COLUMNS = (
+    Column("next_not_cached_value", "bigint", nullable=False),
+    Column("minimum_value", "bigint", nullable=False),
+    Column("maximum_value", "bigint", nullable=False),
+    Column("start_value", "bigint", nullable=False),
+    Column("increment", "bigint", nullable=False),
+    Column("cache_size", "bigint", unsigned=True, nullable=False),
+    Column("cycle_option", "tinyint", unsigned=True, nullable=False),
+    Column("cycle_count", "bigint", nullable=False),
+)
 
 
 def charset_of_collation(collation: str) -> str | None:
@@ -130,13 +193,26 @@ class Catalog:
         for unqualified names; ``server_charset`` the server default charset for
         tables and databases that name none.  Raises :class:`~mariabinlog.errors.UnparsedDDLError`.
         """
-        if not is_ddl(sql):
-            return None
         tokens = _tokens(sql)
+        if _object_word(tokens) is None:
+            return None
+        if _partition_only(tokens):
+            return []
+        words = [t.text.upper() for t in tokens[:4]]
+        if words[0] == "ALTER" and "TABLE" in words and words.index("TABLE") > 1:
+            # ALTER ONLINE/IGNORE TABLE: the modifiers do not change what the statement does.
+            sql = sql[: tokens[1].start] + sql[tokens[words.index("TABLE")].start :]
+            tokens = _tokens(sql)
         try:
             tree = sqlglot.parse_one(sql, read=_DIALECT)
         except SqlglotError as error:
-            raise UnparsedDDLError(str(error).splitlines()[0], _named_tables(tokens, database)) from None
+            shorter = _without_partitioning(sql, tokens)
+            try:
+                if shorter is None:
+                    raise
+                tree = sqlglot.parse_one(shorter, read=_DIALECT)
+            except SqlglotError:
+                raise UnparsedDDLError(str(error).splitlines()[0], _named_tables(tokens, database)) from None
         try:
             if isinstance(tree, exp.Command):
                 return self._command(tokens, database, server_charset)
@@ -162,6 +238,11 @@ class Catalog:
             if charset is not None:
                 self.database_charsets[name] = charset
             return []
+        if kind == "SEQUENCE":
+            key = _table_key(tree.this, database)
+            if not (tree.args.get("exists") and key in self.tables):
+                self.tables[key] = Table(key[0], key[1], _SEQUENCE_COLUMNS)
+            return [key]
         if kind != "TABLE":
             return []
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
@@ -256,7 +337,7 @@ class Catalog:
             for k in gone:
                 del self.tables[k]
             return gone
-        if kind != "TABLE":
+        if kind not in ("TABLE", "SEQUENCE"):
             return []
         gone = []
         for target in tree.args.get("tables") or (tree.this,):
