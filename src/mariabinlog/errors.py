@@ -202,3 +202,16 @@ class ServerError(ReplicationError):
         self.sql_state = sql_state
         self.message = message
         super().__init__(f"ERROR {code} ({sql_state}): {message}")
+
+
+class SchemaHistoryError(MariabinlogError):
+    """A schema history (saved file, dump file, live server) that cannot be read; names its source."""
+
+
+class UnparsedDDLError(SchemaHistoryError):
+    """A DDL statement the schema history cannot read; ``tables`` are the (db, table) keys it names."""
+
+    def __init__(self, reason: str, tables: tuple[tuple[str, str], ...]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.tables = tables

@@ -100,7 +100,7 @@ def test_bad_format_options(corpus_dir: Path) -> None:
     assert run(["--format=yaml", binlog]) == (
         1,
         b"",
-        "ERROR: Unknown output format 'yaml'. Alternatives are: 'text','json'\n",
+        "ERROR: Unknown output format 'yaml'. Alternatives are: 'text','json','debezium','schema-history'\n",
     )
     assert run(["--format=json", "--flashback", binlog]) == (
         1,

@@ -15,18 +15,31 @@ in other processes (``mariabinlog serve --dir``) see the newest groups.
 The engine writes each group's GTID event from the primary's: GTID, ``flags2``, timestamp
 and its optional fields (commit id, XA xid, extra flags, thread id), so archived groups,
 XA PREPARE / XA COMMIT groups included, are served back unchanged.
+
+The archive describes itself: its schema history (``schema-history.json`` beside the `.ibb`
+files) is saved when the archiver starts (the snapshot: empty, or ``--schema-from`` a
+server) and again after every group holding DDL, so readers of the archive get column
+names and types even from a ``binlog_row_metadata=NO_LOG`` primary.  A restart continues
+the saved history; DDL of a group fetched again after a crash is applied once (by GTID).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 
+from ..codec.events import QueryEvent
 from ..engine import Engine, EngineConfig
+from ..schema import SchemaHistory
 from .client import BinlogClient
 from .groups import EventGroup, clear_log_pos
 from .progress import Progress
+
+
+#: The archive's schema history, beside its `.ibb` files.
+SCHEMA_HISTORY_FILE = "schema-history.json"
 
 
 class Archiver:
@@ -41,8 +54,12 @@ class Archiver:
         publish_interval: float = 0.5,
         purge_interval: float = 60.0,
         progress: Progress | None = None,
+        schema_start: Callable[[], SchemaHistory] | None = None,
     ) -> None:
         self.directory = directory
+        #: Makes the starting schema history when the directory has none saved yet.
+        self.schema_start = schema_start or SchemaHistory
+        self.schema: SchemaHistory | None = None
         self.config = config or EngineConfig()
         self.sync_interval = sync_interval
         self.publish_interval = publish_interval
@@ -60,6 +77,9 @@ class Archiver:
         self.engine = Engine.open(self.directory, self.config, restart_marker=False)
         state = self.engine.gtid_state()
         self.progress.position = state.connect_state()
+        path = os.path.join(self.directory, SCHEMA_HISTORY_FILE)
+        self.schema = SchemaHistory.load(path) if os.path.exists(path) else self.schema_start()
+        self.schema.save(path)
         return self.engine
 
     def store(self, group: EventGroup) -> None:
@@ -77,7 +97,20 @@ class Archiver:
             gtid_fields=gtid_event.optional_fields(),
         )
         self._lsn = info.lsn
+        self._follow_schema(group)
         self.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+
+    def _follow_schema(self, group: EventGroup) -> None:
+        """Apply the group's DDL to the schema history and save it when it changed."""
+        schema = self.schema
+        if schema is None:
+            return
+        before = len(schema.records)
+        for event in group.events:
+            if isinstance(event, QueryEvent):
+                schema.observe_query(event, file=group.source, pos=group.end_position, gtid=str(group.gtid))
+        if len(schema.records) != before:
+            schema.save(os.path.join(self.directory, SCHEMA_HISTORY_FILE))
 
     def _sync_loop(self, idle: Callable[[], bool]) -> None:
         engine = self.engine

@@ -209,6 +209,8 @@ def add_archive_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-ty
                         help="purge the oldest files beyond this total size (max_binlog_total_size)")
     parser.add_argument("--purge-interval", type=float, default=60.0, metavar="S",
                         help="seconds between automatic purges (default 60)")
+    parser.add_argument("--schema-from", metavar="URL",
+                        help="start the archive's schema history from this server's tables (mariadb://user@host:port)")
     _common_source_options(parser)
     parser.set_defaults(handler=archive_main)
 
@@ -225,7 +227,14 @@ def archive_main(args: argparse.Namespace) -> int:
         expire_seconds=args.expire_seconds,
         max_total_size=args.max_total_size,
     )
-    archiver = Archiver(args.directory, config=config, purge_interval=args.purge_interval)
+    from ..schema.start import starting_history
+
+    archiver = Archiver(
+        args.directory,
+        config=config,
+        purge_interval=args.purge_interval,
+        schema_start=lambda: starting_history(schema_from=args.schema_from),
+    )
     engine = archiver.open()
     try:
         if not len(engine.gtid_state()) and args.start_position:

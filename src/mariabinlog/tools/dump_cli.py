@@ -28,8 +28,18 @@ the mysql command line client.
 Usage: {PROG} [options] log-files
 
 mariadb-binlog's options, plus:
-  --format=text|json            text as mariadb-binlog prints it (default), or one
-                                JSON object per event (rows decoded, typed values)
+  --format=text|json|debezium|schema-history
+                                text as mariadb-binlog prints it (default), one
+                                JSON object per event (rows decoded, typed values),
+                                one Debezium-shaped change event per row, or the
+                                schema history of the files (for --schema-history)
+  --schema-from=mariadb://user@host:port
+  --schema-file=DUMP.sql        starting schema of the tables created before the
+  --schema-history=FILE.json    binlog (json/debezium): a live server, a
+                                mariadb-dump --no-data file, or a saved history
+  --schema-metadata             text output: --print-table-metadata shows what the
+                                schema history knows where the binlog lacks it
+  --topic-prefix=NAME           debezium: the logical server name (default mariabinlog)
   --convert-engine-binlog       write the .ibb input as legacy binlog files
                                 BASE.000001... (BASE: --result-file, default legacy_log)
   --max-binlog-size=N           size at which a converted file is rotated (1G)
@@ -88,6 +98,13 @@ def dump_main(
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
+        schema_options = opts.schema_from or opts.schema_file or opts.schema_history
+        if sink is None and opts.format == "text" and schema_options and not opts.schema_metadata:
+            raise OptionExit(
+                "ERROR: --schema-from/--schema-file/--schema-history work with --schema-metadata or "
+                "--format=json, debezium or schema-history",
+                1,
+            )
         if sink is None and opts.format != "text":
             sink = _format_sink(opts)
         if sink is not None and opts.flashback:
@@ -108,6 +125,8 @@ def dump_main(
             opts, err, sink, progress_for(err, None if close_out else out)
         )
         dumper.out_stream = out
+        if opts.schema_metadata and sink is None:
+            dumper.printer.schema = _schema_tracker(opts)
         try:
             status = dumper.run(files) if remote is None or not opts.remote else dumper.run_remote(remote)
         finally:
@@ -164,14 +183,36 @@ def _convert(opts: DumpOptions, files: list[str], err: Any) -> int:
             return 1
 
 
+def _schema_tracker(opts: DumpOptions) -> Any:
+    """The schema history the ``--schema-*`` options start, wrapped in a tracker."""
+    from ..errors import SchemaHistoryError
+    from ..schema import SchemaTracker
+    from ..schema.start import starting_history
+
+    try:
+        history = starting_history(schema_from=opts.schema_from, schema_file=opts.schema_file, saved=opts.schema_history)
+    except SchemaHistoryError as error:
+        raise OptionExit(f"ERROR: {error}", 1) from None
+    return SchemaTracker(history)
+
+
 def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
     """The sink ``--format`` names (``text`` is the printer itself)."""
-    if opts.format == "json":
+    if opts.format in ("json", "debezium", "schema-history"):
+        tracker = _schema_tracker(opts)
+        if opts.format == "schema-history":
+            from .dump_schema import SchemaHistorySink
+
+            return lambda write: SchemaHistorySink(write, tracker)
+        if opts.format == "debezium":
+            from .debezium import DebeziumSink
+
+            return lambda write: DebeziumSink(write, opts, tracker)
         from .jsonout import JsonSink
 
-        return lambda write: JsonSink(write, opts)
+        return lambda write: JsonSink(write, opts, tracker)
     raise OptionExit(
-        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json'", 1
+        f"ERROR: Unknown output format '{opts.format}'. Alternatives are: 'text','json','debezium','schema-history'", 1
     )
 
 

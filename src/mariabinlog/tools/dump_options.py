@@ -114,6 +114,11 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     # mariabinlog's own.
     ("format", None, "str", "format"),
     ("convert-to-engine-binlog", None, "str", "convert_to_engine_binlog"),
+    ("schema-from", None, "str", "schema_from"),
+    ("schema-file", None, "str", "schema_file"),
+    ("schema-history", None, "str", "schema_history"),
+    ("schema-metadata", None, "bool", "schema_metadata"),
+    ("topic-prefix", None, "str", "topic_prefix"),
     ("log-level", None, "str", "log_level"),
 )
 _BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
@@ -175,6 +180,14 @@ class DumpOptions:
         self.max_binlog_size = 1 << 30
         self.format = "text"
         self.convert_to_engine_binlog: str | None = None
+        #: Starting schema of the schema history (json/debezium output): server URL, dump file, saved history.
+        self.schema_from: str | None = None
+        self.schema_file: str | None = None
+        self.schema_history: str | None = None
+        #: Text output: fill --print-table-metadata from the schema history (changes the text).
+        self.schema_metadata = False
+        #: --format=debezium: Debezium's topic.prefix (the ``name`` of every record's source).
+        self.topic_prefix = "mariabinlog"
         self.log_level: str | None = None
         self.ignored: Any = None
         #: The GTID filter options in command-line order (they override each other).

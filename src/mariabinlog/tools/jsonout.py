@@ -31,8 +31,11 @@ User var ``name, value``.
 
 Rows: ``rows`` is a list of ``{"after": {...}}`` (insert), ``{"before":
 {...}}`` (delete) or ``{"before": {...}, "after": {...}}`` (update).  Keys are
-the column names when the table map carries them (``binlog_row_metadata=FULL``),
-else ``"@1"``, ``"@2"``... as ``mariadb-binlog -v`` numbers them; columns
+the column names when the table map carries them (``binlog_row_metadata=FULL``)
+or the schema history knows the table and agrees with the map (DDL in the
+binlog, ``--schema-from``/``--schema-file``/``--schema-history``; the history
+also gives signedness, charsets and ENUM/SET labels), else ``"@1"``, ``"@2"``...
+as ``mariadb-binlog -v`` numbers them, with a warning; columns
 missing from a MINIMAL/NOBLOB image are left out.  Values:
 
 * NULL: ``null``; integers, BIT, YEAR: numbers (signed unless the metadata
@@ -98,7 +101,8 @@ from ..codec.rows import (
     MysqlTimestamp,
     row_decoder,
 )
-from . import charsets
+from ..codec import charsets
+from ..schema import SchemaTracker
 from .printer import decimal_to_str
 from .sink import EventSink
 
@@ -177,7 +181,7 @@ def json_value(value: Any, column: _Column) -> Any:
     return str(value)
 
 
-class _Table:
+class TableView:
     """A table map with what the JSON writer needs to render its rows."""
 
     __slots__ = ("columns", "database", "event", "table")
@@ -246,11 +250,13 @@ class JsonSink(EventSink):
 
     record_positions = True
 
-    def __init__(self, write: Callable[[bytes], Any], opts: Any) -> None:
+    def __init__(self, write: Callable[[bytes], Any], opts: Any, schema: SchemaTracker | None = None) -> None:
         super().__init__(write)
+        #: The schema history that names and types the rows of tables whose maps lack FULL metadata.
+        self.schema = schema
         self.database = opts.database
         self.table_filter = opts.table
-        self.tables: dict[int, _Table] = {}
+        self.tables: dict[int, TableView] = {}
         self.gtid: str | None = None
         self.group_open = False
         self.standalone = False
@@ -300,6 +306,8 @@ class JsonSink(EventSink):
             database = q.database.decode("utf-8", "replace")
             if self.standalone or q.query.upper() in (b"COMMIT", b"ROLLBACK"):
                 ends_group = True
+            if self.schema is not None:
+                self.schema.observe_query(q, file=self.display_name, pos=ev.position, gtid=obj["gtid"])
             if not self._accept(database):
                 self._after(ends_group)
                 return
@@ -312,7 +320,9 @@ class JsonSink(EventSink):
             )
         elif code == TABLE_MAP_EVENT:
             tm = ev.decoded()
-            table = self.tables[tm.table_id] = _Table(tm)
+            if self.schema is not None:
+                tm = self.schema.typed_map(tm, obj["gtid"])
+            table = self.tables[tm.table_id] = TableView(tm)
             if not self._accept(table.database, table.table):
                 return
             obj.update(table_id=tm.table_id, database=table.database, table=table.table, columns=table.describe())

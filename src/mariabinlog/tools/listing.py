@@ -61,7 +61,7 @@ from ..codec.events import (
     event_type_name,
     serialize_xid,
 )
-from . import charsets
+from ..codec import charsets
 from .binlog_dir import binary_logs
 from .printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,

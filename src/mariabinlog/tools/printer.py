@@ -110,8 +110,8 @@ from ..codec.events import (
     serialize_xid,
 )
 from ..codec.native import load_fast
+from ..codec import charsets
 from ..errors import DecodeError, FlashbackError, MissingFormatDescription
-from . import charsets
 
 #: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
 _FAST_VERSION = 1
@@ -823,6 +823,10 @@ class Printer:
         #: The rows events of the current statement (raw bytes with their flags already
         #: rewritten), printed in reverse order at its last event.
         self.flashback_stmt: list[tuple[bytes, int, int]] = []
+        #: Opt-in (``--schema-metadata``): a SchemaTracker that fills what a Table_map lacks
+        #: for ``--print-table-metadata`` as FULL metadata would; None keeps the tool's text.
+        self.schema: Any = None
+        self.schema_gtid: str | None = None
         self._build_dispatch()
         self.reset_state()
 
@@ -1051,6 +1055,8 @@ class Printer:
 
     def gtid(self, ev: EventView) -> None:
         seq_no, domain_id, flags2 = _GTID_BODY.unpack_from(ev.buf, ev.body_pos)
+        if self.schema is not None:
+            self.schema_gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
         bp = ev.body_pos
         if not flags2 & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA) and (
             ev.body_end <= bp + 13 or not ev.buf[bp + 13]
@@ -1203,6 +1209,8 @@ class Printer:
         )
 
     def query(self, ev: EventView) -> None:
+        if self.schema is not None:
+            self.schema.observe_query(ev.decoded(), file="", pos=ev.position, gtid=self.schema_gtid)
         q = self.query_parts(ev)
         opt = self.opt
         is_xa = bool(self.gtid_flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA))
@@ -1492,7 +1500,7 @@ class Printer:
 
     def _print_table_metadata(self, info: TableInfo, h: list[bytes]) -> None:
         """Table_map_log_event::print_columns and print_primary_key."""
-        tm = info.event
+        tm = info.event if self.schema is None else self.schema.typed_map(info.event, self.schema_gtid)
         om = tm.optional_metadata or C.OptionalMetadata()
         types = tm.column_types
         metas = tm.column_meta

@@ -1,0 +1,120 @@
+"""Follow a stream with a schema history and give each Table_map the metadata it lacks.
+
+A :class:`SchemaTracker` is what a reader (the JSON and Debezium writers,
+``replicate``, Spark) holds: it feeds Query events to the history and, for each
+Table_map, returns a copy carrying the history's optional metadata when the
+agreement check passes (see :mod:`.agree`), or the event unchanged with one
+warning naming table, GTID and the difference when it does not.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from ..codec.events import QueryEvent, TableMapEvent
+from .agree import Resolution, resolve
+from .history import SchemaHistory
+from .model import Table
+
+log = logging.getLogger(__name__)
+
+
+def typed_map_at(history: SchemaHistory, event: TableMapEvent, file: str, pos: int) -> tuple[TableMapEvent, str | None]:
+    """``event`` as of (file, pos) of a complete history: (the typed copy or the event, the problem).
+
+    Stateless, for readers that visit the stream out of order (a Spark split): the
+    history must already hold the stream's DDL (a saved history, ``dump
+    --format=schema-history``, an archive's ``schema-history.json``); ``file`` is the
+    binlog's base name and ``pos`` the event's offset (for `.ibb` files, its commit
+    record's), as the history recorded them.
+    """
+    table = history.table_at(event.schema, event.table, file, pos)
+    resolution = resolve(table, event.column_types, tuple(event.column_meta), event.optional_metadata)
+    if resolution.metadata is None or resolution.metadata is event.optional_metadata:
+        return event, resolution.problem
+    typed = copy.copy(event)
+    typed.optional_metadata = resolution.metadata
+    typed.decoder = None
+    return typed, resolution.problem
+
+
+class SchemaTracker:
+    """A history plus the agreement check, applied event by event."""
+
+    def __init__(self, history: SchemaHistory | None = None) -> None:
+        self.history = history if history is not None else SchemaHistory()
+        self._warned: set[tuple[str, str, str]] = set()
+        #: (database, table) -> the history's table behind the last Table_map resolved for it
+        self.current: dict[tuple[str, str], Table | None] = {}
+        #: Table_map problems seen, each once: (database, table, first gtid, difference), in order.
+        self.problems: list[tuple[str, str, str | None, str]] = []
+        # A history with recorded DDL (saved by an earlier run) is rewound to the first group read.
+        self._positioned = not self.history.records
+        # Resolutions by (table version, map shape): a binlog repeats the same Table_map per transaction.
+        self._resolved: dict[tuple[int, bytes, tuple[int, ...], Any], tuple[Table | None, Resolution]] = {}
+
+    def _position(self, gtid: str | None) -> None:
+        if not self._positioned and gtid is not None:
+            self.history.rewind(gtid)
+            self._positioned = True
+
+    def observe_query(self, event: QueryEvent, *, file: str, pos: int, gtid: str | None) -> list[tuple[str, str]]:
+        """Apply a Query event's DDL to the history."""
+        self._position(gtid)
+        return self.history.observe_query(event, file=file, pos=pos, gtid=gtid)
+
+    def typed_map(self, event: TableMapEvent, gtid: str | None) -> TableMapEvent:
+        """``event`` with the history's metadata, or unchanged (``@N`` names) after a warning."""
+        self._position(gtid)
+        table = self.history.table(event.schema, event.table)
+        self.current[(event.schema, event.table)] = table
+        resolution = self._resolve(table, event)
+        if resolution.problem is not None:
+            self._warn(event, gtid, resolution.problem, full=resolution.metadata is not None)
+            if resolution.metadata is None:
+                self.current[(event.schema, event.table)] = None
+        if resolution.metadata is None or resolution.metadata is event.optional_metadata:
+            return event
+        typed = copy.copy(event)
+        typed.optional_metadata = resolution.metadata
+        typed.decoder = None
+        return typed
+
+    def _resolve(self, table: Table | None, event: TableMapEvent) -> Resolution:
+        logged = event.optional_metadata
+        key = (id(table), bytes(event.column_types), tuple(event.column_meta), logged)
+        hit = self._resolved.get(key)
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        resolution = resolve(table, event.column_types, tuple(event.column_meta), logged)
+        if len(self._resolved) > 4096:
+            self._resolved.clear()
+        self._resolved[key] = (table, resolution)  # keeps the table alive, so its id stays its own
+        return resolution
+
+    def _warn(self, event: TableMapEvent, gtid: str | None, problem: str, *, full: bool) -> None:
+        key = (event.schema, event.table, problem)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        self.problems.append((event.schema, event.table, gtid, problem))
+        if full:
+            log.warning(
+                "schema history disagrees with the binlog's own metadata for %s.%s at GTID %s: %s "
+                "(the binlog's names are used)",
+                event.schema,
+                event.table,
+                gtid or "none",
+                problem,
+            )
+        else:
+            log.warning(
+                "rows of %s.%s at GTID %s are decoded with positional names @1..@%d: %s",
+                event.schema,
+                event.table,
+                gtid or "none",
+                event.column_count,
+                problem,
+            )

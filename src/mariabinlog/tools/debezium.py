@@ -1,0 +1,329 @@
+"""``mariabinlog dump --format=debezium``: one Debezium-shaped change event per row change.
+
+Each line is one record ``{"topic": ..., "key": ..., "value": ...}`` as
+Debezium's MariaDB connector would put it on Kafka with the JSON converter and
+``schemas.enable=false``:
+
+* row changes: topic ``<name>.<db>.<table>``, key the primary key columns (from
+  the binlog's FULL metadata or the schema history; null without one), value
+  the envelope ``{"before", "after", "source", "op", "ts_ms", "transaction"}``
+  with ``op`` ``c``/``u``/``d``;
+* DDL: topic ``<name>``, key ``{"databaseName"}``, value a schema-change record
+  ``{"source", "ts_ms", "databaseName", "schemaName", "ddl", "tableChanges"}``;
+* statements logged in STATEMENT or MIXED format (they carry no rows): topic
+  ``<name>.statements``, value ``{"source", "ts_ms", "databaseName", "statement",
+  "warning"}``, and one logged warning advising ``binlog_format=ROW``.
+
+``source`` holds ``version, connector ("mariadb"), name, ts_ms, snapshot, db,
+sequence, table, server_id, gtid, file, pos, row, thread, query`` (``query`` when
+the binlog has the Annotate_rows statement).  Value encodings are documented in
+``docs/debezium.md``; :func:`encode_value` is the one place they are made.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import logging
+import os
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from ..codec import columns as C
+from ..codec.events import (
+    ANNOTATE_ROWS_EVENT,
+    FL_STANDALONE,
+    FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    ROWS_KIND,
+    TABLE_MAP_EVENT,
+    XID_EVENT,
+)
+from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
+from ..schema import SchemaTracker, Table
+from ..schema.ddl import is_ddl
+from .jsonout import TableView, json_value
+from .sink import EventSink
+
+log = logging.getLogger(__name__)
+
+CONNECTOR = "mariadb"
+VERSION = "mariabinlog"
+_OPS = {"insert": "c", "update": "u", "delete": "d"}
+_EPOCH = datetime.date(1970, 1, 1)
+#: Statements that change rows: logged as text (STATEMENT/MIXED), they are reported as such.
+_ROW_STATEMENTS = (b"INSERT", b"UPDATE", b"DELETE", b"REPLACE", b"LOAD")
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+def encode_value(value: Any, rtype: int, meta: int, column: Any) -> Any:
+    """One column value as Debezium encodes it (see ``docs/debezium.md``)."""
+    if value is None:
+        return None
+    if rtype == C.MYSQL_TYPE_NEWDECIMAL and isinstance(value, Decimal):
+        return str(value)  # decimal.handling.mode=string
+    if rtype == C.MYSQL_TYPE_BIT and isinstance(value, int):
+        width = C.bit_width(meta)
+        return bool(value) if width == 1 else _b64(value.to_bytes((width + 7) // 8, "little"))
+    if rtype == C.MYSQL_TYPE_SET and isinstance(value, int) and column.set_members is not None:
+        return ",".join(m.decode("utf-8", "replace") for i, m in enumerate(column.set_members) if value >> i & 1)
+    if isinstance(value, MysqlDateTime):  # DATETIME: Timestamp (ms) up to fsp 3, MicroTimestamp (µs) above
+        if value.month == 0 or value.day == 0:
+            return None
+        micros = int((value.to_datetime() - datetime.datetime(1970, 1, 1)) / datetime.timedelta(microseconds=1))
+        return micros if meta > 3 else micros // 1000
+    if isinstance(value, MysqlDate):  # Date: days since the epoch
+        if value.month == 0 or value.day == 0:
+            return None
+        return (value.to_date() - _EPOCH).days
+    if isinstance(value, MysqlTime):  # MicroTime: microseconds
+        return value.to_timedelta() // datetime.timedelta(microseconds=1)
+    if isinstance(value, MysqlTimestamp):  # ZonedTimestamp: ISO-8601 in UTC
+        if value.seconds == 0 and value.microsecond == 0:
+            return None
+        moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC).replace(microsecond=value.microsecond)
+        return moment.isoformat().replace("+00:00", "Z")
+    if rtype == C.MYSQL_TYPE_GEOMETRY and isinstance(value, bytes | bytearray):
+        raw = bytes(value)
+        return {"wkb": _b64(raw[4:]), "srid": int.from_bytes(raw[:4], "little")}
+    out = json_value(value, column)
+    if isinstance(out, dict) and "base64" in out:  # binary.handling.mode=base64
+        return out["base64"]
+    return out
+
+
+class DebeziumWriter:
+    """Turns accepted events into Debezium records (dicts); the sink and the Python API share it."""
+
+    def __init__(
+        self, schema: SchemaTracker, *, name: str = "mariabinlog", database: str | None = None, table: str | None = None
+    ) -> None:
+        self.schema = schema
+        self.name = name
+        self.database = database
+        self.table_filter = table
+        self.tables: dict[int, tuple[TableView, Any]] = {}
+        self.gtid: str | None = None
+        self.group_open = False
+        self.standalone = False
+        self.query: str | None = None
+        self.file = ""
+        self.statements = 0
+        #: Thread id of the group (its GTID event's or a Query event's), given to its row changes.
+        self.thread: int | None = None
+
+    def _source(self, ev: Any, db: str, table: str | None, row: int = 0, thread: int | None = None) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": self.name,
+            "ts_ms": ev.when * 1000,
+            "snapshot": "false",
+            "db": db,
+            "sequence": None,
+            "table": table,
+            "server_id": ev.server_id,
+            "gtid": self.gtid if self.group_open else None,
+            "file": self.file,
+            "pos": ev.position,
+            "row": row,
+            "thread": thread,
+            "query": self.query,
+        }
+
+    def _accept(self, database: str, table: str | None = None) -> bool:
+        if self.database is not None and database != self.database:
+            return False
+        return not (table is not None and self.table_filter is not None and table != self.table_filter)
+
+    def records(self, ev: Any) -> list[dict[str, Any]]:
+        """The records one event gives (most give none)."""
+        code = ev.type_code
+        if code == GTID_EVENT:
+            g = ev.decoded()
+            self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
+            self.group_open, self.standalone, self.query = True, bool(g.flags2 & FL_STANDALONE), None
+            self.thread = g.thread_id  # logged by MariaDB 11.x+ GTID events; None before
+            return []
+        out: list[dict[str, Any]] = []
+        if code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
+            q = ev.decoded()
+            self.thread = q.thread_id
+            out = self._query(ev, q)
+            if self.standalone or bytes(q.query).upper() in (b"COMMIT", b"ROLLBACK"):
+                self.group_open = False
+        elif code == ANNOTATE_ROWS_EVENT:
+            self.query = bytes(ev.decoded().query).decode("utf-8", "replace")
+        elif code == TABLE_MAP_EVENT:
+            tm = self.schema.typed_map(ev.decoded(), self.gtid if self.group_open else None)
+            self.tables[tm.table_id] = (TableView(tm), tm)
+        elif code in ROWS_KIND:
+            out = self._rows(ev)
+        elif code == XID_EVENT:
+            self.group_open, self.query = False, None
+        elif code == FORMAT_DESCRIPTION_EVENT:
+            self.tables.clear()
+        return out
+
+    def _query(self, ev: Any, q: Any) -> list[dict[str, Any]]:
+        gtid = self.gtid if self.group_open else None
+        changed = self.schema.observe_query(q, file=self.file, pos=ev.position, gtid=gtid)
+        database = bytes(q.database).decode("utf-8", "replace")
+        text = bytes(q.query).decode("utf-8", "replace")
+        if is_ddl(text) and not q.error_code:
+            if not self._accept(database):
+                return []
+            changes = [_table_change(key, self.schema.history.table(*key)) for key in dict.fromkeys(changed)]
+            value = {
+                "source": self._source(ev, database, None, thread=q.thread_id),
+                "ts_ms": ev.when * 1000,
+                "databaseName": database,
+                "schemaName": None,
+                "ddl": text,
+                "tableChanges": changes,
+            }
+            return [{"topic": self.name, "key": {"databaseName": database}, "value": value}]
+        upper = bytes(q.query).lstrip().upper()
+        if q.error_code or not upper.startswith(_ROW_STATEMENTS) or not self._accept(database):
+            return []
+        if self.statements == 0:
+            log.warning(
+                "statement logged in STATEMENT or MIXED format at %s:%d (GTID %s): it carries no row changes; "
+                "use binlog_format=ROW to get them",
+                self.file,
+                ev.position,
+                gtid or "none",
+            )
+        self.statements += 1
+        value = {
+            "source": self._source(ev, database, None, thread=q.thread_id),
+            "ts_ms": ev.when * 1000,
+            "databaseName": database,
+            "statement": text,
+            "warning": "logged in STATEMENT/MIXED format: no row changes; use binlog_format=ROW",
+        }
+        return [{"topic": f"{self.name}.statements", "key": None, "value": value}]
+
+    def _rows(self, ev: Any) -> list[dict[str, Any]]:
+        rows_ev = ev.decoded()
+        entry = self.tables.get(rows_ev.table_id)
+        if entry is None:
+            return []
+        view, tm = entry
+        if not self._accept(view.database, view.table):
+            return []
+        meta = tm.optional_metadata
+        key_columns = list(meta.simple_primary_key or ()) if meta is not None and meta.column_names else []
+        types = [C.real_type(t, m) for t, m in zip(tm.column_types, tm.column_meta)]
+        out = []
+        for index, change in enumerate(row_decoder(tm).decode(rows_ev)):
+            before = self._image(view, tm, types, change.before)
+            after = self._image(view, tm, types, change.after)
+            key = _key(key_columns, view, after, before)
+            source = self._source(ev, view.database, view.table, row=index, thread=self.thread)
+            topic = f"{self.name}.{view.database}.{view.table}"
+            old_key = _key(key_columns, view, None, before) if change.kind == "update" else key
+            if old_key is not None and key is not None and old_key != key:
+                # A primary key change: Debezium sends a delete under the old key, then a create.
+                out.append({"topic": topic, "key": old_key, "value": _envelope(before, None, source, "d", ev.when)})
+                out.append({"topic": topic, "key": key, "value": _envelope(None, after, source, "c", ev.when)})
+                continue
+            out.append({"topic": topic, "key": key, "value": _envelope(before, after, source, _OPS[change.kind], ev.when)})
+        return out
+
+    def _image(self, view: TableView, tm: Any, types: list[int], values: tuple[Any, ...] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        return {
+            col.key: encode_value(value, rtype, meta, col)
+            for col, value, rtype, meta in zip(view.columns, values, types, tm.column_meta)
+            if value is not ABSENT
+        }
+
+
+def _envelope(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, source: dict[str, Any], op: str, when: int
+) -> dict[str, Any]:
+    """The change event value: Debezium's envelope."""
+    return {"before": before, "after": after, "source": source, "op": op, "ts_ms": when * 1000, "transaction": None}
+
+
+def _key(
+    indexes: list[int], view: TableView, after: dict[str, Any] | None, before: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The primary key columns of a row change: from the after image, else the before image
+    (a MINIMAL update's after image holds only the changed columns); None without a key."""
+    key = {}
+    for index in indexes:
+        name = view.columns[index].key
+        for image in (after, before):
+            if image is not None and name in image:
+                key[name] = image[name]
+                break
+    return key or None
+
+
+def _table_change(key: tuple[str, str], table: Table | None) -> dict[str, Any]:
+    """One ``tableChanges`` item: DROP when the table is gone, else its columns as the history has them."""
+    ident = f'"{key[0]}"."{key[1]}"'
+    if table is None or table.unknown is not None:
+        return {"type": "DROP" if table is None else "ALTER", "id": ident, "table": None}
+    columns = [
+        {
+            "name": c.name,
+            "typeName": c.type.upper(),
+            "typeExpression": c.sql(),
+            "charsetName": c.charset,
+            "length": c.length if c.length is not None else c.precision,
+            "scale": c.scale,
+            "position": position,
+            "optional": c.nullable,
+            "enumValues": list(c.members) or None,
+        }
+        for position, c in enumerate(table.columns, 1)
+    ]
+    return {
+        "type": "CREATE",
+        "id": ident,
+        "table": {"defaultCharsetName": table.charset, "primaryKeyColumnNames": list(table.primary_key), "columns": columns},
+    }
+
+
+class DebeziumSink(EventSink):
+    """Writes the records of every accepted event, one JSON object per line."""
+
+    record_positions = True
+
+    def __init__(
+        self,
+        write: Callable[[bytes], Any],
+        opts: Any,
+        schema: SchemaTracker,
+        collect: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(write)
+        self.writer = DebeziumWriter(
+            schema, name=opts.topic_prefix, database=opts.database, table=opts.table
+        )
+        #: The Python API: records go to this list instead of the output (``dump_main(..., sink=...)``).
+        self.collect = collect
+
+    def begin_file(self, name: str = "") -> None:
+        super().begin_file(name)
+        self.writer.file = os.path.basename(name)
+        self.writer.tables.clear()
+
+    def print_event(self, ev: Any) -> None:
+        for record in self.writer.records(ev):
+            if self.collect is not None:
+                self.collect.append(record)
+                continue
+            self.out.append(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+
