@@ -22,7 +22,8 @@ import pytest
 
 from mariabinlog.schema import SchemaHistory, SchemaTracker
 from mariabinlog.tools.debezium import DebeziumSink
-from mariabinlog.tools.dump import dump_main, parse_options
+from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump_options import parse_options
 
 WORKLOAD = """
 SET SESSION sql_mode='';
