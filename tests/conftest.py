@@ -20,6 +20,7 @@ import pytest
 from corpus_data import CORPUS, CorpusMissing, corpus_path
 from mariadb_server import MariaDBServerFactory, missing_programs
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -83,3 +84,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         java_home = os.environ.get("JAVA_HOME")
         if shutil.which("java") is None and not (java_home and Path(java_home, "bin", "java").is_file()):
             unavailable("java not found: Spark needs a JDK (run scripts/setup.sh)")
+
+
+FLOOR_FILE = REPO_ROOT / "tests" / "collect-floor.txt"
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """True when pytest runs the whole suite: no path, ``-k`` or ``-m`` narrows it."""
+    narrowed = config.getoption("keyword") or config.getoption("markexpr")
+    paths = [Path(a.split("::")[0]).resolve() for a in config.args]
+    return not narrowed and all(p == REPO_ROOT / "tests" or p == REPO_ROOT for p in paths)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The whole suite must not shrink below ``tests/collect-floor.txt``: a collection that silently
+    lost tests (missing data, an import that fails) fails the run instead of passing smaller."""
+    if not _whole_suite(session.config) or session.config.getoption("collectonly"):
+        return
+    floor = int(FLOOR_FILE.read_text().strip())
+    if len(session.items) < floor:
+        raise pytest.UsageError(
+            f"only {len(session.items)} tests collected, fewer than the floor of {floor} in {FLOOR_FILE.name}:"
+            " a test file failed to import or lost its data (see above); raise the floor only when tests grow"
+        )
