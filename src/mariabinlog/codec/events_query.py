@@ -1,0 +1,399 @@
+"""Statement events: Query (and its status variables), Query_compressed, Intvar, Rand, User_var."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from ..errors import (
+    DecodeError,
+    TruncatedError,
+)
+from .event_header import (
+    Decoder,
+    DecodeContext,
+    Event,
+    INTVAR_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
+    RAND_EVENT,
+    USER_VAR_EVENT,
+)
+from .primitives import (
+    Buffer,
+    U16,
+    U32,
+    U64,
+    U8,
+    need,
+)
+
+# Query status variable codes (sql/log_event.h Q_*).
+Q_FLAGS2_CODE = 0
+Q_SQL_MODE_CODE = 1
+Q_CATALOG_CODE = 2
+Q_AUTO_INCREMENT = 3
+Q_CHARSET_CODE = 4
+Q_TIME_ZONE_CODE = 5
+Q_CATALOG_NZ_CODE = 6
+Q_LC_TIME_NAMES_CODE = 7
+Q_CHARSET_DATABASE_CODE = 8
+Q_TABLE_MAP_FOR_UPDATE_CODE = 9
+Q_MASTER_DATA_WRITTEN_CODE = 10
+Q_INVOKER = 11
+Q_HRNOW = 128
+Q_XID = 129
+Q_GTID_FLAGS3 = 130
+Q_CHARACTER_SET_COLLATIONS = 131
+
+StatusValue = int | bytes | tuple[int, ...] | tuple[bytes, bytes]
+
+
+def _decode_status_vars(buf: Buffer, pos: int, end: int) -> list[tuple[int, StatusValue]]:
+    """Parse Query status variables in order; an unknown code keeps the rest raw (code -1)."""
+    out: list[tuple[int, StatusValue]] = []
+    while pos < end:
+        code = buf[pos]
+        start = pos
+        pos += 1
+        try:
+            if code == Q_FLAGS2_CODE or code == Q_MASTER_DATA_WRITTEN_CODE:
+                need(buf, pos, 4, "Query status variable")
+                out.append((code, U32.unpack_from(buf, pos)[0]))
+                pos += 4
+            elif code == Q_SQL_MODE_CODE or code == Q_TABLE_MAP_FOR_UPDATE_CODE or code == Q_XID:
+                need(buf, pos, 8, "Query status variable")
+                out.append((code, U64.unpack_from(buf, pos)[0]))
+                pos += 8
+            elif code == Q_AUTO_INCREMENT:
+                need(buf, pos, 4, "Query status variable")
+                out.append((code, struct.unpack_from("<HH", buf, pos)))
+                pos += 4
+            elif code == Q_CHARSET_CODE:
+                need(buf, pos, 6, "Query status variable")
+                out.append((code, struct.unpack_from("<HHH", buf, pos)))
+                pos += 6
+            elif code in (Q_TIME_ZONE_CODE, Q_CATALOG_NZ_CODE):
+                need(buf, pos, 1, "Query status variable")
+                n = buf[pos]
+                need(buf, pos + 1, n, "Query status variable")
+                out.append((code, bytes(buf[pos + 1 : pos + 1 + n])))
+                pos += 1 + n
+            elif code == Q_CATALOG_CODE:
+                need(buf, pos, 1, "Query status variable")
+                n = buf[pos]
+                need(buf, pos + 1, n + 1, "Query status variable")
+                out.append((code, bytes(buf[pos + 1 : pos + 1 + n])))
+                pos += 2 + n
+            elif code == Q_LC_TIME_NAMES_CODE or code == Q_CHARSET_DATABASE_CODE:
+                need(buf, pos, 2, "Query status variable")
+                out.append((code, U16.unpack_from(buf, pos)[0]))
+                pos += 2
+            elif code == Q_INVOKER:
+                need(buf, pos, 1, "Query status variable")
+                n = buf[pos]
+                need(buf, pos + 1, n + 1, "Query status variable")
+                user = bytes(buf[pos + 1 : pos + 1 + n])
+                pos += 1 + n
+                m = buf[pos]
+                need(buf, pos + 1, m, "Query status variable")
+                host = bytes(buf[pos + 1 : pos + 1 + m])
+                pos += 1 + m
+                out.append((code, (user, host)))
+            elif code == Q_HRNOW:
+                need(buf, pos, 3, "Query status variable")
+                out.append((code, buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16))
+                pos += 3
+            elif code == Q_GTID_FLAGS3:
+                need(buf, pos, 1, "Query status variable")
+                out.append((code, buf[pos]))
+                pos += 1
+            elif code == Q_CHARACTER_SET_COLLATIONS:
+                need(buf, pos, 1, "Query status variable")
+                n = buf[pos]
+                need(buf, pos + 1, 4 * n, "Query status variable")
+                out.append((code, struct.unpack_from("<" + "H" * (2 * n), buf, pos + 1)))
+                pos += 1 + 4 * n
+            else:
+                # The server stops parsing at an unknown code too; keep the rest verbatim.
+                out.append((-1, bytes(buf[start:end])))
+                return out
+        except TruncatedError:
+            raise DecodeError("Query status variables overrun their length", offset=start, expected=f"status block ending at {end}") from None
+    if pos != end:
+        raise DecodeError("Query status variables overrun their length", offset=pos, expected=f"status block ending at {end}")
+    return out
+
+
+def _encode_status_vars(status: list[tuple[int, StatusValue]]) -> bytes:
+    out = bytearray()
+    for code, value in status:
+        if code == -1:
+            out += value  # type: ignore[operator]
+            continue
+        out.append(code)
+        if code in (Q_FLAGS2_CODE, Q_MASTER_DATA_WRITTEN_CODE):
+            out += U32.pack(value)  # type: ignore[arg-type]
+        elif code in (Q_SQL_MODE_CODE, Q_TABLE_MAP_FOR_UPDATE_CODE, Q_XID):
+            out += U64.pack(value)  # type: ignore[arg-type]
+        elif code == Q_AUTO_INCREMENT:
+            out += struct.pack("<HH", *value)  # type: ignore[misc]
+        elif code == Q_CHARSET_CODE:
+            out += struct.pack("<HHH", *value)  # type: ignore[misc]
+        elif code in (Q_TIME_ZONE_CODE, Q_CATALOG_NZ_CODE):
+            out.append(len(value))  # type: ignore[arg-type]
+            out += value  # type: ignore[operator]
+        elif code == Q_CATALOG_CODE:
+            out.append(len(value))  # type: ignore[arg-type]
+            out += value + b"\0"  # type: ignore[operator]
+        elif code in (Q_LC_TIME_NAMES_CODE, Q_CHARSET_DATABASE_CODE):
+            out += U16.pack(value)  # type: ignore[arg-type]
+        elif code == Q_INVOKER:
+            user, host = value  # type: ignore[misc]
+            out += bytes((len(user),)) + user + bytes((len(host),)) + host
+        elif code == Q_HRNOW:
+            out += int(value).to_bytes(3, "little")  # type: ignore[arg-type]
+        elif code == Q_GTID_FLAGS3:
+            out.append(value)  # type: ignore[arg-type]
+        elif code == Q_CHARACTER_SET_COLLATIONS:
+            out.append(len(value) // 2)  # type: ignore[arg-type]
+            out += struct.pack("<" + "H" * len(value), *value)  # type: ignore[arg-type]
+        else:
+            raise ValueError(f"unknown Query status variable code {code}")
+    return bytes(out)
+
+
+def compress_block(data: bytes) -> bytes:
+    """MariaDB's compressed-event block: 0x80|L, L big-endian length bytes, zlib stream."""
+    n = len(data)
+    width = 1 if n < 1 << 8 else 2 if n < 1 << 16 else 3 if n < 1 << 24 else 4
+    return bytes((0x80 | width,)) + n.to_bytes(width, "big") + zlib.compress(data)
+
+
+def decompress_block(buf: Buffer, pos: int, end: int) -> bytes:
+    """Inverse of :func:`compress_block`; a bad block raises DecodeError at its offset."""
+    need(buf, pos, 1, "compressed block")
+    head = buf[pos]
+    width = head & 0x07
+    if not head & 0x80 or not 1 <= width <= 4:
+        raise DecodeError(f"bad compressed block header 0x{head:02x}", offset=pos, expected="0x80 | length width 1..4")
+    need(buf, pos + 1, width, "compressed block")
+    size = int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
+    try:
+        dec = zlib.decompressobj()
+        data = dec.decompress(bytes(buf[pos + 1 + width : end]), size)
+    except zlib.error as exc:
+        raise DecodeError(f"compressed block does not inflate: {exc}", offset=pos, expected="a zlib stream") from None
+    if len(data) != size:
+        raise DecodeError(f"compressed block inflates to {len(data)} bytes", offset=pos, expected=f"{size} bytes")
+    return data
+
+
+class QueryEvent(Event):
+    """Query (2): a statement with its session context (status variables)."""
+
+    type_code = QUERY_EVENT
+    __slots__ = ("thread_id", "exec_time", "error_code", "status_vars", "database", "query", "compressed_block")
+
+    def __init__(
+        self,
+        *,
+        query: bytes,
+        database: bytes = b"",
+        thread_id: int = 0,
+        exec_time: int = 0,
+        error_code: int = 0,
+        status_vars: list[tuple[int, StatusValue]] | None = None,
+        compressed_block: bytes | None = None,
+        **header: int,
+    ) -> None:
+        super().__init__(**header)
+        self.thread_id = thread_id
+        self.exec_time = exec_time
+        self.error_code = error_code
+        self.status_vars = status_vars if status_vars is not None else []
+        self.database = database
+        self.query = query
+        # Compressed variant only: the stored block, so re-encoding is byte-exact.
+        self.compressed_block = compressed_block
+
+    def status(self, code: int) -> StatusValue | None:
+        """Value of status variable ``code`` or None when absent."""
+        for c, value in self.status_vars:
+            if c == code:
+                return value
+        return None
+
+    def _query_bytes(self) -> bytes:
+        return self.query
+
+    def encode_body(self) -> bytes:
+        status = _encode_status_vars(self.status_vars)
+        return (
+            struct.pack("<IIBHH", self.thread_id, self.exec_time, len(self.database), self.error_code, len(status))
+            + status
+            + self.database
+            + b"\0"
+            + self._query_bytes()
+        )
+
+
+class QueryCompressedEvent(QueryEvent):
+    """Query_compressed (165): a Query whose text is a zlib block."""
+
+    type_code = QUERY_COMPRESSED_EVENT
+    __slots__ = ()
+
+    def _query_bytes(self) -> bytes:
+        if self.compressed_block is None:
+            self.compressed_block = compress_block(self.query)
+        return self.compressed_block
+
+
+INTVAR_LAST_INSERT_ID = 1
+INTVAR_INSERT_ID = 2
+
+
+class IntvarEvent(Event):
+    """Intvar (5): LAST_INSERT_ID (1) or INSERT_ID (2) for the next statement."""
+
+    type_code = INTVAR_EVENT
+    __slots__ = ("kind", "value")
+
+    def __init__(self, *, kind: int, value: int, **header: int) -> None:
+        super().__init__(**header)
+        self.kind = kind
+        self.value = value
+
+    def encode_body(self) -> bytes:
+        return U8.pack(self.kind) + U64.pack(self.value)
+
+
+class RandEvent(Event):
+    """Rand (13): the RAND() seeds of the next statement."""
+
+    type_code = RAND_EVENT
+    __slots__ = ("seed1", "seed2")
+
+    def __init__(self, *, seed1: int, seed2: int, **header: int) -> None:
+        super().__init__(**header)
+        self.seed1 = seed1
+        self.seed2 = seed2
+
+    def encode_body(self) -> bytes:
+        return U64.pack(self.seed1) + U64.pack(self.seed2)
+
+
+USER_VAR_STRING = 0
+USER_VAR_REAL = 1
+USER_VAR_INT = 2
+USER_VAR_ROW = 3
+USER_VAR_DECIMAL = 4
+USER_VAR_UNSIGNED_F = 1
+
+
+class UserVarEvent(Event):
+    """User_var (14): a user variable the next statement uses; ``value`` stays raw bytes."""
+
+    type_code = USER_VAR_EVENT
+    __slots__ = ("var_name", "is_null", "value_type", "charset", "value", "var_flags")
+
+    def __init__(
+        self,
+        *,
+        var_name: bytes,
+        is_null: bool = False,
+        value_type: int = USER_VAR_STRING,
+        charset: int = 0,
+        value: bytes = b"",
+        var_flags: int | None = None,
+        **header: int,
+    ) -> None:
+        super().__init__(**header)
+        self.var_name = var_name
+        self.is_null = is_null
+        self.value_type = value_type
+        self.charset = charset
+        self.value = value
+        self.var_flags = var_flags
+
+    def encode_body(self) -> bytes:
+        out = U32.pack(len(self.var_name)) + self.var_name + U8.pack(1 if self.is_null else 0)
+        if self.is_null:
+            return out
+        out += U8.pack(self.value_type) + U32.pack(self.charset) + U32.pack(len(self.value)) + self.value
+        if self.var_flags is not None:
+            out += U8.pack(self.var_flags)
+        return out
+
+
+_QUERY_POST = struct.Struct("<IIBHH")
+
+
+def _dec_query(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, compressed: bool = False) -> Event:
+    post = ctx.post_header_len(QUERY_COMPRESSED_EVENT if compressed else QUERY_EVENT)
+    need(buf, p, max(post, 13), "Query post-header")
+    thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(buf, p)
+    s = p + post
+    need(buf, s, status_len + db_len + 1, "Query status variables and database")
+    status = _decode_status_vars(buf, s, s + status_len)
+    d = s + status_len
+    if buf[d + db_len] != 0:
+        raise DecodeError("Query database name is not NUL-terminated", offset=d + db_len, expected="0x00")
+    q = d + db_len + 1
+    kwargs = dict(
+        thread_id=thread_id,
+        exec_time=exec_time,
+        error_code=error_code,
+        status_vars=status,
+        database=bytes(buf[d : d + db_len]),
+        **hdr,
+    )
+    if compressed:
+        block = bytes(buf[q:end])
+        return QueryCompressedEvent(query=decompress_block(buf, q, end), compressed_block=block, **kwargs)
+    return QueryEvent(query=bytes(buf[q:end]), **kwargs)
+
+
+def _dec_query_compressed(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    return _dec_query(buf, p, end, hdr, ctx, compressed=True)
+
+
+def _dec_intvar(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    need(buf, p, 9, "Intvar body")
+    return IntvarEvent(kind=buf[p], value=U64.unpack_from(buf, p + 1)[0], **hdr)
+
+
+def _dec_rand(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    need(buf, p, 16, "Rand body")
+    return RandEvent(seed1=U64.unpack_from(buf, p)[0], seed2=U64.unpack_from(buf, p + 8)[0], **hdr)
+
+
+def _dec_user_var(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    need(buf, p, 4, "User_var name length")
+    n = U32.unpack_from(buf, p)[0]
+    need(buf, p + 4, n + 1, "User_var name")
+    name = bytes(buf[p + 4 : p + 4 + n])
+    q = p + 4 + n
+    if buf[q]:
+        return UserVarEvent(var_name=name, is_null=True, **hdr)
+    need(buf, q + 1, 9, "User_var value header")
+    value_type = buf[q + 1]
+    charset, vlen = struct.unpack_from("<II", buf, q + 2)
+    v = q + 10
+    if v + vlen > end:
+        raise TruncatedError("truncated User_var value", offset=v, expected=f"{vlen} bytes")
+    flags = buf[v + vlen] if v + vlen < end else None
+    return UserVarEvent(
+        var_name=name, value_type=value_type, charset=charset, value=bytes(buf[v : v + vlen]), var_flags=flags, **hdr
+    )
+
+
+#: Decoders of this room's event types, merged by :func:`mariabinlog.codec.events.decode_event`.
+DECODERS: dict[int, Decoder] = {
+    QUERY_EVENT: _dec_query,
+    QUERY_COMPRESSED_EVENT: _dec_query_compressed,
+    INTVAR_EVENT: _dec_intvar,
+    RAND_EVENT: _dec_rand,
+    USER_VAR_EVENT: _dec_user_var,
+}
