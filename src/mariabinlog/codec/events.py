@@ -86,6 +86,8 @@ from .events_control import (  # noqa: F401  (re-exported: callers import events
     RotateEvent,
     StartEncryptionEvent,
     StopEvent,
+    description_checksum_alg,
+    version_has_checksum,
 )
 from .events_query import (  # noqa: F401  (re-exported: callers import events from here)
     INTVAR_INSERT_ID,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from ..errors import (
     TruncatedError,
 )
@@ -9,6 +10,7 @@ from .event_header import (
     Decoder,
     ANNOTATE_ROWS_EVENT,
     CHECKSUM_OFF,
+    CHECKSUM_UNDEF,
     DecodeContext,
     Event,
     FORMAT_DESCRIPTION_EVENT,
@@ -79,11 +81,14 @@ class FormatDescriptionEvent(Event):
             + U32.pack(self.create_timestamp)
             + U8.pack(self.header_length)
             + self.post_header_lengths
-            + U8.pack(self.checksum_alg)
+            + (U8.pack(self.checksum_alg) if version_has_checksum(self.server_version) else b"")
         )
 
     def encode(self, *, checksum: bool = False, log_pos: int | None = None) -> bytes:
-        """FD always carries the CRC field; it is a real CRC only when ``checksum`` is set."""
+        """FD carries the CRC field from the servers that know checksums on; it is a real CRC
+        only when ``checksum`` is set."""
+        if not version_has_checksum(self.server_version):
+            return super().encode(checksum=False, log_pos=log_pos)
         if checksum:
             return super().encode(checksum=True, log_pos=log_pos)
         data = super().encode(checksum=False, log_pos=log_pos)
@@ -187,10 +192,52 @@ class StartEncryptionEvent(Event):
 # ------------------------------------------------------------------ decoding
 
 
+def _version_split(version: str) -> tuple[int, int, int]:
+    """The first three numbers of a server version string ("5.5.31-MariaDB" -> (5, 5, 31))."""
+    parts: list[int] = []
+    for piece in re.split(r"[.\-]", version, maxsplit=3)[:3]:
+        digits = re.match(r"\d*", piece).group(0)  # type: ignore[union-attr]
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts + [0] * (3 - len(parts)))  # type: ignore[return-value]
+
+
+def version_has_checksum(server_version: str) -> bool:
+    """Whether a Format_description written by ``server_version`` carries the checksum
+    algorithm byte and CRC field: MariaDB from 5.3, MySQL from 5.6.1 (older servers
+    wrote neither, and their post-header array runs to the end of the event)."""
+    mariadb = "MariaDB" in server_version or "-maria-" in server_version
+    return _version_split(server_version) >= ((5, 3, 0) if mariadb else (5, 6, 1))
+
+
+def description_checksum_alg(buf: Buffer, pos: int, length: int) -> int:
+    """Checksum algorithm that the Format_description event at ``pos`` (``length`` bytes)
+    declares for itself and the events after it; OFF for servers before checksums."""
+    if length < HEADER_LEN + 57 + 5:
+        return CHECKSUM_OFF
+    version = bytes(buf[pos + HEADER_LEN + 2 : pos + HEADER_LEN + 52]).split(b"\0", 1)[0]
+    if not version_has_checksum(version.decode("ascii", "replace")):
+        return CHECKSUM_OFF
+    alg = buf[pos + length - 5]
+    return CHECKSUM_OFF if alg == CHECKSUM_UNDEF else alg
+
+
 def _dec_fd(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
     need(buf, p, 57, "Format_description body")
     version = bytes(buf[p + 2 : p + 52]).split(b"\0", 1)[0].decode("ascii", "replace")
     header_length = buf[p + 56]
+    if not version_has_checksum(version):
+        # Before checksums the post-header array runs to the end of the event.
+        return FormatDescriptionEvent(
+            binlog_version=U16.unpack_from(buf, p)[0],
+            server_version=version,
+            create_timestamp=U32.unpack_from(buf, p + 52)[0],
+            header_length=header_length,
+            post_header_lengths=bytes(buf[p + 57 : end]),
+            checksum_alg=CHECKSUM_OFF,
+            **hdr,
+        )
     # The post-header array runs up to the checksum algorithm byte and the 4-byte CRC field.
     phl_end = end - 5
     if phl_end < p + 57:

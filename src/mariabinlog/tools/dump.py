@@ -51,6 +51,7 @@ from ..codec.events import (
     event_type_name,
 )
 from ..codec.gtid import Gtid, GtidFilter
+from ..codec.stream import crc_mismatch, footer_len
 from ..errors import DecodeError, MariabinlogError, OptionError
 from . import printer as P
 from .progress import progress_for
@@ -1025,33 +1026,28 @@ class Dumper:
                 data[pos + 4],
             )
         code = data[pos + 4]
+        crc_len = footer_len(data, pos, length, alg)
+        if crc_len and length < 23:
+            raise ReadError(
+                self._read_error_text(
+                    name, pos, f"event length {length} leaves no room for its CRC32"
+                )
+            )
+        bad = crc_mismatch(data, pos, length) if verify and crc_len else None
+        if bad is not None:
+            raise ReadError(
+                self._read_error_text(
+                    name,
+                    pos,
+                    f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{bad[0]:08x}, "
+                    f"computed 0x{bad[1]:08x}",
+                ),
+                "Event crc check failed! Most likely there is event corruption.",
+                length,
+                code,
+            )
         if code == FORMAT_DESCRIPTION_EVENT:
-            ev_alg = data[pos + length - 5] if length >= 19 + 57 + 5 else CHECKSUM_OFF
             crc_len = 0
-        else:
-            ev_alg = alg
-            crc_len = 4 if alg == CHECKSUM_CRC32 else 0
-            if crc_len and length < 23:
-                raise ReadError(
-                    self._read_error_text(
-                        name, pos, f"event length {length} leaves no room for its CRC32"
-                    )
-                )
-        if verify and ev_alg == CHECKSUM_CRC32:
-            stored = _U32.unpack_from(data, pos + length - 4)[0]
-            actual = zlib.crc32(data[pos : pos + length - 4])
-            if stored != actual:
-                raise ReadError(
-                    self._read_error_text(
-                        name,
-                        pos,
-                        f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
-                        f"computed 0x{actual:08x}",
-                    ),
-                    "Event crc check failed! Most likely there is event corruption.",
-                    length,
-                    code,
-                )
         return P.view_at(data, pos, pos, crc_len, ctx)
 
     # ------------------------------------------------------------------ process_event
@@ -1330,10 +1326,12 @@ def _options_written(server_version: str) -> int:
     )
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", server_version)
     if m is None or "MariaDB" not in server_version:
-        return base
+        # MySQL and servers before MariaDB 10.5.2 only mask the two options that
+        # 10.5.2 added: the insert-history bit is printed, as the tool does.
+        return base | P.OPTION_INSERT_HISTORY
     v = tuple(int(x) for x in m.groups())
     if v < (10, 5, 2):
-        return base
+        return base | P.OPTION_INSERT_HISTORY
     base |= P.OPTION_IF_EXISTS
     if v[0] == 10:
         limits = (99, 99, 99, 99, 99, 17, 9, 5, 4, 2)

@@ -110,6 +110,7 @@ from ..codec.events import (
     serialize_xid,
 )
 from ..codec.native import load_fast
+from ..codec.stream import footer_len
 from ..errors import DecodeError
 from . import charsets
 
@@ -2212,12 +2213,7 @@ def view_at(
     when, code, server_id, length, log_pos, flags = HEADER.unpack_from(buf, start)
     end = start + length
     if code == FORMAT_DESCRIPTION_EVENT:
-        alg = buf[end - 5] if length >= 19 + 57 + 5 else CHECKSUM_OFF
-        crc = (
-            _U32.unpack_from(buf, end - 4)[0]
-            if alg not in (CHECKSUM_OFF, 255)
-            else None
-        )
+        crc = _U32.unpack_from(buf, end - 4)[0] if footer_len(buf, start, length, CHECKSUM_OFF) else None
         body_end = end
     elif crc_len:
         crc = _U32.unpack_from(buf, end - 4)[0]
