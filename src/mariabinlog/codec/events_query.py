@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from decimal import Decimal
 
 from ..errors import (
     DecodeError,
@@ -20,6 +21,7 @@ from .event_header import (
     USER_VAR_EVENT,
 )
 from .primitives import (
+    F64,
     Buffer,
     U16,
     U32,
@@ -27,6 +29,7 @@ from .primitives import (
     U8,
     need,
 )
+from .rows import decimal_size, decimal_value
 
 # Query status variable codes (sql/log_event.h Q_*).
 Q_FLAGS2_CODE = 0
@@ -316,6 +319,28 @@ class UserVarEvent(Event):
         self.charset = charset
         self.value = value
         self.var_flags = var_flags
+
+    def decoded_value(self) -> None | float | int | Decimal | bytes:
+        """The variable's value: None (NULL), float (REAL), int (INT, signed unless the
+        unsigned flag is set), Decimal (DECIMAL) or the raw bytes of a STRING (in
+        ``charset``).  The one decoder of User_var values; printers format it."""
+        if self.is_null:
+            return None
+        val = self.value
+        kind = self.value_type
+        if kind == USER_VAR_REAL:
+            return F64.unpack_from(val.ljust(8, b"\0"))[0]
+        if kind == USER_VAR_INT:
+            number = int.from_bytes(val[:8].ljust(8, b"\0"), "little")
+            if not (self.var_flags or 0) & USER_VAR_UNSIGNED_F and number >= 1 << 63:
+                number -= 1 << 64
+            return number
+        if kind == USER_VAR_DECIMAL:
+            precision, scale = (val[0], val[1]) if len(val) >= 2 else (0, 0)
+            if not 0 < precision <= 65 or scale > precision or len(val) - 2 < decimal_size(precision, scale):
+                return Decimal(0)
+            return decimal_value(val[2:], precision, scale)
+        return val
 
     def encode_body(self) -> bytes:
         out = U32.pack(len(self.var_name)) + self.var_name + U8.pack(1 if self.is_null else 0)

@@ -93,7 +93,6 @@ from ..codec.events import (
     USER_VAR_INT,
     USER_VAR_REAL,
     USER_VAR_STRING,
-    USER_VAR_UNSIGNED_F,
     WRITE_ROWS_COMPRESSED_EVENT,
     WRITE_ROWS_COMPRESSED_EVENT_V1,
     WRITE_ROWS_EVENT,
@@ -110,6 +109,7 @@ from ..codec.events import (
     serialize_xid,
 )
 from ..codec.native import load_fast
+from ..codec.rows import decimal_size, decimal_str
 from ..codec.stream import footer_len
 from ..errors import DecodeError
 from . import charsets
@@ -260,52 +260,6 @@ def _base64_lines(data: bytes | memoryview, out: list[bytes]) -> None:
         out.append(b2a(data[i : i + 57]))
 
 
-def _decimal_bin_size(precision: int, scale: int) -> int:
-    """my_decimal_get_binary_size(precision, scale)."""
-    dig2bytes = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-    intg = precision - scale
-    return (
-        (intg // 9) * 4 + dig2bytes[intg % 9] + (scale // 9) * 4 + dig2bytes[scale % 9]
-    )
-
-
-def decimal_to_str(data: bytes, precision: int, scale: int) -> bytes:
-    """bin2decimal + decimal2string of a binary DECIMAL(precision, scale)."""
-    dig2bytes = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-    size = _decimal_bin_size(precision, scale)
-    raw = bytearray(data[:size])
-    if len(raw) < size or not raw:
-        return b"0"
-    negative = not raw[0] & 0x80
-    raw[0] ^= 0x80
-    if negative:
-        raw = bytearray(b ^ 0xFF for b in raw)
-    intg = precision - scale
-    pos = 0
-    digits_int = []
-    lead = intg % 9
-    if lead:
-        n = dig2bytes[lead]
-        digits_int.append(str(int.from_bytes(raw[pos : pos + n], "big")).zfill(lead))
-        pos += n
-    for _ in range(intg // 9):
-        digits_int.append(str(int.from_bytes(raw[pos : pos + 4], "big")).zfill(9))
-        pos += 4
-    digits_frac = []
-    for _ in range(scale // 9):
-        digits_frac.append(str(int.from_bytes(raw[pos : pos + 4], "big")).zfill(9))
-        pos += 4
-    trail = scale % 9
-    if trail:
-        n = dig2bytes[trail]
-        digits_frac.append(str(int.from_bytes(raw[pos : pos + n], "big")).zfill(trail))
-    int_part = "".join(digits_int).lstrip("0") or "0"
-    text = int_part + ("." + "".join(digits_frac) if scale else "")
-    if negative and any(c not in "0." for c in text):
-        text = "-" + text
-    return text.encode()
-
-
 # --------------------------------------------------------------------------- table maps
 
 
@@ -400,7 +354,7 @@ def _field_size_code(column_type: int, meta: int) -> int:
         precision, scale = meta >> 8, meta & 0xFF
         if scale > precision or precision > 65:
             return 0
-        return _decimal_bin_size(precision, scale)
+        return decimal_size(precision, scale)
     if rtype == C.MYSQL_TYPE_BIT:
         return ((meta >> 8) * 8 + (meta & 0xFF) + 7) // 8
     if rtype == C.MYSQL_TYPE_TIMESTAMP2:
@@ -1930,16 +1884,13 @@ class Printer:
             return
         vt = uv.value_type
         val = uv.value
+        value = uv.decoded_value()
         if vt == USER_VAR_REAL:
-            value = struct.unpack_from("<d", val.ljust(8, b"\0"))[0]
             h.append(b":=%s%s\n" % (_format_g14(value), DELIM))
         elif vt == USER_VAR_INT:
-            number = int.from_bytes(val[:8].ljust(8, b"\0"), "little")
-            if not (uv.var_flags or 0) & USER_VAR_UNSIGNED_F and number >= 1 << 63:
-                number -= 1 << 64
-            h.append(b":=%d%s\n" % (number, DELIM))
+            h.append(b":=%d%s\n" % (value, DELIM))
         elif vt == USER_VAR_DECIMAL:
-            h.append(b":=%s%s\n" % (decimal_to_str(val[2:], val[0], val[1]), DELIM))
+            h.append(b":=%s%s\n" % (decimal_str(value), DELIM))
         elif vt == USER_VAR_STRING:
             hexed = b"X'" + val.hex().upper().encode() + b"'" if val else b"''"
             entry = charsets.COLLATIONS.get(uv.charset)
