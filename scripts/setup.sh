@@ -71,7 +71,7 @@ python="$(find_python)" || { log "Python 3.11 or newer not found (set PYTHON=/pa
 venv="$repo/.venv"
 stamp="$venv/.setup-stamp"
 # setup.py and the C sources too: the editable install compiles the C fast paths in place.
-wanted="$(cat pyproject.toml requirements/test.txt setup.py $(find src -name "*.c" | sort) | sha256sum | cut -d' ' -f1)"
+wanted="$(cat pyproject.toml requirements/test.txt setup.py $(find src -name "*.c" -o -name "*.h" | sort) | sha256sum | cut -d' ' -f1)"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] && "$venv/bin/python" -c '' 2>/dev/null; then
   log ".venv up to date"
