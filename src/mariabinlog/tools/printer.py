@@ -109,6 +109,7 @@ from ..codec.events import (
     serialize_xid,
 )
 from ..codec.native import load_fast
+from ..codec.primitives import read_lenenc_int
 from ..codec.rows import decimal_size, decimal_str
 from ..codec.stream import footer_len
 from ..errors import DecodeError
@@ -1638,7 +1639,7 @@ class Printer:
         q = p + post
         if code in _V2_ROWS:
             q += _U16.unpack_from(buf, q)[0]
-        width, q = _lenenc(buf, q)
+        width, q = read_lenenc_int(buf, q, "rows event column count")
         nb = (width + 7) >> 3
         cols = bytes(buf[q : q + nb])
         q += nb
@@ -1959,19 +1960,6 @@ def _event_description(code: int) -> bytes:
 def _format_g14(value: float) -> bytes:
     """C's ``%.14g``."""
     return b"%.14g" % value
-
-
-def _lenenc(buf: Any, pos: int) -> tuple[int, int]:
-    first = buf[pos]
-    if first < 251:
-        return first, pos + 1
-    if first == 252:
-        return buf[pos + 1] | buf[pos + 2] << 8, pos + 3
-    if first == 253:
-        return buf[pos + 1] | buf[pos + 2] << 8 | buf[pos + 3] << 16, pos + 4
-    if first == 254:
-        return _U64.unpack_from(buf, pos + 1)[0], pos + 9
-    return 0, pos + 1
 
 
 def _charset_iter(default: C.DefaultCharset | None, per_column: tuple[int, ...] | None):
