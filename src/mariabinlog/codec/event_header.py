@@ -10,18 +10,11 @@ from __future__ import annotations
 
 import struct
 import zlib
-
 from collections.abc import Callable
 from typing import ClassVar
 
-from ..errors import (
-    EncryptedBinlogError,
-    TruncatedError,
-)
-from .primitives import (
-    Buffer,
-    U32,
-)
+from ..errors import EncryptedBinlogError, TruncatedError
+from .primitives import Buffer, U32
 
 HEADER = struct.Struct("<IBIIIH")
 HEADER_LEN = 19

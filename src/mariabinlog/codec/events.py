@@ -14,9 +14,8 @@ Rows events keep their row images undecoded (lazy decoding); the row codec in
 from __future__ import annotations
 
 from ..errors import DecodeError, TruncatedError
-from .event_header import Decoder
-from .primitives import Buffer, need
-from .event_header import (  # noqa: F401  (re-exported: callers import events from here)
+from . import events_control, events_query, events_rows, events_transaction
+from .event_header import (
     ANNOTATE_ROWS_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
@@ -24,15 +23,19 @@ from .event_header import (  # noqa: F401  (re-exported: callers import events f
     CHECKSUM_LEN,
     CHECKSUM_OFF,
     CHECKSUM_UNDEF,
+    DecodeContext,
+    Decoder,
     DEFAULT_CONTEXT,
+    default_post_header_lengths,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
     DELETE_ROWS_EVENT,
     DELETE_ROWS_EVENT_V1,
-    DecodeContext,
+    encrypted_error,
+    Event,
+    event_type_name,
     EVENT_TYPE_NAMES,
     EXECUTE_LOAD_QUERY_EVENT,
-    Event,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -54,42 +57,41 @@ from .event_header import (  # noqa: F401  (re-exported: callers import events f
     QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
     RAND_EVENT,
+    reframe,
     ROTATE_EVENT,
+    split_events,
     START_ENCRYPTION_EVENT,
     START_EVENT_V3,
     STOP_EVENT,
     TABLE_MAP_EVENT,
     UNKNOWN_EVENT,
+    UnknownEvent,
     UPDATE_ROWS_COMPRESSED_EVENT,
     UPDATE_ROWS_COMPRESSED_EVENT_V1,
     UPDATE_ROWS_EVENT,
     UPDATE_ROWS_EVENT_V1,
     USER_VAR_EVENT,
-    UnknownEvent,
     WRITE_ROWS_COMPRESSED_EVENT,
     WRITE_ROWS_COMPRESSED_EVENT_V1,
     WRITE_ROWS_EVENT,
     WRITE_ROWS_EVENT_V1,
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
-    default_post_header_lengths,
-    encrypted_error,
-    event_type_name,
-    reframe,
-    split_events,
 )
-from .events_control import (  # noqa: F401  (re-exported: callers import events from here)
+from .events_control import (
     AnnotateRowsEvent,
+    description_checksum_alg,
     FormatDescriptionEvent,
     HeartbeatEvent,
     IncidentEvent,
     RotateEvent,
     StartEncryptionEvent,
     StopEvent,
-    description_checksum_alg,
     version_has_checksum,
 )
-from .events_query import (  # noqa: F401  (re-exported: callers import events from here)
+from .events_query import (
+    compress_block,
+    decompress_block,
     INTVAR_INSERT_ID,
     INTVAR_LAST_INSERT_ID,
     IntvarEvent,
@@ -120,10 +122,8 @@ from .events_query import (  # noqa: F401  (re-exported: callers import events f
     USER_VAR_STRING,
     USER_VAR_UNSIGNED_F,
     UserVarEvent,
-    compress_block,
-    decompress_block,
 )
-from .events_rows import (  # noqa: F401  (re-exported: callers import events from here)
+from .events_rows import (
     COMPLETE_ROWS_F,
     NO_FOREIGN_KEY_CHECKS_F,
     PARTIAL_ORIG_EVENT_SIZE_F,
@@ -134,7 +134,7 @@ from .events_rows import (  # noqa: F401  (re-exported: callers import events fr
     STMT_END_F,
     TableMapEvent,
 )
-from .events_transaction import (  # noqa: F401  (re-exported: callers import events from here)
+from .events_transaction import (
     BinlogCheckpointEvent,
     FL_ALLOW_PARALLEL,
     FL_COMMIT_ALTER_E1,
@@ -154,11 +154,11 @@ from .events_transaction import (  # noqa: F401  (re-exported: callers import ev
     GTID_LIST_FLAG_UNTIL_REACHED,
     GtidEvent,
     GtidListEvent,
+    serialize_xid,
     XaPrepareEvent,
     XidEvent,
-    serialize_xid,
 )
-from . import events_control, events_query, events_rows, events_transaction
+from .primitives import Buffer, need
 
 _DECODERS: dict[int, Decoder] = {}
 for _room in (events_control, events_query, events_rows, events_transaction):

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from ..errors import (
-    TruncatedError,
-)
+
+from ..errors import TruncatedError
 from .event_header import (
-    Decoder,
     ANNOTATE_ROWS_EVENT,
     CHECKSUM_OFF,
     CHECKSUM_UNDEF,
     DecodeContext,
+    Decoder,
+    default_post_header_lengths,
     Event,
     FORMAT_DESCRIPTION_EVENT,
     HEADER_LEN,
@@ -21,16 +21,8 @@ from .event_header import (
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     STOP_EVENT,
-    default_post_header_lengths,
 )
-from .primitives import (
-    Buffer,
-    U16,
-    U32,
-    U64,
-    U8,
-    need,
-)
+from .primitives import Buffer, need, U16, U32, U64, U8
 
 class FormatDescriptionEvent(Event):
     """Format_description (15): binlog version, server version, post-header lengths, checksum."""

@@ -6,13 +6,10 @@ import struct
 import zlib
 from decimal import Decimal
 
-from ..errors import (
-    DecodeError,
-    TruncatedError,
-)
+from ..errors import DecodeError, TruncatedError
 from .event_header import (
-    Decoder,
     DecodeContext,
+    Decoder,
     Event,
     INTVAR_EVENT,
     QUERY_COMPRESSED_EVENT,
@@ -20,15 +17,7 @@ from .event_header import (
     RAND_EVENT,
     USER_VAR_EVENT,
 )
-from .primitives import (
-    F64,
-    Buffer,
-    U16,
-    U32,
-    U64,
-    U8,
-    need,
-)
+from .primitives import Buffer, F64, need, U16, U32, U64, U8
 from .rows import decimal_size, decimal_value
 
 # Query status variable codes (sql/log_event.h Q_*).

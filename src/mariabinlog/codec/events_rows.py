@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import struct
 
+from ..errors import DecodeError, TruncatedError
 from . import columns
-from ..errors import (
-    DecodeError,
-    TruncatedError,
-)
 from .event_header import (
+    DecodeContext,
     Decoder,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
     DELETE_ROWS_EVENT,
     DELETE_ROWS_EVENT_V1,
-    DecodeContext,
     Event,
     PARTIAL_ROW_DATA_EVENT,
+    _ROWS_V2,
     TABLE_MAP_EVENT,
     UPDATE_ROWS_COMPRESSED_EVENT,
     UPDATE_ROWS_COMPRESSED_EVENT_V1,
@@ -31,22 +29,9 @@ from .event_header import (
     WRITE_ROWS_COMPRESSED_EVENT_V1,
     WRITE_ROWS_EVENT,
     WRITE_ROWS_EVENT_V1,
-    _ROWS_V2,
 )
-from .events_query import (
-    compress_block,
-    decompress_block,
-)
-from .primitives import (
-    Buffer,
-    U16,
-    U32,
-    U64,
-    need,
-    read_lenenc_int,
-    read_u48,
-    write_lenenc,
-)
+from .events_query import compress_block, decompress_block
+from .primitives import Buffer, need, read_lenenc_int, read_u48, U16, U32, U64, write_lenenc
 
 class TableMapEvent(Event):
     """Table_map (19): table id -> db.table with column types and metadata.

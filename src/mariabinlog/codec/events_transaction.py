@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import (
-    DecodeError,
-)
+from ..errors import DecodeError
 from .event_header import (
-    Decoder,
     BINLOG_CHECKPOINT_EVENT,
     DecodeContext,
+    Decoder,
     Event,
     GTID_EVENT,
     GTID_LIST_EVENT,
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
-from .primitives import (
-    Buffer,
-    U32,
-    U64,
-    U8,
-    need,
-)
+from .primitives import Buffer, need, U32, U64, U8
 
 class XidEvent(Event):
     """Xid (16): commit of a transactional event group."""
