@@ -22,6 +22,7 @@ from .events import (
     DEFAULT_CONTEXT,
     FORMAT_DESCRIPTION_EVENT,
     HEADER_LEN,
+    LOG_EVENT_BINLOG_IN_USE_F,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     TABLE_MAP_EVENT,
@@ -53,9 +54,18 @@ def footer_len(buf: Buffer, pos: int, length: int, stream_alg: int) -> int:
 
 
 def crc_mismatch(buf: Buffer, pos: int, length: int) -> tuple[int, int] | None:
-    """(stored, computed) CRC32 of the event at ``pos`` when its footer does not match, else None."""
+    """(stored, computed) CRC32 of the event at ``pos`` when its footer does not match, else None.
+
+    A Format_description is checksummed as written at startup, before the server set
+    its "binlog in use" flag: the CRC covers the event with that flag cleared.
+    """
     stored = U32.unpack_from(buf, pos + length - 4)[0]
-    actual = crc32(buf[pos : pos + length - 4])
+    if buf[pos + 4] == FORMAT_DESCRIPTION_EVENT and buf[pos + 17] & LOG_EVENT_BINLOG_IN_USE_F:
+        data = bytearray(buf[pos : pos + length - 4])
+        data[17] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+        actual = crc32(data)
+    else:
+        actual = crc32(buf[pos : pos + length - 4])
     return None if stored == actual else (stored, actual)
 
 

@@ -100,6 +100,17 @@ from .printer_rows import (  # noqa: F401
 )
 
 
+#: MySQL-only events the tool reads as Ignorable (whatever their flags say), with the
+#: names it prints for them (``Log_event::get_type_str``).
+MYSQL_IGNORED_EVENTS: dict[int, bytes] = {
+    33: b"MySQL Gtid",
+    34: b"MySQL Anonymous_Gtid",
+    35: b"MySQL Previous_gtids",
+    36: b"MySQL Transaction_context",
+    37: b"MySQL View_change",
+}
+
+
 class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
     """Renders events as ``mariadb-binlog`` does; one instance per dump (all files).
 
@@ -463,7 +474,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             se = ev.decoded()
             h.append(
                 b"# Encryption scheme: %d, key_version: %d, nonce: %s\n# The rest of the binlog is encrypted!\n"
-                % (se.crypto_scheme, se.key_version, se.nonce.hex().upper().encode())
+                % (se.crypto_scheme, se.key_version, se.nonce.hex().encode())
             )
         elif code == HEARTBEAT_LOG_EVENT or code in (
             BEGIN_LOAD_QUERY_EVENT,
@@ -473,13 +484,13 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 return
             self.header(ev, h)
             h.append(b"\n# Unknown event\n")
-        elif ev.flags & LOG_EVENT_IGNORABLE_F or code == IGNORABLE_LOG_EVENT:
+        elif ev.flags & LOG_EVENT_IGNORABLE_F or code == IGNORABLE_LOG_EVENT or code in MYSQL_IGNORED_EVENTS:
             if short:
                 return
             self.header(ev, h)
             h.append(
                 b"\tIgnorable\n# Ignorable event type %d (%s)\n"
-                % (code, _event_description(code))
+                % (code, MYSQL_IGNORED_EVENTS.get(code) or _event_description(code))
             )
         else:
             if short:

@@ -944,7 +944,8 @@ class RowsPrinter:
         # Row layout: width, present bitmaps, rows.
         q = p + post
         if code in _V2_ROWS:
-            q += _U16.unpack_from(buf, q)[0]
+            # The post-header ends with the extra data's length, which counts itself.
+            q += _U16.unpack_from(buf, q - 2)[0] - 2
         width, q = read_lenenc_int(buf, q, "rows event column count")
         nb = (width + 7) >> 3
         cols = bytes(buf[q : q + nb])
