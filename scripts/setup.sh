@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of everything the project needs, on Debian 12 (or a close relative):
 #   * system packages: MariaDB server and client (the tests start private servers from
-#     /usr/sbin/mariadbd; the Debian service itself is never needed) and a JDK for Spark;
+#     /usr/sbin/mariadbd; the Debian service itself is never needed), MariaDB's test data
+#     (binlogs of old MariaDB and MySQL versions, read in place, never copied) and a JDK for Spark;
 #   * .venv in the repository, with the project installed editable from the lock file.
 # Fast when all is there: apt runs only when a program is missing, pip only when
 # pyproject.toml or requirements/test.txt changed since the last install.
@@ -20,8 +21,13 @@ java_ok() {
     java -version 2>&1 | head -n 1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'
 }
 
+test_data_ok() {
+  # MariaDB's own test data: the binlogs of many server versions tests/tools/test_versions.py reads.
+  [ -d /usr/share/mysql/mysql-test/std_data ]
+}
+
 system_ready() {
-  have mariadbd && have mariadb-install-db && have mariadb && have mariadb-binlog && java_ok
+  have mariadbd && have mariadb-install-db && have mariadb && have mariadb-binlog && java_ok && test_data_ok
 }
 
 as_root() {
@@ -29,7 +35,7 @@ as_root() {
 }
 
 install_system_packages() {
-  log "installing mariadb-server, mariadb-client, default-jdk-headless with apt-get"
+  log "installing mariadb-server, mariadb-client, mariadb-test-data, default-jdk-headless with apt-get"
   # Keep the Debian mariadb service from starting during the install: the tests run
   # private servers, and a container has no init system to start it anyway.
   local policy=/usr/sbin/policy-rc.d added_policy=""
@@ -42,7 +48,7 @@ install_system_packages() {
   {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update &&
       as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 \
-        install --no-install-recommends mariadb-server mariadb-client default-jdk-headless
+        install --no-install-recommends mariadb-server mariadb-client mariadb-test-data default-jdk-headless
   } </dev/null || status=$?
   if [ -n "$added_policy" ]; then as_root rm -f "$policy"; fi
   return "$status"

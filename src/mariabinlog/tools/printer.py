@@ -279,7 +279,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 dst.append(b"# %8x  %s  |%s|\n" % (offset + i, hexpart, text))
             else:
                 dst.append(b"# %8x  %-49s |%s|\n" % (offset + i, hexpart, text))
-        dst.append(b"#\n")
+        if rest:
+            dst.append(b"#\n")
         dst.append(b"# Event: ")
 
     # ------------------------------------------------------------------ events
