@@ -54,10 +54,6 @@ _DIFFERENT_FILES: dict[str, frozenset[str]] = {
     "std_data/bug47142_master-bin.000001": _ALL,
     "std_data/trunc_binlog.000001": _ALL,
     "suite/binlog/std_data/binlog_old_version_4_1.000001": _ALL,
-    # Google's MySQL 5.1 with group ids / checksums: a longer common header.
-    "std_data/mdev-4645-binlog_checksum.binlog": _ALL,
-    "std_data/mdev-4645-binlog_group_id.binlog": _ALL,
-    "std_data/mdev-4645-binlog_group_id_checksum.binlog": _ALL,
     # LOAD DATA (Begin_load_query, Append_block, Execute_load_query, old Load events).
     "suite/binlog/std_data/ver_5_1-telco.001": _ALL,
     "suite/binlog/std_data/ver_5_1_17.001": _ALL,

@@ -177,16 +177,20 @@ def event_type_name(type_code: int) -> str:
 
 
 class DecodeContext:
-    """What decoding depends on: the current Format_description's post-header lengths.
+    """What decoding depends on: the current Format_description's common header length
+    and post-header lengths.
 
     Without a Format_description the MariaDB 10.x/12.x defaults apply (the case
-    for `.ibb` files, whose restart-marker FD is optional).
+    for `.ibb` files, whose restart-marker FD is optional).  The common header is
+    19 bytes except in a few forks' binlogs (Google's MySQL 5.1 with group ids wrote
+    23 to 31): the body starts after ``header_len`` bytes, of which readers use 19.
     """
 
-    __slots__ = ("post_header_lengths",)
+    __slots__ = ("post_header_lengths", "header_len")
 
-    def __init__(self, post_header_lengths: bytes | None = None) -> None:
+    def __init__(self, post_header_lengths: bytes | None = None, header_len: int = HEADER_LEN) -> None:
         self.post_header_lengths = post_header_lengths or default_post_header_lengths()
+        self.header_len = max(header_len, HEADER_LEN)
 
     def post_header_len(self, type_code: int) -> int:
         """Post-header length of ``type_code`` (the default when the FD does not list it)."""

@@ -191,10 +191,16 @@ def decode_event(
         )
     hdr = {"timestamp": timestamp, "server_id": server_id, "log_pos": log_pos, "flags": flags}
     decoder = _DECODERS.get(type_code)
+    # A Format_description is read with the 19-byte header; it sets the length of the others.
+    body = pos + (HEADER_LEN if type_code == FORMAT_DESCRIPTION_EVENT else ctx.header_len)
+    if body > end:
+        raise TruncatedError(
+            f"event length {length} is below the {ctx.header_len}-byte common header", offset=pos, expected="a longer event"
+        )
     if decoder is None:
-        return UnknownEvent(type_code, bytes(buf[pos + HEADER_LEN : end]), **hdr)
+        return UnknownEvent(type_code, bytes(buf[body:end]), **hdr)
     try:
-        return decoder(buf, pos + HEADER_LEN, end, hdr, ctx)
+        return decoder(buf, body, end, hdr, ctx)
     except TruncatedError as exc:
         if exc.offset is not None and exc.offset >= end:
             raise

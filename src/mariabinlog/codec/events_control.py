@@ -63,7 +63,7 @@ class FormatDescriptionEvent(Event):
 
     def context(self) -> DecodeContext:
         """Decoding context this description establishes for the following events."""
-        return DecodeContext(self.post_header_lengths)
+        return DecodeContext(self.post_header_lengths, self.header_length)
 
     def encode_body(self) -> bytes:
         version = self.server_version.encode()[:50].ljust(50, b"\0")

@@ -267,8 +267,10 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             % ((pos,) + tuple(h))
         )
         dst.append(b"#\n")
-        rest = data[19:]
-        offset = pos + 19
+        # The body after the whole common header (longer than 19 bytes in a few forks).
+        skip = ev.body_pos - ev.start
+        rest = data[skip:]
+        offset = pos + skip
         for i in range(0, len(rest), 16):
             chunk = rest[i : i + 16]
             hexpart = b" ".join(b"%02x" % c for c in chunk[:8])

@@ -196,7 +196,7 @@ class EventView:
         self.length = length
         self.log_pos = log_pos
         self.flags = flags
-        self.body_pos = start + 19
+        self.body_pos = start + (19 if type_code == FORMAT_DESCRIPTION_EVENT else ctx.header_len)
         self.body_end = body_end
         self.crc = crc
         self.ctx = ctx
