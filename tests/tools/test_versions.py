@@ -49,10 +49,7 @@ MODES: dict[str, list[str]] = {
 #: Listed by file; see docs/versions.md for what each lacks.
 _ALL = frozenset(MODES)
 _DIFFERENT_FILES: dict[str, frozenset[str]] = {
-    # MySQL 4.0 / 4.1 binlogs: Start_v3 events and v1/v3 event layouts.
-    "std_data/master-bin.000001": _ALL,
-    "std_data/bug47142_master-bin.000001": _ALL,
-    "std_data/trunc_binlog.000001": _ALL,
+    # MySQL 4.1 with LOAD DATA (Create_file, Append_block, Exec_load).
     "suite/binlog/std_data/binlog_old_version_4_1.000001": _ALL,
     # LOAD DATA (Begin_load_query, Append_block, Execute_load_query, old Load events).
     "suite/binlog/std_data/ver_5_1-telco.001": _ALL,

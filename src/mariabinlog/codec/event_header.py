@@ -186,11 +186,21 @@ class DecodeContext:
     23 to 31): the body starts after ``header_len`` bytes, of which readers use 19.
     """
 
-    __slots__ = ("post_header_lengths", "header_len")
+    __slots__ = ("post_header_lengths", "header_len", "binlog_version")
 
-    def __init__(self, post_header_lengths: bytes | None = None, header_len: int = HEADER_LEN) -> None:
+    def __init__(
+        self, post_header_lengths: bytes | None = None, header_len: int = HEADER_LEN, binlog_version: int = 4
+    ) -> None:
         self.post_header_lengths = post_header_lengths or default_post_header_lengths()
         self.header_len = max(header_len, HEADER_LEN)
+        #: 3 after a Start_v3 (MySQL 4.x): ``log_pos`` is then where an event starts, not ends.
+        self.binlog_version = binlog_version
+
+    def end_log_pos(self, type_code: int, log_pos: int, length: int) -> int:
+        """The end position an event's ``log_pos`` stands for (v3 stored the start of events)."""
+        if self.binlog_version == 3 and log_pos and type_code < FORMAT_DESCRIPTION_EVENT:
+            return log_pos + length
+        return log_pos
 
     def post_header_len(self, type_code: int) -> int:
         """Post-header length of ``type_code`` (the default when the FD does not list it)."""

@@ -88,6 +88,7 @@ from .events_control import (
     StartEncryptionEvent,
     StopEvent,
     version_has_checksum,
+    StartV3Event,
 )
 from .events_query import (
     compress_block,

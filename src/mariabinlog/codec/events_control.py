@@ -6,6 +6,8 @@ import re
 
 from ..errors import TruncatedError
 from .event_header import (
+    QUERY_EVENT,
+    START_EVENT_V3,
     ANNOTATE_ROWS_EVENT,
     CHECKSUM_OFF,
     CHECKSUM_UNDEF,
@@ -86,6 +88,35 @@ class FormatDescriptionEvent(Event):
         data = super().encode(checksum=False, log_pos=log_pos)
         data = data[:9] + U32.pack(len(data) + 4) + data[13:]
         return data + U32.pack(self.checksum_field)
+
+
+#: Post-header lengths of binlog format v3 (MySQL 4.0 / 4.1), which has no Format_description.
+_V3_POST_HEADER = {START_EVENT_V3: 56, QUERY_EVENT: 11, ROTATE_EVENT: 8, 6: 18, 8: 4, 9: 4, 10: 4, 11: 4, 12: 18}
+
+
+class StartV3Event(Event):
+    """Start_v3 (1): the first event of a MySQL 4.x binlog (formats v1 and v3), the
+    Format_description's predecessor: binlog and server version, creation time."""
+
+    type_code = START_EVENT_V3
+    __slots__ = ("binlog_version", "server_version", "create_timestamp")
+
+    def __init__(self, *, binlog_version: int, server_version: str, create_timestamp: int = 0, **header: int) -> None:
+        super().__init__(**header)
+        self.binlog_version = binlog_version
+        self.server_version = server_version
+        self.create_timestamp = create_timestamp
+
+    def context(self) -> DecodeContext:
+        """Decoding context of the events after it: v3 post-header lengths, positions at event starts."""
+        lengths = bytearray(FORMAT_DESCRIPTION_EVENT - 1)
+        for code, length in _V3_POST_HEADER.items():
+            lengths[code - 1] = length
+        return DecodeContext(bytes(lengths), binlog_version=3)
+
+    def encode_body(self) -> bytes:
+        version = self.server_version.encode()[:50].ljust(50, b"\0")
+        return U16.pack(self.binlog_version) + version + U32.pack(self.create_timestamp)
 
 
 class StopEvent(Event):
@@ -246,6 +277,16 @@ def _dec_fd(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeConte
     )
 
 
+def _dec_start_v3(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    need(buf, p, 56, "Start_v3 body")
+    return StartV3Event(
+        binlog_version=U16.unpack_from(buf, p)[0],
+        server_version=bytes(buf[p + 2 : p + 52]).split(b"\0", 1)[0].decode("ascii", "replace"),
+        create_timestamp=U32.unpack_from(buf, p + 52)[0],
+        **hdr,
+    )
+
+
 def _dec_stop(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
     return StopEvent(body=bytes(buf[p:end]), **hdr)
 
@@ -284,6 +325,7 @@ def _dec_start_encryption(buf: Buffer, p: int, end: int, hdr: dict[str, int], ct
 #: Decoders of this room's event types, merged by :func:`mariabinlog.codec.events.decode_event`.
 DECODERS: dict[int, Decoder] = {
     FORMAT_DESCRIPTION_EVENT: _dec_fd,
+    START_EVENT_V3: _dec_start_v3,
     STOP_EVENT: _dec_stop,
     ROTATE_EVENT: _dec_rotate,
     INCIDENT_EVENT: _dec_incident,

@@ -341,13 +341,15 @@ class UserVarEvent(Event):
         return out
 
 
-_QUERY_POST = struct.Struct("<IIBHH")
+_QUERY_POST_V3 = struct.Struct("<IIBH")
 
 
 def _dec_query(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, compressed: bool = False) -> Event:
     post = ctx.post_header_len(QUERY_COMPRESSED_EVENT if compressed else QUERY_EVENT)
-    need(buf, p, max(post, 13), "Query post-header")
-    thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(buf, p)
+    need(buf, p, max(post, 11), "Query post-header")
+    thread_id, exec_time, db_len, error_code = _QUERY_POST_V3.unpack_from(buf, p)
+    # Binlog v3 (MySQL 4.x) Query events have no status variables: an 11-byte post-header.
+    status_len = U16.unpack_from(buf, p + 11)[0] if post >= 13 else 0
     s = p + post
     need(buf, s, status_len + db_len + 1, "Query status variables and database")
     status = _decode_status_vars(buf, s, s + status_len)

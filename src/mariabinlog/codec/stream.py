@@ -25,11 +25,13 @@ from .events import (
     LOG_EVENT_BINLOG_IN_USE_F,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
+    START_EVENT_V3,
     TABLE_MAP_EVENT,
     DecodeContext,
     Event,
     FormatDescriptionEvent,
     RowsEvent,
+    StartV3Event,
     TableMapEvent,
     decode_event,
     description_checksum_alg,
@@ -134,6 +136,10 @@ class EventStreamDecoder:
             assert isinstance(event, FormatDescriptionEvent)
             self.description = event
             self.checksum_alg = event.checksum_alg
+            self.ctx = event.context()
+            self.table_maps.clear()
+        elif code == START_EVENT_V3:
+            assert isinstance(event, StartV3Event)
             self.ctx = event.context()
             self.table_maps.clear()
         elif code == ROTATE_EVENT:

@@ -882,11 +882,19 @@ class Dumper:
                     end = pos + length
                 else:
                     code, length, end = -1, 0, size + 1
-                if code == FORMAT_DESCRIPTION_EVENT or length < 23 or end > size:
+                if code in (FORMAT_DESCRIPTION_EVENT, START_EVENT_V3) or length < 23 or end > size:
                     try:
                         ev = self._frame(name, data, pos, size, alg, verify, ctx)
                     except ReadError as exc:
                         return self._read_failed(exc, in_use)
+                    if code == START_EVENT_V3:
+                        # MySQL 4.x: no Format_description; the Start_v3 sets the v3 layout.
+                        try:
+                            ctx = ev.ctx = ev.decoded().context()
+                        except DecodeError as exc:
+                            self.error(self._read_error_text(name, pos, str(exc)))
+                            return ERROR_STOP
+                        p.ctx = ctx
                     if code == FORMAT_DESCRIPTION_EVENT:
                         try:
                             fde = ev.decoded()

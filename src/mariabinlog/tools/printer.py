@@ -52,6 +52,7 @@ from ..codec.events import (
     ROTATE_EVENT,
     serialize_xid,
     START_ENCRYPTION_EVENT,
+    START_EVENT_V3,
     STOP_EVENT,
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
@@ -240,14 +241,17 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
     def header(self, ev: EventView, dst: list[bytes], raw: bytes | None = None) -> None:
         """Log_event::print_header (plus the --hexdump block)."""
         ts = self._ts_cache.get(ev.when) or self.timestamp(ev.when)
+        log_pos = ev.log_pos
+        if self.ctx.binlog_version == 3:
+            log_pos = self.ctx.end_log_pos(ev.type_code, log_pos, ev.length)
         if ev.crc is not None:
             dst.append(
                 b"#%s server id %d  end_log_pos %d CRC32 0x%08x "
-                % (ts, ev.server_id, ev.log_pos, ev.crc)
+                % (ts, ev.server_id, log_pos, ev.crc)
             )
         else:
             dst.append(
-                b"#%s server id %d  end_log_pos %d " % (ts, ev.server_id, ev.log_pos)
+                b"#%s server id %d  end_log_pos %d " % (ts, ev.server_id, log_pos)
             )
         if self._hexdump:
             self._print_hexdump(ev, dst, raw)
@@ -268,7 +272,12 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         )
         dst.append(b"#\n")
         # The body after the whole common header (longer than 19 bytes in a few forks).
-        skip = ev.body_pos - ev.start
+        # Without a Format_description (MySQL 4.x) the tool knows no common header length and
+        # dumps whole events, except Start_v3 and Rotate, whose header length is fixed.
+        if self.ctx.binlog_version == 3 and ev.type_code not in (START_EVENT_V3, ROTATE_EVENT):
+            skip = 0
+        else:
+            skip = ev.body_pos - ev.start
         rest = data[skip:]
         offset = pos + skip
         for i in range(0, len(rest), 16):
@@ -330,6 +339,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         dispatch[QUERY_EVENT] = self.query
         dispatch[QUERY_COMPRESSED_EVENT] = self.query
         dispatch[FORMAT_DESCRIPTION_EVENT] = self.format_description
+        dispatch[START_EVENT_V3] = self.format_description
         self._dispatch = dispatch
 
     # -- Format_description

@@ -119,7 +119,7 @@ class QueryPrinter:
         bp = ev.body_pos
         code = ev.type_code
         post = self.ctx.post_header_len(code)
-        if bp + max(post, 13) <= ev.body_end:
+        if post >= 13 and bp + post <= ev.body_end:
             thread_id, exec_time, db_len, error_code, status_len = _Q_POST.unpack_from(
                 buf, bp
             )
@@ -142,8 +142,9 @@ class QueryPrinter:
         status = dict(decoded.status_vars)
         if len(self._status_cache) > 4096:
             self._status_cache.clear()
-        p = bp + post
-        self._status_cache[bytes(buf[p : p + _Q_POST.unpack_from(buf, bp)[4]])] = status
+        if post >= 13:
+            p = bp + post
+            self._status_cache[bytes(buf[p : p + _Q_POST.unpack_from(buf, bp)[4]])] = status
         return _QueryParts(
             decoded.thread_id,
             decoded.exec_time,
