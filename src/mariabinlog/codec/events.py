@@ -77,6 +77,7 @@ from .event_header import (
     WRITE_ROWS_EVENT_V1,
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
+    APPEND_BLOCK_EVENT,
 )
 from .events_control import (
     AnnotateRowsEvent,
@@ -123,6 +124,11 @@ from .events_query import (
     USER_VAR_STRING,
     USER_VAR_UNSIGNED_F,
     UserVarEvent,
+    ExecuteLoadQueryEvent,
+    LoadBlockEvent,
+    LOAD_DUP_ERROR,
+    LOAD_DUP_IGNORE,
+    LOAD_DUP_REPLACE,
 )
 from .events_rows import (
     COMPLETE_ROWS_F,

@@ -5,9 +5,13 @@ from __future__ import annotations
 import struct
 import zlib
 from decimal import Decimal
+from typing import Any
 
 from ..errors import DecodeError, TruncatedError
 from .event_header import (
+    APPEND_BLOCK_EVENT,
+    BEGIN_LOAD_QUERY_EVENT,
+    EXECUTE_LOAD_QUERY_EVENT,
     DecodeContext,
     Decoder,
     Event,
@@ -344,8 +348,59 @@ class UserVarEvent(Event):
 _QUERY_POST_V3 = struct.Struct("<IIBH")
 
 
-def _dec_query(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, compressed: bool = False) -> Event:
-    post = ctx.post_header_len(QUERY_COMPRESSED_EVENT if compressed else QUERY_EVENT)
+#: Execute_load_query's dup_handling values (sql/log_event.h enum_load_dup_handling).
+LOAD_DUP_ERROR = 0
+LOAD_DUP_IGNORE = 1
+LOAD_DUP_REPLACE = 2
+_EXEC_LOAD = struct.Struct("<IIIB")
+
+
+class LoadBlockEvent(Event):
+    """Begin_load_query (17) or Append_block (9): a block of a LOAD DATA file, by file id."""
+
+    __slots__ = ("type_code", "file_id", "block")
+
+    def __init__(self, type_code: int, *, file_id: int, block: bytes, **header: int) -> None:
+        super().__init__(**header)
+        self.type_code = type_code  # type: ignore[misc]
+        self.file_id = file_id
+        self.block = block
+
+    def encode_body(self) -> bytes:
+        return U32.pack(self.file_id) + self.block
+
+
+class ExecuteLoadQueryEvent(QueryEvent):
+    """Execute_load_query (18): a LOAD DATA statement over the file the load blocks built;
+    ``fn_pos_start``/``fn_pos_end`` delimit the file name clause inside ``query``."""
+
+    type_code = EXECUTE_LOAD_QUERY_EVENT
+    __slots__ = ("file_id", "fn_pos_start", "fn_pos_end", "dup_handling")
+
+    def __init__(
+        self, *, file_id: int, fn_pos_start: int, fn_pos_end: int, dup_handling: int = LOAD_DUP_ERROR, **fields: Any
+    ) -> None:
+        super().__init__(**fields)
+        self.file_id = file_id
+        self.fn_pos_start = fn_pos_start
+        self.fn_pos_end = fn_pos_end
+        self.dup_handling = dup_handling
+
+    def encode_body(self) -> bytes:
+        body = super().encode_body()
+        return body[:13] + _EXEC_LOAD.pack(self.file_id, self.fn_pos_start, self.fn_pos_end, self.dup_handling) + body[13:]
+
+
+def _dec_query(
+    buf: Buffer,
+    p: int,
+    end: int,
+    hdr: dict[str, int],
+    ctx: DecodeContext,
+    compressed: bool = False,
+    type_code: int = QUERY_EVENT,
+) -> Event:
+    post = ctx.post_header_len(QUERY_COMPRESSED_EVENT if compressed else type_code)
     need(buf, p, max(post, 11), "Query post-header")
     thread_id, exec_time, db_len, error_code = _QUERY_POST_V3.unpack_from(buf, p)
     # Binlog v3 (MySQL 4.x) Query events have no status variables: an 11-byte post-header.
@@ -369,6 +424,32 @@ def _dec_query(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCo
         block = bytes(buf[q:end])
         return QueryCompressedEvent(query=decompress_block(buf, q, end), compressed_block=block, **kwargs)
     return QueryEvent(query=bytes(buf[q:end]), **kwargs)
+
+
+def _dec_execute_load_query(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    post = ctx.post_header_len(EXECUTE_LOAD_QUERY_EVENT)
+    need(buf, p, max(post, 13 + _EXEC_LOAD.size), "Execute_load_query post-header")
+    file_id, start, stop, dup = _EXEC_LOAD.unpack_from(buf, p + 13)
+    query = _dec_query(buf, p, end, hdr, ctx, type_code=EXECUTE_LOAD_QUERY_EVENT)
+    assert isinstance(query, QueryEvent)
+    return ExecuteLoadQueryEvent(
+        file_id=file_id,
+        fn_pos_start=start,
+        fn_pos_end=stop,
+        dup_handling=dup,
+        query=query.query,
+        database=query.database,
+        thread_id=query.thread_id,
+        exec_time=query.exec_time,
+        error_code=query.error_code,
+        status_vars=query.status_vars,
+        **hdr,
+    )
+
+
+def _dec_load_block(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, type_code: int) -> Event:
+    need(buf, p, 4, "load block file id")
+    return LoadBlockEvent(type_code, file_id=U32.unpack_from(buf, p)[0], block=bytes(buf[p + 4 : end]), **hdr)
 
 
 def _dec_query_compressed(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
@@ -412,4 +493,7 @@ DECODERS: dict[int, Decoder] = {
     INTVAR_EVENT: _dec_intvar,
     RAND_EVENT: _dec_rand,
     USER_VAR_EVENT: _dec_user_var,
+    EXECUTE_LOAD_QUERY_EVENT: _dec_execute_load_query,
+    BEGIN_LOAD_QUERY_EVENT: lambda b, p, e, h, c: _dec_load_block(b, p, e, h, c, BEGIN_LOAD_QUERY_EVENT),
+    APPEND_BLOCK_EVENT: lambda b, p, e, h, c: _dec_load_block(b, p, e, h, c, APPEND_BLOCK_EVENT),
 }

@@ -103,7 +103,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("force-read", "f", "bool", "force_read"),
     ("hexdump", "H", "bool", "hexdump"),
     ("host", "h", "str", "host"),
-    ("local-load", "l", "str", "ignored"),
+    ("local-load", "l", "str", "local_load"),
     ("offset", "o", "int", "offset"),
     ("password", "p", "opt", "password"),
     ("plugin-dir", None, "str", "ignored"),
@@ -214,6 +214,7 @@ class DumpOptions:
         self.print_table_metadata = False
         self.convert_engine_binlog = False
         self.max_binlog_size = 1 << 30
+        self.local_load: str | None = None
         self.format = "text"
         self.convert_to_engine_binlog: str | None = None
         self.ignored: Any = None
@@ -516,6 +517,7 @@ class Dumper:
             database=opts.database.encode() if opts.database is not None else None,
             table=opts.table.encode() if opts.table is not None else None,
             rewrite_db=rewrite,
+            local_load=opts.local_load,
         )
         self.base64_mode = base64
         #: Where accepted events go: the text printer, or a sink made by ``sink(write)``.

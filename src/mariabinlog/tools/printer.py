@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..codec.events import (
+    APPEND_BLOCK_EVENT,
     ANNOTATE_ROWS_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
@@ -76,7 +77,7 @@ from .printer_base import (
     _U64,
 )
 from .printer_gtid import GtidPrinter, _XA_PREPARE
-from .printer_query import _MASKED_FLAGS2, QueryPrinter
+from .printer_query import _MASKED_FLAGS2, LoadFiles, QueryPrinter
 from .printer_rows import ROW_EVENT_TYPES, RowsPrinter, TableInfo
 
 # Names callers use through this module (the rooms hold them).
@@ -150,6 +151,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         #: The rows events of the current statement (raw bytes with their flags already
         #: rewritten), printed in reverse order at its last event.
         self.flashback_stmt: list[tuple[bytes, int, int]] = []
+        #: LOAD DATA files rebuilt from Begin_load_query/Append_block events (one set per dump).
+        self.load_files = LoadFiles(options.local_load)
         self._build_dispatch()
         self.reset_state()
 
@@ -338,6 +341,9 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         dispatch[ANNOTATE_ROWS_EVENT] = self._annotate_rows
         dispatch[QUERY_EVENT] = self.query
         dispatch[QUERY_COMPRESSED_EVENT] = self.query
+        dispatch[EXECUTE_LOAD_QUERY_EVENT] = self.query
+        dispatch[BEGIN_LOAD_QUERY_EVENT] = self.load_block
+        dispatch[APPEND_BLOCK_EVENT] = self.load_block
         dispatch[FORMAT_DESCRIPTION_EVENT] = self.format_description
         dispatch[START_EVENT_V3] = self.format_description
         self._dispatch = dispatch
@@ -489,10 +495,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 b"# Encryption scheme: %d, key_version: %d, nonce: %s\n# The rest of the binlog is encrypted!\n"
                 % (se.crypto_scheme, se.key_version, se.nonce.hex().encode())
             )
-        elif code == HEARTBEAT_LOG_EVENT or code in (
-            BEGIN_LOAD_QUERY_EVENT,
-            EXECUTE_LOAD_QUERY_EVENT,
-        ):
+        elif code == HEARTBEAT_LOG_EVENT:
             if short:
                 return
             self.header(ev, h)

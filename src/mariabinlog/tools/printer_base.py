@@ -81,6 +81,7 @@ class PrintOptions:
         "database",
         "flashback",
         "hexdump",
+        "local_load",
         "print_row_count",
         "print_row_event_positions",
         "print_table_metadata",
@@ -106,6 +107,7 @@ class PrintOptions:
         database: bytes | None = None,
         table: bytes | None = None,
         rewrite_db: dict[bytes, bytes] | None = None,
+        local_load: str | None = None,
     ) -> None:
         self.short_form = short_form
         self.verbose = 0 if short_form else verbose
@@ -119,6 +121,8 @@ class PrintOptions:
         self.database = database
         self.table = table
         self.rewrite_db = rewrite_db or {}
+        #: --local-load: where LOAD DATA files are rebuilt (None: $TMPDIR or /tmp).
+        self.local_load = local_load
 
 
 class MissingFormatDescription(DecodeError):

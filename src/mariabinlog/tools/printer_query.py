@@ -4,10 +4,15 @@ Query event prints when they changed, the query itself, and User_var events.
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Any
 
 from ..codec.events import (
+    LOAD_DUP_REPLACE,
+    ExecuteLoadQueryEvent,
+    BEGIN_LOAD_QUERY_EVENT,
+    EXECUTE_LOAD_QUERY_EVENT,
     decompress_block,
     FL_COMMIT_ALTER_E1,
     FL_COMPLETED_XA,
@@ -35,6 +40,7 @@ from ..codec.events import (
 )
 from ..codec.rows import decimal_str
 from . import charsets
+from .printer_rows import _pretty_str
 from .printer_base import (
     _backtick,
     BASE64_DECODE_ROWS,
@@ -108,6 +114,53 @@ class _QueryParts:
         self.query = query
 
 
+_QUERY_NAMES = {
+    QUERY_COMPRESSED_EVENT: b"Query_compressed",
+    EXECUTE_LOAD_QUERY_EVENT: b"Execute_load_query",
+}
+
+
+class LoadFiles:
+    """The files LOAD DATA events rebuild (the tool's Load_log_processor): a new file per
+    Begin_load_query, named ``SQL_LOAD_MB-<file id>-<n>`` (hexadecimal, the first free n)
+    in ``directory`` (``--local-load``, else $TMPDIR, else /tmp)."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = directory
+        self.open_files: dict[int, str] = {}
+
+    def _dir(self) -> str:
+        return self.directory or os.environ.get("TMPDIR") or "/tmp"
+
+    def create(self, file_id: int, block: bytes) -> None:
+        """Start the file of ``file_id`` with its first block."""
+        base = os.path.join(self._dir(), "SQL_LOAD_MB-%x" % file_id)
+        for n in range(0x10000):
+            path = f"{base}-{n:x}"
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640)
+            except FileExistsError:
+                continue
+            except OSError:
+                return
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(block)
+            self.open_files[file_id] = path
+            return
+
+    def append(self, file_id: int, block: bytes) -> None:
+        """Add a block to the file of ``file_id`` (none: the block is dropped, as the tool does)."""
+        path = self.open_files.get(file_id)
+        if path is not None:
+            with open(path, "ab") as handle:
+                handle.write(block)
+
+    def take(self, file_id: int) -> bytes | None:
+        """The file name of ``file_id``, forgotten afterwards (Load_log_processor::grab_fname)."""
+        path = self.open_files.pop(file_id, None)
+        return None if path is None else path.encode()
+
+
 class QueryPrinter:
     """The Printer's Query and User_var events and the session state they print
     (a mixin of :class:`~mariabinlog.tools.printer.Printer`)."""
@@ -177,8 +230,12 @@ class QueryPrinter:
         self.skip_replication_statement(flags)
         h = self.head
         self.query_header(ev, q, flags, is_xa, h)
+        load = ev.decoded() if ev.type_code == EXECUTE_LOAD_QUERY_EVENT else None
+        if load is not None:
+            query = self._load_statement(load)
         gtid_extra = getattr(self, "gtid_flags_extra", 0)
-        if not opt.flashback:
+        # Execute_load_query prints its statement even with --flashback (its own print()).
+        if not opt.flashback or load is not None:
             if gtid_extra & (
                 FL_START_ALTER_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1
             ):
@@ -200,12 +257,54 @@ class QueryPrinter:
             else:
                 h.append(query)
                 h.append(b"\n%s\n" % DELIM)
+                if load is not None and not opt.short_form:
+                    h.append(b"# file_id: %d \n" % load.file_id)
         else:
             if query == b"BEGIN":
                 h.append(b"COMMIT\n%s\n" % DELIM)
             elif query == b"COMMIT":
                 h.append(b"START TRANSACTION\n%s\n" % DELIM)
+        if load is not None:
+            # ... straight to the output, not kept for --flashback's reversed events.
+            self.out.extend(h)
+            h.clear()
+            return
         self._release_owned()
+
+    def _load_statement(self, load: ExecuteLoadQueryEvent) -> bytes:
+        """Execute_load_query_log_event::print: the statement reading the file the load
+        blocks were written to (``LOCAL INFILE``), or as logged when there is none."""
+        path = self.load_files.take(load.file_id)
+        query = load.query
+        if path is None:
+            return query
+        return (
+            query[: load.fn_pos_start]
+            + b" LOCAL INFILE "
+            + _pretty_str(path)
+            + (b" REPLACE" if load.dup_handling == LOAD_DUP_REPLACE else b"")
+            + b" INTO"
+            + query[load.fn_pos_end :]
+        )
+
+    def load_block(self, ev: EventView) -> None:
+        """Begin_load_query / Append_block: the block goes to its LOAD DATA file (as the tool's
+        Load_log_processor writes it), the event prints one comment line."""
+        block = ev.decoded()
+        begin = ev.type_code == BEGIN_LOAD_QUERY_EVENT
+        if begin:
+            self.load_files.create(block.file_id, block.block)
+        else:
+            self.load_files.append(block.file_id, block.block)
+        if self.opt.short_form:
+            return
+        h = self.head
+        self.header(ev, h)
+        h.append(
+            b"\n#%s: file_id: %d  block_len: %d\n"
+            % (b"Begin_load_query" if begin else b"Append_block", block.file_id, len(block.block))
+        )
+        self._flush_head()
 
     def query_header(
         self, ev: EventView, q: _QueryParts, flags: int, is_xa: bool, h: list[bytes]
@@ -218,9 +317,7 @@ class QueryPrinter:
             h.append(
                 b"\t%s\tthread_id=%d\texec_time=%d\terror_code=%d\txid=%d\n"
                 % (
-                    b"Query_compressed"
-                    if ev.type_code == QUERY_COMPRESSED_EVENT
-                    else b"Query",
+                    _QUERY_NAMES.get(ev.type_code, b"Query"),
                     q.thread_id,
                     q.exec_time,
                     q.error_code,
