@@ -55,10 +55,6 @@ _DIFFERENT_FILES: dict[str, frozenset[str]] = {
     "suite/binlog/std_data/ver_5_1-telco.001": _ALL,
     "suite/binlog/std_data/ver_5_1_17.001": _ALL,
     "suite/binlog/std_data/bug32407.001": _ALL,
-    # Damaged files: where and how the real tool stops.
-    "std_data/bug40482-bin.000001": _ALL,
-    "std_data/corrupt-relay-bin.000624": frozenset({"plain", "v", "vv", "hexdump"}),
-    "suite/binlog/std_data/invalid_row_v2_tag.001": _ALL,
     # MySQL 8: Transaction_payload, Partial_update_rows and table map metadata.
     "std_data/mdev35643_mysql_80_binlog.000001": _ALL,
 }

@@ -140,6 +140,7 @@ from .events_rows import (
     RowsEvent,
     STMT_END_F,
     TableMapEvent,
+    rows_extra_end,
 )
 from .events_transaction import (
     BinlogCheckpointEvent,

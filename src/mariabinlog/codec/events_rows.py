@@ -292,6 +292,28 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
     )
 
 
+def rows_extra_end(buf: Buffer, q: int, end: int) -> int:
+    """End of a v2 rows event's extra data whose length field is at ``q``, checked as the
+    server's reader checks it: a length of at least 2 inside the event, and every
+    extra-row-info chunk (tag 0) with its 2-byte header and its length inside the data
+    (a chunk of another tag ends the walk)."""
+    need(buf, q, 2, "rows event extra data length")
+    extra_len = U16.unpack_from(buf, q)[0]
+    stop = q + extra_len
+    if extra_len < 2 or stop > end:
+        raise DecodeError("invalid rows event: extra data length out of range", offset=q, expected=">= 2, inside the event")
+    pos = q + 2
+    while pos < stop:
+        tag = buf[pos]
+        pos += 1
+        if tag != 0:
+            break
+        if stop - pos < 2 or stop - pos < buf[pos]:
+            raise DecodeError("invalid rows event: truncated extra row info", offset=pos, expected="its 2-byte header and data")
+        pos += buf[pos]
+    return stop
+
+
 def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, type_code: int) -> Event:
     post = ctx.post_header_len(type_code)
     need(buf, p, post, "rows event post-header")
@@ -301,13 +323,9 @@ def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
         table_id, rows_flags, q = read_u48(buf, p), U16.unpack_from(buf, p + 6)[0], p + 8
     extra = None
     if type_code in _ROWS_V2:
-        need(buf, q, 2, "rows event extra data length")
-        extra_len = U16.unpack_from(buf, q)[0]
-        if extra_len < 2:
-            raise DecodeError("rows event extra data length below 2", offset=q, expected=">= 2")
-        need(buf, q, extra_len, "rows event extra data")
-        extra = bytes(buf[q + 2 : q + extra_len])
-        q += extra_len
+        stop = rows_extra_end(buf, q, end)
+        extra = bytes(buf[q + 2 : stop])
+        q = stop
     width, q = read_lenenc_int(buf, q, "rows event column count")
     nb = (width + 7) >> 3
     need(buf, q, nb, "rows event column bitmap")

@@ -958,6 +958,7 @@ class Dumper:
                     except P.FlashbackError:
                         return self._flashback_error()
                     except DecodeError as exc:
+                        self._drop_partial(ev.position)
                         self.error(
                             self._read_error_text(name, ev.position, str(exc.reason))
                         )
@@ -995,6 +996,21 @@ class Dumper:
             _err(self.err, message)
         self.error(str(exc))
         return ERROR_STOP
+
+    def _drop_partial(self, position: int) -> None:
+        """Forget what the printer wrote of the event at ``position`` (from its ``# at`` line):
+        the tool fails to read such an event before printing anything of it."""
+        out = getattr(self.printer, "out", None)
+        if not isinstance(out, list):
+            return
+        line = b"# at %d\n" % position
+        for i in range(len(out) - 1, max(len(out) - 64, -1), -1):
+            if out[i] == line:
+                del out[i:]
+                break
+        head = getattr(self.printer, "head", None)
+        if isinstance(head, list):
+            head.clear()
 
     def _read_error_text(self, name: str, pos: int, detail: str) -> str:
         return f"Could not read entry at offset {pos} of '{name}': Error in log format or read error ({detail})."
@@ -1088,6 +1104,7 @@ class Dumper:
             except P.FlashbackError:
                 return self._flashback_error()
             except DecodeError as exc:
+                self._drop_partial(ev.position)
                 self.error(self._read_error_text(name, ev.position, str(exc.reason)))
                 return ERROR_STOP
             return OK_CONTINUE

@@ -60,6 +60,7 @@ from ..codec.events import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
+from ..errors import DecodeError
 from .printer_base import (
     BASE64_DECODE_ROWS,
     _base64_lines,
@@ -101,6 +102,9 @@ from .printer_rows import (  # noqa: F401
     row_counter,
 )
 
+
+#: The one incident an Incident event may report (sql/rpl_constants.h INCIDENT_LOST_EVENTS).
+INCIDENT_LOST_EVENTS = 1
 
 #: MySQL-only events the tool reads as Ignorable (whatever their flags say), with the
 #: names it prints for them (``Log_event::get_type_str``).
@@ -480,9 +484,14 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 self._flush_head()
             return
         elif code == INCIDENT_EVENT:
+            inc = ev.decoded()
+            if inc.incident != INCIDENT_LOST_EVENTS:
+                # Incident_log_event::is_valid: LOST_EVENTS is the only incident there is.
+                raise DecodeError(
+                    f"invalid Incident event: incident {inc.incident}", offset=ev.position, expected="incident 1"
+                )
             if short:
                 return
-            inc = ev.decoded()
             self.header(ev, h)
             description = {0: b"NONE", 1: b"LOST_EVENTS"}.get(inc.incident, b"UNKNOWN")
             h.append(

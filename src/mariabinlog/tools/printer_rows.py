@@ -9,6 +9,7 @@ from typing import Any
 
 from ..codec import columns as C
 from ..codec.events import (
+    rows_extra_end,
     decompress_block,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
@@ -877,6 +878,8 @@ class RowsPrinter:
             )
             flags_at = p + 6
         rows_flags = _U16.unpack_from(buf, flags_at)[0]
+        if code in _V2_ROWS:
+            rows_extra_end(buf, p + post - 2, ev.body_end)  # an invalid event stops the dump here
         stmt_end = bool(rows_flags & STMT_END_F)
         ignored = table_id in self.ignored_maps
         if self.opt.flashback:
@@ -945,7 +948,7 @@ class RowsPrinter:
         q = p + post
         if code in _V2_ROWS:
             # The post-header ends with the extra data's length, which counts itself.
-            q += _U16.unpack_from(buf, q - 2)[0] - 2
+            q = rows_extra_end(buf, q - 2, ev.body_end)
         width, q = read_lenenc_int(buf, q, "rows event column count")
         nb = (width + 7) >> 3
         cols = bytes(buf[q : q + nb])
