@@ -51,10 +51,11 @@ _ALL = frozenset(MODES)
 _DIFFERENT_FILES: dict[str, frozenset[str]] = {
     # MySQL 4.1 with pre-5.0 LOAD DATA (Load, Create_file, Exec_load).
     "suite/binlog/std_data/binlog_old_version_4_1.000001": _ALL,
-    # MySQL 5.1.15-5.1.17: pre-GA rows events (types 20-22), table maps without metadata.
-    "suite/binlog/std_data/ver_5_1-telco.001": _ALL,
-    "suite/binlog/std_data/ver_5_1_17.001": _ALL,
-    "suite/binlog/std_data/bug32407.001": _ALL,
+    # MySQL 5.1.15-5.1.17's pre-GA rows events under --flashback: the real tool crashes
+    # (SIGSEGV) on the first two and rewrites the third's events in ways not followed here.
+    "suite/binlog/std_data/ver_5_1-telco.001": frozenset({"flashback"}),
+    "suite/binlog/std_data/ver_5_1_17.001": frozenset({"flashback"}),
+    "suite/binlog/std_data/bug32407.001": frozenset({"flashback"}),
     # MySQL 8: Transaction_payload, Partial_update_rows and table map metadata.
     "std_data/mdev35643_mysql_80_binlog.000001": _ALL,
 }

@@ -270,6 +270,19 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
     need(buf, q, ncols, "Table_map column types")
     types = bytes(buf[q : q + ncols])
     q += ncols
+    if q >= end:
+        # MySQL 5.1 before 5.1.18 wrote neither metadata nor NULL bitmap (the reader
+        # takes zeros, as the server's does).
+        return TableMapEvent(
+            table_id=table_id,
+            map_flags=map_flags,
+            schema=schema,
+            table=table,
+            column_types=types,
+            column_meta=(0,) * ncols,
+            null_bitmap=bytes((ncols + 7) >> 3),
+            **hdr,
+        )
     meta_len, q = read_lenenc_int(buf, q, "Table_map metadata length")
     need(buf, q, meta_len, "Table_map metadata")
     meta = columns.decode_column_meta(types, buf, q, q + meta_len)

@@ -62,7 +62,10 @@ _ROWS_NAMES = {
     WRITE_ROWS_COMPRESSED_EVENT: b"Write_compressed_rows",
     UPDATE_ROWS_COMPRESSED_EVENT: b"Update_compressed_rows",
     DELETE_ROWS_COMPRESSED_EVENT: b"Delete_compressed_rows",
+    **{code: name for code, name in zip(range(20, 23), (b"Write_rows_old", b"Update_rows_old", b"Delete_rows_old"))},
 }
+#: MySQL 5.1.15-5.1.17's pre-GA rows events: printed (base64), their rows neither decoded nor counted.
+_OLD_ROWS = frozenset(range(20, 23))
 #: Flashback prints Write as Delete and vice versa.
 _FLASHBACK_NAMES = {b"Write_rows": b"Delete_rows", b"Delete_rows": b"Write_rows"}
 #: Compressed row event type -> the uncompressed type the tool re-encodes it as.
@@ -973,7 +976,7 @@ class RowsPrinter:
             code = _UNCOMPRESSED_TYPE[code]
             data, start, end = rows, 0, len(rows)
         info = self.table_maps.get(table_id)
-        if opt.flashback:
+        if opt.flashback and code not in _OLD_ROWS:
             # Log_event::print_base64: Write <-> Delete, rows in reverse order, the
             # images of each updated row swapped; the CRC bytes are left as they were.
             if raw is None:
@@ -994,14 +997,18 @@ class RowsPrinter:
         if not opt.short_form:
             h = self.head
             self.header(ev, h, raw)
+            # Old_rows_log_event prints no flags when rows are decoded rather than base64'd.
+            show_flags = stmt_end and not (code in _OLD_ROWS and opt.base64_mode == BASE64_DECODE_ROWS)
             h.append(
                 b"\t%s: table id %d%s\n"
-                % (name, table_id, b" flags: STMT_END_F" if stmt_end else b"")
+                % (name, table_id, b" flags: STMT_END_F" if show_flags else b"")
             )
         if not opt.short_form or opt.print_row_count:
             if encoded:
                 _base64_lines(raw if raw is not None else ev.raw(), self.body)
-            if opt.verbose:
+            if code in _OLD_ROWS:
+                pass
+            elif opt.verbose:
                 if info is None:
                     self.tail.append(b"### Row event for unknown table #%d" % table_id)
                 else:
