@@ -56,8 +56,6 @@ _DIFFERENT_FILES: dict[str, frozenset[str]] = {
     "suite/binlog/std_data/ver_5_1-telco.001": frozenset({"flashback"}),
     "suite/binlog/std_data/ver_5_1_17.001": frozenset({"flashback"}),
     "suite/binlog/std_data/bug32407.001": frozenset({"flashback"}),
-    # MySQL 8: Transaction_payload, Partial_update_rows and table map metadata.
-    "std_data/mdev35643_mysql_80_binlog.000001": _ALL,
 }
 KNOWN_DIFFERENT = frozenset((name, mode) for name, modes in _DIFFERENT_FILES.items() for mode in modes)
 

@@ -106,6 +106,9 @@ from .printer_rows import (  # noqa: F401
 #: The one incident an Incident event may report (sql/rpl_constants.h INCIDENT_LOST_EVENTS).
 INCIDENT_LOST_EVENTS = 1
 
+#: MySQL 8's Transaction_payload (binlog_transaction_compression), which MariaDB refuses.
+MYSQL_TRANSACTION_PAYLOAD_EVENT = 40
+
 #: MySQL-only events the tool reads as Ignorable (whatever their flags say), with the
 #: names it prints for them (``Log_event::get_type_str``).
 MYSQL_IGNORED_EVENTS: dict[int, bytes] = {
@@ -400,10 +403,18 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
     # -- everything else
 
     def other(self, ev: EventView) -> None:
+        """The events without a printer room of their own (file control, Incident, MySQL's)."""
         opt = self.opt
         code = ev.type_code
         h = self.head
         short = opt.short_form
+        if code == MYSQL_TRANSACTION_PAYLOAD_EVENT:
+            # MariaDB cannot read MySQL 8's compressed transactions: a read error, as in the tool.
+            raise DecodeError(
+                "Found incompatible MySQL 8.0 TRANSACTION_PAYLOAD_EVENT event (binlog_transaction_compression)",
+                offset=ev.position,
+                expected="an event MariaDB can read",
+            )
         if code == ROTATE_EVENT:
             if short:
                 return
