@@ -49,8 +49,6 @@ MODES: dict[str, list[str]] = {
 #: Listed by file; see docs/versions.md for what each lacks.
 _ALL = frozenset(MODES)
 _DIFFERENT_FILES: dict[str, frozenset[str]] = {
-    # MySQL 4.1 with pre-5.0 LOAD DATA (Load, Create_file, Exec_load).
-    "suite/binlog/std_data/binlog_old_version_4_1.000001": _ALL,
     # MySQL 5.1.15-5.1.17's pre-GA rows events under --flashback: the real tool crashes
     # (SIGSEGV) on the first two and rewrites the third's events in ways not followed here.
     "suite/binlog/std_data/ver_5_1-telco.001": frozenset({"flashback"}),

@@ -78,6 +78,9 @@ from .event_header import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
     APPEND_BLOCK_EVENT,
+    LOAD_EVENT,
+    CREATE_FILE_EVENT,
+    EXEC_LOAD_EVENT,
 )
 from .events_control import (
     AnnotateRowsEvent,
@@ -129,6 +132,11 @@ from .events_query import (
     LOAD_DUP_ERROR,
     LOAD_DUP_IGNORE,
     LOAD_DUP_REPLACE,
+    CreateFileEvent,
+    ExecLoadEvent,
+    LOAD_OPT_ENCLOSED_F,
+    LOAD_REPLACE_F,
+    LOAD_IGNORE_F,
 )
 from .events_rows import (
     COMPLETE_ROWS_F,

@@ -9,6 +9,9 @@ from typing import Any
 
 from ..errors import DecodeError, TruncatedError
 from .event_header import (
+    LOAD_EVENT,
+    EXEC_LOAD_EVENT,
+    CREATE_FILE_EVENT,
     APPEND_BLOCK_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     EXECUTE_LOAD_QUERY_EVENT,
@@ -391,6 +394,67 @@ class ExecuteLoadQueryEvent(QueryEvent):
         return body[:13] + _EXEC_LOAD.pack(self.file_id, self.fn_pos_start, self.fn_pos_end, self.dup_handling) + body[13:]
 
 
+#: sql_ex option flags of pre-5.0 LOAD DATA events (sql/log_event.h).
+LOAD_OPT_ENCLOSED_F = 0x02
+LOAD_REPLACE_F = 0x04
+LOAD_IGNORE_F = 0x08
+_LOAD_HEADER = struct.Struct("<IIIBBI")
+
+
+class CreateFileEvent(Event):
+    """Create_file (8): a pre-5.0 LOAD DATA statement (Load_log_event layout, new sql_ex
+    format) with the file's first block; Append_block and Exec_load follow by file id."""
+
+    type_code = CREATE_FILE_EVENT
+    __slots__ = (
+        "thread_id", "exec_time", "skip_lines", "field_term", "enclosed", "line_term", "line_start",
+        "escaped", "opt_flags", "fields", "table", "database", "file_name", "file_id", "block",
+    )
+
+    def __init__(self, *, file_id: int, file_name: bytes, block: bytes, **fields: Any) -> None:
+        header = {k: fields.pop(k) for k in ("timestamp", "server_id", "log_pos", "flags") if k in fields}
+        super().__init__(**header)
+        self.file_id = file_id
+        self.file_name = file_name
+        self.block = block
+        self.thread_id: int = fields["thread_id"]
+        self.exec_time: int = fields["exec_time"]
+        self.skip_lines: int = fields["skip_lines"]
+        self.field_term: bytes = fields["field_term"]
+        self.enclosed: bytes = fields["enclosed"]
+        self.line_term: bytes = fields["line_term"]
+        self.line_start: bytes = fields["line_start"]
+        self.escaped: bytes = fields["escaped"]
+        self.opt_flags: int = fields["opt_flags"]
+        self.fields: list[bytes] = fields["fields"]
+        self.table: bytes = fields["table"]
+        self.database: bytes = fields["database"]
+
+    def encode_body(self) -> bytes:
+        out = _LOAD_HEADER.pack(
+            self.thread_id, self.exec_time, self.skip_lines, len(self.table), len(self.database), len(self.fields)
+        ) + U32.pack(self.file_id)
+        for text in (self.field_term, self.enclosed, self.line_term, self.line_start, self.escaped):
+            out += U8.pack(len(text)) + text
+        out += U8.pack(self.opt_flags) + bytes(len(f) for f in self.fields)
+        out += b"".join(f + b"\0" for f in self.fields)
+        return out + self.table + b"\0" + self.database + b"\0" + self.file_name + b"\0" + self.block
+
+
+class ExecLoadEvent(Event):
+    """Exec_load (10): run the pre-5.0 LOAD DATA whose Create_file has ``file_id``."""
+
+    type_code = EXEC_LOAD_EVENT
+    __slots__ = ("file_id",)
+
+    def __init__(self, *, file_id: int, **header: int) -> None:
+        super().__init__(**header)
+        self.file_id = file_id
+
+    def encode_body(self) -> bytes:
+        return U32.pack(self.file_id)
+
+
 def _dec_query(
     buf: Buffer,
     p: int,
@@ -486,6 +550,62 @@ def _dec_user_var(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Decod
     )
 
 
+def _cstring(buf: Buffer, pos: int, end: int, what: str) -> tuple[bytes, int]:
+    stop = bytes(buf[pos:end]).find(b"\0")
+    if stop < 0:
+        raise TruncatedError(f"truncated {what}", offset=pos, expected="a NUL-terminated string")
+    return bytes(buf[pos : pos + stop]), pos + stop + 1
+
+
+def _dec_create_file(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    load_post = ctx.post_header_len(LOAD_EVENT) or _LOAD_HEADER.size - 4
+    need(buf, p, load_post + 4, "Create_file post-header")
+    thread_id, exec_time, skip_lines, table_len, db_len, num_fields = _LOAD_HEADER.unpack_from(buf, p)
+    file_id = U32.unpack_from(buf, p + load_post)[0]
+    q = p + load_post + ctx.post_header_len(CREATE_FILE_EVENT)
+    texts = []
+    for _ in range(5):
+        need(buf, q, 1, "LOAD DATA options")
+        n = buf[q]
+        need(buf, q + 1, n, "LOAD DATA options")
+        texts.append(bytes(buf[q + 1 : q + 1 + n]))
+        q += 1 + n
+    need(buf, q, 1 + num_fields, "LOAD DATA field lengths")
+    opt_flags = buf[q]
+    q += 1 + num_fields
+    fields = []
+    for _ in range(num_fields):
+        name, q = _cstring(buf, q, end, "LOAD DATA field name")
+        fields.append(name)
+    table, q = _cstring(buf, q, end, "LOAD DATA table name")
+    database, q = _cstring(buf, q, end, "LOAD DATA database name")
+    file_name, q = _cstring(buf, q, end, "LOAD DATA file name")
+    return CreateFileEvent(
+        file_id=file_id,
+        file_name=file_name,
+        block=bytes(buf[q:end]),
+        thread_id=thread_id,
+        exec_time=exec_time,
+        skip_lines=skip_lines,
+        field_term=texts[0],
+        enclosed=texts[1],
+        line_term=texts[2],
+        line_start=texts[3],
+        escaped=texts[4],
+        opt_flags=opt_flags,
+        fields=fields,
+        table=table,
+        database=database,
+        **hdr,
+    )
+
+
+def _dec_exec_load(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    need(buf, p, 4, "Exec_load file id")
+    return ExecLoadEvent(file_id=U32.unpack_from(buf, p)[0], **hdr)
+
+
+
 #: Decoders of this room's event types, merged by :func:`mariabinlog.codec.events.decode_event`.
 DECODERS: dict[int, Decoder] = {
     QUERY_EVENT: _dec_query,
@@ -496,4 +616,6 @@ DECODERS: dict[int, Decoder] = {
     EXECUTE_LOAD_QUERY_EVENT: _dec_execute_load_query,
     BEGIN_LOAD_QUERY_EVENT: lambda b, p, e, h, c: _dec_load_block(b, p, e, h, c, BEGIN_LOAD_QUERY_EVENT),
     APPEND_BLOCK_EVENT: lambda b, p, e, h, c: _dec_load_block(b, p, e, h, c, APPEND_BLOCK_EVENT),
+    CREATE_FILE_EVENT: _dec_create_file,
+    EXEC_LOAD_EVENT: _dec_exec_load,
 }

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..codec.events import (
+    CREATE_FILE_EVENT,
+    EXEC_LOAD_EVENT,
     APPEND_BLOCK_EVENT,
     ANNOTATE_ROWS_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
@@ -160,6 +162,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         self.flashback_stmt: list[tuple[bytes, int, int]] = []
         #: LOAD DATA files rebuilt from Begin_load_query/Append_block events (one set per dump).
         self.load_files = LoadFiles(options.local_load)
+        #: Create_file events waiting for their Exec_load, by file id.
+        self.load_events: dict[int, EventView] = {}
         self._build_dispatch()
         self.reset_state()
 
@@ -351,6 +355,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         dispatch[EXECUTE_LOAD_QUERY_EVENT] = self.query
         dispatch[BEGIN_LOAD_QUERY_EVENT] = self.load_block
         dispatch[APPEND_BLOCK_EVENT] = self.load_block
+        dispatch[CREATE_FILE_EVENT] = self.create_file
+        dispatch[EXEC_LOAD_EVENT] = self.exec_load
         dispatch[FORMAT_DESCRIPTION_EVENT] = self.format_description
         dispatch[START_EVENT_V3] = self.format_description
         self._dispatch = dispatch

@@ -9,6 +9,10 @@ import struct
 from typing import Any
 
 from ..codec.events import (
+    LOAD_OPT_ENCLOSED_F,
+    LOAD_IGNORE_F,
+    LOAD_REPLACE_F,
+    CreateFileEvent,
     LOAD_DUP_REPLACE,
     ExecuteLoadQueryEvent,
     BEGIN_LOAD_QUERY_EVENT,
@@ -132,9 +136,10 @@ class LoadFiles:
     def _dir(self) -> str:
         return self.directory or os.environ.get("TMPDIR") or "/tmp"
 
-    def create(self, file_id: int, block: bytes) -> None:
-        """Start the file of ``file_id`` with its first block."""
-        base = os.path.join(self._dir(), "SQL_LOAD_MB-%x" % file_id)
+    def create(self, file_id: int, block: bytes, name: str = "SQL_LOAD_MB") -> None:
+        """Start the file of ``file_id`` with its first block (``name``: the base name of a
+        pre-5.0 Create_file's file, else SQL_LOAD_MB)."""
+        base = os.path.join(self._dir(), "%s-%x" % (name, file_id))
         for n in range(0x10000):
             path = f"{base}-{n:x}"
             try:
@@ -305,6 +310,71 @@ class QueryPrinter:
             % (b"Begin_load_query" if begin else b"Append_block", block.file_id, len(block.block))
         )
         self._flush_head()
+
+    def create_file(self, ev: EventView) -> None:
+        """Create_file (pre-5.0 LOAD DATA): printed commented out, its file started; the
+        statement itself is printed at its Exec_load, reading the rebuilt file."""
+        cf = ev.decoded()
+        if not self.opt.short_form:
+            h = self.head
+            self._print_load(ev, cf, None, h)
+            h.append(b"# file_id: %d  block_len: %d\n" % (cf.file_id, len(cf.block)))
+            self._flush_head()
+        base = os.path.basename(cf.file_name).decode("utf-8", "surrogateescape")
+        self.load_files.create(cf.file_id, cf.block, base)
+        self.load_events[cf.file_id] = ev
+
+    def exec_load(self, ev: EventView) -> None:
+        """Exec_load: the Create_file's statement again, with ``LOCAL INFILE`` and the rebuilt file."""
+        file_id = ev.decoded().file_id
+        h = self.head
+        if not self.opt.short_form:
+            self.header(ev, h)
+            h.append(b"\n#Exec_load: file_id=%d\n" % file_id)
+        created = self.load_events.pop(file_id, None)
+        path = self.load_files.take(file_id)
+        if created is None or path is None:
+            h.append(b"# Warning: ignoring Exec_load as there is no Create_file event for file_id: %d\n" % file_id)
+        else:
+            cf = created.decoded()
+            created.hexdump_from = ev.position  # --hexdump shows where it is printed again
+            self._print_load(created, cf, path, h)
+            if not self.opt.short_form:
+                h.append(b"# file_id: %d  block_len: %d\n" % (cf.file_id, len(cf.block)))
+        self._flush_head()
+
+    def _print_load(self, ev: EventView, cf: CreateFileEvent, path: bytes | None, h: list[bytes]) -> None:
+        """Load_log_event::print: commented out (``path`` None) or reading the local file."""
+        mark = b"# " if path is None else b""
+        if not self.opt.short_form:
+            self.header(ev, h)
+            h.append(b"\tQuery\tthread_id=%d\texec_time=%d\n" % (cf.thread_id, cf.exec_time))
+        if cf.database != self.db:
+            self.db = cf.database
+            if cf.database:
+                h.append(b"%suse %s%s\n" % (mark, _backtick(cf.database), DELIM))
+        if ev.flags & LOG_EVENT_THREAD_SPECIFIC_F:
+            h.append(b"%sSET @@session.pseudo_thread_id=%d%s\n" % (mark, cf.thread_id, DELIM))
+        parts = [mark, b"LOAD DATA ", b"INFILE '%s' " % (cf.file_name if path is None else path)]
+        if path is not None:
+            parts.insert(2, b"LOCAL ")
+        if cf.opt_flags & LOAD_REPLACE_F:
+            parts.append(b"REPLACE ")
+        elif cf.opt_flags & LOAD_IGNORE_F:
+            parts.append(b"IGNORE ")
+        parts.append(b"INTO TABLE `%s`" % cf.table)
+        parts.append(b" FIELDS TERMINATED BY " + _pretty_str(cf.field_term))
+        if cf.opt_flags & LOAD_OPT_ENCLOSED_F:
+            parts.append(b" OPTIONALLY ")
+        parts.append(b" ENCLOSED BY " + _pretty_str(cf.enclosed))
+        parts.append(b" ESCAPED BY " + _pretty_str(cf.escaped))
+        parts.append(b" LINES TERMINATED BY " + _pretty_str(cf.line_term))
+        parts.append(b" STARTING BY " + _pretty_str(cf.line_start))
+        if cf.skip_lines > 0:
+            parts.append(b" IGNORE %d LINES" % cf.skip_lines)
+        if cf.fields:
+            parts.append(b" (" + b",".join(_backtick(f) for f in cf.fields) + b")")
+        h.append(b"".join(parts) + DELIM + b"\n")
 
     def query_header(
         self, ev: EventView, q: _QueryParts, flags: int, is_xa: bool, h: list[bytes]
