@@ -354,3 +354,24 @@ def test_checksum_byte_exists_from_the_version_that_introduced_it(version: str, 
     decoded = ev.decode_event(data)
     assert decoded.checksum_alg == (1 if has_checksum else 0)
     assert decoded.encode(checksum=has_checksum) == data
+
+
+def test_user_var_values_are_decoded_once_for_every_reader() -> None:
+    """UserVarEvent.decoded_value: the one decoder the printer, JSON, listing and apply call."""
+    import struct
+    from decimal import Decimal
+
+    from mariabinlog.codec.rows import _decimal_codec, decimal_str
+
+    def uv(kind: int, value: bytes, flags: int | None = None) -> object:
+        return ev.UserVarEvent(var_name=b"v", value_type=kind, value=value, var_flags=flags).decoded_value()
+
+    assert uv(ev.USER_VAR_INT, (2**64 - 5).to_bytes(8, "little")) == -5
+    assert uv(ev.USER_VAR_INT, (2**64 - 5).to_bytes(8, "little"), ev.USER_VAR_UNSIGNED_F) == 2**64 - 5
+    assert uv(ev.USER_VAR_REAL, struct.pack("<d", 2.5)) == 2.5
+    packed = _decimal_codec(0, 10 << 8 | 2).encode("-12.30")
+    value = uv(ev.USER_VAR_DECIMAL, bytes([10, 2]) + packed)
+    assert value == Decimal("-12.30") and decimal_str(value) == b"-12.30"
+    assert decimal_str(Decimal("-0")) == b"0" and decimal_str(Decimal("0.00")) == b"0.00"
+    assert uv(ev.USER_VAR_STRING, b"abc") == b"abc"
+    assert ev.UserVarEvent(var_name=b"v", is_null=True).decoded_value() is None
