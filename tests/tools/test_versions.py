@@ -26,6 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from mariabinlog.codec.events import RowsEvent
+from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.errors import MariabinlogError
 from mariabinlog.tools.dump import dump_main
 
 TEST_DATA = Path("/usr/share/mysql/mysql-test")
@@ -151,8 +154,16 @@ def test_dump_equals_the_real_tool(
 
 @pytest.mark.parametrize("path", BINLOGS or [None], ids=[_name(p) for p in BINLOGS] or ["mariadb-test-data-missing"])
 def test_every_reader_reads_or_refuses_clearly(path: Path | None, tmp_path: Path, tool_env: dict[str, str]) -> None:
-    """JSON output, the event listing and conversion to .ibb: a result or a typed error, no traceback."""
+    """The codec's event stream (what the Spark source and replication read), JSON output,
+    the event listing and conversion to .ibb: a result or a typed error, no traceback."""
     binlog = _need_data(path)
+    decoder = EventStreamDecoder()
+    try:
+        for event in iter_legacy_events(binlog.read_bytes(), decoder=decoder):
+            if isinstance(event, RowsEvent):
+                decoder.table_map_for(event)
+    except MariabinlogError as exc:
+        assert exc.offset is not None, str(exc)
     out = io.BytesIO()
     err = io.StringIO()
     status = dump_main(["--format=json", str(binlog)], stdout=out, stderr=err)
