@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from mariabinlog.codec.events import RowsEvent
+from mariabinlog.codec.events import RowsEvent, reframe
 from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.errors import MariabinlogError
 from mariabinlog.tools.dump import dump_main
@@ -188,3 +188,27 @@ def test_every_reader_reads_or_refuses_clearly(path: Path | None, tmp_path: Path
         assert status == 0 or "cannot be converted" in err.getvalue() or "ERROR" in err.getvalue(), err.getvalue()
     finally:
         shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.mark.parametrize("type_code", [28, 29, 36, 37, 39, 41, 33, 34, 35])
+def test_ignorable_events_are_named_as_the_tool_names_them(
+    type_code: int, utc: None, tmp_path: Path
+) -> None:
+    """MySQL-only events flagged ignorable (and MySQL's GTID events, flagged or not) print as
+    ``# Ignorable event type N (name)`` with the real tool's names."""
+    sources = [p for p in BINLOGS if p.name == "mdev-39404-binlog.000001"]
+    binlog = _need_data(sources[0] if sources else None)
+    data = binlog.read_bytes()
+    fd_end = 4 + int.from_bytes(data[4 + 9 : 4 + 13], "little")
+    flags = 0 if type_code in (33, 34, 35) else 0x80
+    body = b"\x00" * 8
+    header = (1700000000).to_bytes(4, "little") + bytes((type_code,)) + (1).to_bytes(4, "little")
+    event = header + (19 + len(body)).to_bytes(4, "little") + (0).to_bytes(4, "little") + flags.to_bytes(2, "little") + body
+    path = tmp_path / "ignorable-bin.000001"
+    path.write_bytes(data[:fd_end] + reframe(event, log_pos=fd_end + len(event) + 4, checksum=True))
+    real = subprocess.run(
+        [TOOL, "--no-defaults", str(path)], capture_output=True, check=False, env={**os.environ, "TZ": "UTC"}, timeout=60
+    )
+    out = io.BytesIO()
+    status = dump_main([str(path)], stdout=out, stderr=io.StringIO())
+    assert (status, out.getvalue()) == (real.returncode, real.stdout)

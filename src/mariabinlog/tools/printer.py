@@ -111,14 +111,19 @@ INCIDENT_LOST_EVENTS = 1
 #: MySQL 8's Transaction_payload (binlog_transaction_compression), which MariaDB refuses.
 MYSQL_TRANSACTION_PAYLOAD_EVENT = 40
 
-#: MySQL-only events the tool reads as Ignorable (whatever their flags say), with the
-#: names it prints for them (``Log_event::get_type_str``).
-MYSQL_IGNORED_EVENTS: dict[int, bytes] = {
+#: MySQL's GTID events, which the tool reads as Ignorable whatever their flags say.
+MYSQL_IGNORED_EVENTS = frozenset((33, 34, 35))
+#: How the tool names the events it prints as Ignorable (``Log_event::get_type_str``).
+IGNORABLE_NAMES: dict[int, bytes] = {
+    IGNORABLE_LOG_EVENT: b"Ignorable log event",
+    29: b"MySQL Rows_query",
     33: b"MySQL Gtid",
     34: b"MySQL Anonymous_Gtid",
     35: b"MySQL Previous_gtids",
-    36: b"MySQL Transaction_context",
-    37: b"MySQL View_change",
+    36: b"Transaction_context",
+    37: b"View_change",
+    39: b"MySQL Update_rows_partial",
+    41: b"MySQL Heartbeat",
 }
 
 
@@ -532,7 +537,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             self.header(ev, h)
             h.append(
                 b"\tIgnorable\n# Ignorable event type %d (%s)\n"
-                % (code, MYSQL_IGNORED_EVENTS.get(code) or _event_description(code))
+                % (code, IGNORABLE_NAMES.get(code) or _event_description(code))
             )
         else:
             if short:
