@@ -8,7 +8,14 @@ import binascii
 import struct
 from typing import Any
 
-from ..codec.events import CHECKSUM_OFF, decode_event, DecodeContext, FORMAT_DESCRIPTION_EVENT, HEADER
+from ..codec.events import (
+    CHECKSUM_OFF,
+    decode_event,
+    DecodeContext,
+    event_type_name,
+    FORMAT_DESCRIPTION_EVENT,
+    HEADER,
+)
 from ..codec.native import load_fast
 from ..codec.stream import footer_len
 from ..errors import DecodeError
@@ -136,8 +143,7 @@ class MissingFormatDescription(DecodeError):
 
 
 def _event_description(code: int) -> bytes:
-    from ..codec.events import event_type_name
-
+    """The event type's name as the tool prints it in comments."""
     return event_type_name(code).encode()
 
 

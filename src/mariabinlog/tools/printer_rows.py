@@ -31,7 +31,7 @@ from ..codec.events import (
 from ..codec.primitives import read_lenenc_int
 from ..codec.rows import decimal_size
 from ..errors import DecodeError
-from . import charsets
+from . import charsets, rowsql
 from .printer_base import (
     _backtick,
     BASE64_DECODE_ROWS,
@@ -471,8 +471,6 @@ def render_rows(
             if done is not None:
                 out.append(done[0])
                 return done[1]  # type: ignore[no-any-return]
-    from . import rowsql
-
     rows = bytes(data[start:end])
     text = rowsql.rows_sql(
         info.event,
@@ -488,8 +486,6 @@ def render_rows(
 def _verbose_plan(event: TableMapEvent) -> tuple[tuple[Any, ...], ...] | bool:
     """The column plan of ``_dumpfast.verbose_rows`` for a table map, False when a column
     needs the Python printer (types and metadata the tool prints oddly or not at all)."""
-    from . import rowsql
-
     plan = []
     nulls = event.null_bitmap
     for index, (ctype, meta) in enumerate(zip(event.column_types, event.column_meta)):
