@@ -4,14 +4,27 @@
 ``mariabinlog.codec.rows``; ``mariabinlog.tools._dumpfast`` holds the dump
 printer's hot loops (base64 lines, row counts, ``###`` lines).  Both modules
 fall back to pure Python without them: a failed compile (no C compiler) does
-not fail the install (``optional=True``).
+not fail the install (``optional=True``).  Both include ``codec/_decimal.h``, the one
+C implementation of packed DECIMAL.
 """
 
 from setuptools import Extension, setup
 
+_DECIMAL_H = "src/mariabinlog/codec/_decimal.h"
+
 setup(
     ext_modules=[
-        Extension("mariabinlog.codec._rowsfast", ["src/mariabinlog/codec/_rowsfast.c"], optional=True),
-        Extension("mariabinlog.tools._dumpfast", ["src/mariabinlog/tools/_dumpfast.c"], optional=True),
+        Extension(
+            "mariabinlog.codec._rowsfast",
+            ["src/mariabinlog/codec/_rowsfast.c"],
+            depends=[_DECIMAL_H],
+            optional=True,
+        ),
+        Extension(
+            "mariabinlog.tools._dumpfast",
+            ["src/mariabinlog/tools/_dumpfast.c"],
+            depends=[_DECIMAL_H],
+            optional=True,
+        ),
     ]
 )

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mariabinlog.codec import events as ev
-from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.stream import EventStreamDecoder, footer_len, iter_legacy_events
 from mariabinlog.errors import (
     ChecksumError,
     DecodeError,
@@ -170,8 +170,12 @@ events_strategy = st.one_of(
     st.builds(lambda h, t, s, f, o: ev.PartialRowDataEvent(total_fragments=t, sequence=s, fragment=f, fragment_flags=1 if o is not None else 0, original_size=o, **h),
               header, u32, u32, short_bytes, st.one_of(st.none(), u64)),
     st.builds(lambda h, c, b: ev.UnknownEvent(c, b, **h), header, st.sampled_from([6, 7, 8, 29, 33, 35, 200, 250]), short_bytes),
+    # A server that knows checksums (MariaDB 5.3+, MySQL 5.6.1+) writes the algorithm byte and CRC field.
     st.builds(lambda h, v, c, a: ev.FormatDescriptionEvent(server_version=v, create_timestamp=c, checksum_alg=a, **h),
-              header, st.text(alphabet="0123456789.-abcMariaDBlog", max_size=50), u32, st.sampled_from([0, 1])),
+              header, st.from_regex(r"\A(10|11|12)\.[0-9]{1,2}\.[0-9]{1,2}-MariaDB[a-z-]{0,20}\Z"), u32, st.sampled_from([0, 1])),
+    # An older one writes neither: its post-header array runs to the end of the event.
+    st.builds(lambda h, v, c: ev.FormatDescriptionEvent(server_version=v, create_timestamp=c, **h),
+              header, st.from_regex(r"\A(4\.1|5\.[015])\.[0-9]{1,2}-[a-z-]{0,20}\Z"), u32),
     st.builds(lambda h, b: ev.StopEvent(body=b, **h), header, st.binary(max_size=4)),
 )
 
@@ -326,3 +330,49 @@ def test_fuzz_mutated_corpus_files_raise_only_library_errors() -> None:
 def test_crc_footer_is_zlib_crc32() -> None:
     data = ev.XidEvent(xid=42).encode(checksum=True)
     assert int.from_bytes(data[-4:], "little") == zlib.crc32(data[:-4])
+
+
+@pytest.mark.parametrize(
+    ("version", "has_checksum"),
+    [
+        ("5.1.63-google-debug-log", False),
+        ("5.6.0-m4", False),
+        ("5.6.1-log", True),
+        ("8.0.40-debug", True),
+        ("5.2.10-MariaDB-log", False),
+        ("5.3.0-MariaDB", True),
+        ("5.5.36-MariaDB-debug-log", True),
+        ("10.11.9-MariaDB-log", True),
+        ("", False),
+    ],
+)
+def test_checksum_byte_exists_from_the_version_that_introduced_it(version: str, has_checksum: bool) -> None:
+    """The FD's algorithm byte is read only from MariaDB 5.3 / MySQL 5.6.1 on; before, the
+    bytes there are post-header lengths (0x08 etc.), never a CRC declaration."""
+    assert ev.version_has_checksum(version) is has_checksum
+    data = ev.FormatDescriptionEvent(server_version=version, checksum_alg=1 if has_checksum else 0).encode(checksum=has_checksum)
+    assert footer_len(data, 0, len(data), 0) == (4 if has_checksum else 0)
+    decoded = ev.decode_event(data)
+    assert decoded.checksum_alg == (1 if has_checksum else 0)
+    assert decoded.encode(checksum=has_checksum) == data
+
+
+def test_user_var_values_are_decoded_once_for_every_reader() -> None:
+    """UserVarEvent.decoded_value: the one decoder the printer, JSON, listing and apply call."""
+    import struct
+    from decimal import Decimal
+
+    from mariabinlog.codec.rows import _decimal_codec, decimal_str
+
+    def uv(kind: int, value: bytes, flags: int | None = None) -> object:
+        return ev.UserVarEvent(var_name=b"v", value_type=kind, value=value, var_flags=flags).decoded_value()
+
+    assert uv(ev.USER_VAR_INT, (2**64 - 5).to_bytes(8, "little")) == -5
+    assert uv(ev.USER_VAR_INT, (2**64 - 5).to_bytes(8, "little"), ev.USER_VAR_UNSIGNED_F) == 2**64 - 5
+    assert uv(ev.USER_VAR_REAL, struct.pack("<d", 2.5)) == 2.5
+    packed = _decimal_codec(0, 10 << 8 | 2).encode("-12.30")
+    value = uv(ev.USER_VAR_DECIMAL, bytes([10, 2]) + packed)
+    assert value == Decimal("-12.30") and decimal_str(value) == b"-12.30"
+    assert decimal_str(Decimal("-0")) == b"0" and decimal_str(Decimal("0.00")) == b"0.00"
+    assert uv(ev.USER_VAR_STRING, b"abc") == b"abc"
+    assert ev.UserVarEvent(var_name=b"v", is_null=True).decoded_value() is None

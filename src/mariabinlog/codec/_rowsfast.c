@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_decimal.h"
+
 /* Bump together with rows._FAST_PLAN_VERSION whenever opcodes or arguments change. */
 #define PLAN_VERSION 1
 
@@ -68,8 +70,6 @@ typedef struct {
 /* Configured once by rows.py. */
 static PyObject *g_absent, *g_date, *g_time, *g_datetime, *g_timestamp, *g_rowchange, *g_decimal, *g_error;
 
-static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
-static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
 
 static PyTypeObject ImageType;
 
@@ -129,9 +129,9 @@ check_column(Column *c, Py_ssize_t k)
     case OP_DATETIME2: ok = c->a >= 0 && c->a <= 3 && size == 5 + c->a; break;
     case OP_TIME2: ok = c->a >= 0 && c->a <= 3 && size == 3 + c->a; break;
     case OP_DECIMAL: {
-        long long p = c->a, s = c->b, intg = p - s;
+        long long p = c->a, s = c->b;
         ok = p > 0 && p <= 65 && s >= 0 && s <= p && c->obj != NULL && PyCallable_Check(c->obj)
-             && size == intg / 9 * 4 + DIG2BYTES[intg % 9] + s / 9 * 4 + DIG2BYTES[s % 9];
+             && size == mb_decimal_size(p, s);
         break;
     }
     case OP_CONV: ok = size >= 0 && c->obj != NULL && PyCallable_Check(c->obj); break;
@@ -341,94 +341,24 @@ call_conv(PyObject *conv, const unsigned char *p, Py_ssize_t n)
     return v;
 }
 
-static void
-put_digits(char **out, uint32_t value, int digits)
-{
-    char *end = *out + digits;
-    for (char *q = end - 1; q >= *out; q--) {
-        *q = (char)('0' + value % 10);
-        value /= 10;
-    }
-    *out = end;
-}
-
 /* Packed DECIMAL(precision, scale) -> Decimal(text), as rows._decimal_codec's conv. */
 static PyObject *
 decimal_value(const Column *c, const unsigned char *p)
 {
-    int precision = (int)c->a, scale = (int)c->b, intg = precision - scale;
-    Py_ssize_t size = c->size;
-    unsigned char buf[40];
-    int negative = !(p[0] & 0x80);
-    for (Py_ssize_t i = 0; i < size; i++) {
-        buf[i] = negative ? (unsigned char)~p[i] : p[i];
+    char text[MB_DECIMAL_TEXT_MAX];
+    int len = mb_decimal_text(p, c->a, c->b, text);
+    if (len < 0) {
+        /* a digit group beyond its digits (bad data): the Python conversion says what it means */
+        return call_conv(c->obj, p, c->size);
     }
-    buf[0] ^= 0x80;
-    char text[2 + 65 + 1 + 65 + 16];
-    char *out = text + 1;  /* room for the sign */
-    const unsigned char *q = buf;
-    int lead = intg % 9;
-    if (lead) {
-        int nb = DIG2BYTES[lead];
-        uint64_t g = read_be(q, nb);
-        if (g >= POW10[lead]) {
-            goto odd;
-        }
-        put_digits(&out, (uint32_t)g, lead);
-        q += nb;
+    PyObject *s = PyUnicode_New(len, 127);
+    if (s == NULL) {
+        return NULL;
     }
-    for (int i = 0; i < intg / 9; i++) {
-        uint64_t g = read_be(q, 4);
-        if (g >= POW10[9]) {
-            goto odd;
-        }
-        put_digits(&out, (uint32_t)g, 9);
-        q += 4;
-    }
-    /* %d of the integer part: no leading zeros, "0" for zero. */
-    char *digits = text + 1;
-    while (digits < out - 1 && *digits == '0') {
-        digits++;
-    }
-    if (digits == out) {
-        *out++ = '0';
-    }
-    if (scale) {
-        *out++ = '.';
-        for (int i = 0; i < scale / 9; i++) {
-            uint64_t g = read_be(q, 4);
-            if (g >= POW10[9]) {
-                goto odd;
-            }
-            put_digits(&out, (uint32_t)g, 9);
-            q += 4;
-        }
-        int tail = scale % 9;
-        if (tail) {
-            int nb = DIG2BYTES[tail];
-            uint64_t g = read_be(q, nb);
-            if (g >= POW10[tail]) {
-                goto odd;
-            }
-            put_digits(&out, (uint32_t)g, tail);
-        }
-    }
-    if (negative) {
-        *--digits = '-';
-    }
-    {
-        Py_ssize_t len = out - digits;
-        PyObject *s = PyUnicode_New(len, 127);
-        if (s == NULL) {
-            return NULL;
-        }
-        memcpy(PyUnicode_1BYTE_DATA(s), digits, (size_t)len);
-        PyObject *v = PyObject_CallOneArg(g_decimal, s);
-        Py_DECREF(s);
-        return v;
-    }
-odd:  /* a digit group beyond its digits (bad data): the Python conversion says what it means */
-    return call_conv(c->obj, p, size);
+    memcpy(PyUnicode_1BYTE_DATA(s), text, (size_t)len);
+    PyObject *v = PyObject_CallOneArg(g_decimal, s);
+    Py_DECREF(s);
+    return v;
 }
 
 /* The value of fixed-size column c at p (c->size bytes, already bounds-checked). */

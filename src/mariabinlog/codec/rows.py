@@ -42,6 +42,7 @@ plans in C (``MARIABINLOG_PURE_PYTHON=1`` turns it off).  Tests run every one.
 from __future__ import annotations
 
 import datetime
+import functools
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
@@ -506,6 +507,33 @@ def _decimal_codec(index: int, meta: int) -> _Column:
 
     op = _op(_OP_DECIMAL, size, a=precision, b=scale, obj=conv)
     return _Column(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
+
+
+@functools.lru_cache(maxsize=256)
+def _decimal_unpacker(precision: int, scale: int) -> Callable[[bytes], Decimal]:
+    return _decimal_codec(0, precision << 8 | scale).conv  # type: ignore[return-value]
+
+
+def decimal_value(data: bytes, precision: int, scale: int) -> Decimal:
+    """The packed DECIMAL(precision, scale) at the start of ``data`` (User_var values, rows):
+    the one Python unpacker, the row codec's."""
+    return _decimal_unpacker(precision, scale)(bytes(data[: decimal_size(precision, scale)]))
+
+
+def decimal_str(value: Decimal) -> bytes:
+    """A DECIMAL value as the server prints it (``decimal2string``): every fraction digit,
+    and a negative zero without fraction digits printed as plain 0."""
+    if not value and value.as_tuple().exponent == 0:
+        return b"0"
+    return format(value, "f").encode()
+
+
+def decimal_text(data: bytes, precision: int, scale: int) -> bytes:
+    """A packed DECIMAL as the server prints it (``bin2decimal`` + ``decimal2string``);
+    "0" for a declaration or data no server writes."""
+    if not 0 < precision <= 65 or scale > precision or len(data) < decimal_size(precision, scale):
+        return b"0"
+    return decimal_str(decimal_value(data, precision, scale))
 
 
 def _bit_codec(index: int, meta: int) -> _Column:

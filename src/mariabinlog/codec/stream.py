@@ -17,24 +17,58 @@ from ..errors import ChecksumError, DecodeError, TruncatedError
 from .checksum import crc32
 from .events import (
     CHECKSUM_CRC32,
+    CHECKSUM_LEN,
     CHECKSUM_OFF,
     DEFAULT_CONTEXT,
     FORMAT_DESCRIPTION_EVENT,
     HEADER_LEN,
+    LOG_EVENT_BINLOG_IN_USE_F,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
+    START_EVENT_V3,
     TABLE_MAP_EVENT,
     DecodeContext,
     Event,
     FormatDescriptionEvent,
     RowsEvent,
+    StartV3Event,
     TableMapEvent,
     decode_event,
+    description_checksum_alg,
     encrypted_error,
 )
 from .ibb_page import LEGACY_MAGIC
 from .primitives import U32, Buffer
 
+
+
+def footer_len(buf: Buffer, pos: int, length: int, stream_alg: int) -> int:
+    """Bytes of CRC footer that the event at ``pos`` (``length`` bytes) ends with: 4 or 0.
+
+    The one framing rule of every reader: a Format_description declares its own
+    algorithm (and only servers that know checksums write one, see
+    :func:`~mariabinlog.codec.events.version_has_checksum`); every other event
+    follows the stream's algorithm, set by the last Format_description.
+    """
+    if buf[pos + 4] == FORMAT_DESCRIPTION_EVENT:
+        return CHECKSUM_LEN if description_checksum_alg(buf, pos, length) == CHECKSUM_CRC32 else 0
+    return CHECKSUM_LEN if stream_alg == CHECKSUM_CRC32 else 0
+
+
+def crc_mismatch(buf: Buffer, pos: int, length: int) -> tuple[int, int] | None:
+    """(stored, computed) CRC32 of the event at ``pos`` when its footer does not match, else None.
+
+    A Format_description is checksummed as written at startup, before the server set
+    its "binlog in use" flag: the CRC covers the event with that flag cleared.
+    """
+    stored = U32.unpack_from(buf, pos + length - 4)[0]
+    if buf[pos + 4] == FORMAT_DESCRIPTION_EVENT and buf[pos + 17] & LOG_EVENT_BINLOG_IN_USE_F:
+        data = bytearray(buf[pos : pos + length - 4])
+        data[17] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+        actual = crc32(data)
+    else:
+        actual = crc32(buf[pos : pos + length - 4])
+    return None if stored == actual else (stored, actual)
 
 
 class EventStreamDecoder:
@@ -59,30 +93,21 @@ class EventStreamDecoder:
 
     def event_end(self, buf: Buffer, pos: int, length: int) -> int:
         """End of the event body at ``pos`` (before any checksum footer), verifying the CRC."""
-        if buf[pos + 4] == FORMAT_DESCRIPTION_EVENT:
-            # An FD's own trailer is described by its own algorithm byte (at length-5).
-            alg = buf[pos + length - 5] if length >= HEADER_LEN + 57 + 5 else CHECKSUM_OFF
-            if alg == CHECKSUM_CRC32 and self.verify_checksum:
-                self._verify(buf, pos, length)
+        crc_len = footer_len(buf, pos, length, self.checksum_alg)
+        if not crc_len:
             return pos + length
-        if self.checksum_alg != CHECKSUM_CRC32:
-            return pos + length
-        if length < HEADER_LEN + 4:
+        if length < HEADER_LEN + CHECKSUM_LEN:
             raise TruncatedError(f"event length {length} leaves no room for its CRC32", offset=pos, expected=">= 23 bytes")
         if self.verify_checksum:
-            self._verify(buf, pos, length)
-        return pos + length - 4
-
-    @staticmethod
-    def _verify(buf: Buffer, pos: int, length: int) -> None:
-        stored = U32.unpack_from(buf, pos + length - 4)[0]
-        actual = crc32(buf[pos : pos + length - 4])
-        if stored != actual:
-            raise ChecksumError(
-                f"event CRC32 mismatch: stored 0x{stored:08x}, computed 0x{actual:08x}",
-                offset=pos,
-                expected="a matching CRC32 footer",
-            )
+            bad = crc_mismatch(buf, pos, length)
+            if bad is not None:
+                raise ChecksumError(
+                    f"event CRC32 mismatch: stored 0x{bad[0]:08x}, computed 0x{bad[1]:08x}",
+                    offset=pos,
+                    expected="a matching CRC32 footer",
+                )
+        # An FD's footer is part of the event the codec decodes (it keeps the CRC field).
+        return pos + length if buf[pos + 4] == FORMAT_DESCRIPTION_EVENT else pos + length - crc_len
 
     def decode(self, buf: Buffer, pos: int = 0) -> Event:
         """Decode the framed event at ``pos`` (checksum footer included when the stream has one)."""
@@ -111,6 +136,10 @@ class EventStreamDecoder:
             assert isinstance(event, FormatDescriptionEvent)
             self.description = event
             self.checksum_alg = event.checksum_alg
+            self.ctx = event.context()
+            self.table_maps.clear()
+        elif code == START_EVENT_V3:
+            assert isinstance(event, StartV3Event)
             self.ctx = event.context()
             self.table_maps.clear()
         elif code == ROTATE_EVENT:

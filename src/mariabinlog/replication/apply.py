@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import base64
 import queue
-import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -328,19 +327,13 @@ class TargetSession:
             return b"SET " + name + b":=NULL"
         kind = event.value_type
         value = event.value
+        decoded = event.decoded_value()
         if kind == E.USER_VAR_INT:
-            number = int.from_bytes(value[:8].ljust(8, b"\0"), "little")
-            if not (event.var_flags or 0) & E.USER_VAR_UNSIGNED_F and number >= 1 << 63:
-                number -= 1 << 64
-            return b"SET %s:=%d" % (name, number)
+            return b"SET %s:=%d" % (name, decoded)
         if kind == E.USER_VAR_REAL:
-            return b"SET %s:=%r" % (name, struct.unpack("<d", value[:8].ljust(8, b"\0"))[0])
+            return b"SET %s:=%r" % (name, decoded)
         if kind == E.USER_VAR_DECIMAL:
-            from ..codec.rows import _decimal_codec  # noqa: PLC0415 - the codec's DECIMAL unpacker
-
-            precision, scale = value[0], value[1]
-            convert: Any = _decimal_codec(0, precision << 8 | scale).conv
-            return b"SET %s:=%s" % (name, str(convert(value[2:])).encode())
+            return b"SET %s:=%s" % (name, str(decoded).encode())
         if kind == E.USER_VAR_STRING:
             collation, charset = self._collation(event.charset)
             literal = b"X'" + value.hex().encode() + b"'"

@@ -48,7 +48,7 @@ from ..codec.protocol import (
     EndOfStream,
     RegisterSlave,
 )
-from ..codec.stream import EventStreamDecoder
+from ..codec.stream import EventStreamDecoder, footer_len
 from ..errors import ConnectionLostError, DecodeError, OptionError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string
@@ -218,9 +218,7 @@ class BinlogClient:
                         f"event packet of {len(data)} bytes", offset=0, expected="at least a 19-byte event header"
                     )
                 code = data[4]
-                has_crc = decoder.checksum_alg == CHECKSUM_CRC32 if code != FORMAT_DESCRIPTION_EVENT else (
-                    len(data) > 19 + 57 + 4 and data[-5] == CHECKSUM_CRC32
-                )
+                has_crc = footer_len(data, 0, len(data), decoder.checksum_alg) > 0
                 if code == START_ENCRYPTION_EVENT:
                     raise DecodeError(
                         "the primary sent a Start_encryption event; encrypted binlogs are sent decrypted by"

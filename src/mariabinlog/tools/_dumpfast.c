@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../codec/_decimal.h"
+
 /* Bump together with printer._FAST_VERSION whenever the plan or a signature changes. */
 #define FAST_VERSION 1
 
@@ -322,7 +324,6 @@ typedef struct {
     Py_ssize_t null_comment_len;
 } VCol;
 
-static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
 static const long long POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 static const long FRAC_UNIT[7] = {1, 10000, 10000, 100, 100, 1, 1};
 static const int DT_WIDTHS[6] = {4, 2, 2, 2, 2, 2};
@@ -347,81 +348,15 @@ static int put_fields(Buf *out, const uint64_t *values, const int *widths, const
     return 0;
 }
 
-/* The packed DECIMAL at d (size bytes) as the tool prints it; 1 = odd data (fallback). */
+/* The packed DECIMAL at d as the tool prints it; 1 = odd data (fallback). */
 static int put_decimal(Buf *out, const unsigned char *d, long precision, long scale) {
-    long intg = precision - scale;
-    int isize = (int)(intg / 9 * 4 + DIG2BYTES[intg % 9]);
-    int fsize = (int)(scale / 9 * 4 + DIG2BYTES[scale % 9]);
-    int size = isize + fsize;
-    unsigned char tmp[40];
-    if (size <= 0 || size > (int)sizeof tmp)
+    char text[MB_DECIMAL_TEXT_MAX];
+    int len = mb_decimal_text(d, precision, scale, text);
+    if (len < 0)
         return 1;
-    memcpy(tmp, d, size);
-    int negative = !(tmp[0] & 0x80);
-    tmp[0] ^= 0x80;
-    if (negative)
-        for (int i = 0; i < size; i++)
-            tmp[i] ^= 0xFF;
-    char digits[100];
-    int nd = 0, started = 0, p = 0;
-    /* integer part: a leading partial group, then groups of 9 digits */
-    int lead = (int)(intg % 9);
-    if (lead) {
-        uint64_t g = be(tmp, DIG2BYTES[lead]);
-        if (g >= (uint64_t)POW10[lead])
-            return 1;
-        p += DIG2BYTES[lead];
-        if (g) {
-            nd += sprintf(digits + nd, "%llu", (unsigned long long)g);
-            started = 1;
-        }
-    }
-    for (long k = 0; k < intg / 9; k++) {
-        uint64_t g = be(tmp + p, 4);
-        p += 4;
-        if (g >= 1000000000ULL)
-            return 1;
-        if (started)
-            nd += sprintf(digits + nd, "%09llu", (unsigned long long)g);
-        else if (g) {
-            nd += sprintf(digits + nd, "%llu", (unsigned long long)g);
-            started = 1;
-        }
-    }
-    if (!started)
-        digits[nd++] = '0';
-    int int_is_zero = !started;
-    char frac[100];
-    int nf = 0, frac_is_zero = 1;
-    for (long k = 0; k < scale / 9; k++) {
-        uint64_t g = be(tmp + p, 4);
-        p += 4;
-        if (g >= 1000000000ULL)
-            return 1;
-        if (g)
-            frac_is_zero = 0;
-        nf += sprintf(frac + nf, "%09llu", (unsigned long long)g);
-    }
-    int tail = (int)(scale % 9);
-    if (tail) {
-        uint64_t g = be(tmp + p, DIG2BYTES[tail]);
-        if (g >= (uint64_t)POW10[tail])
-            return 1;
-        if (g)
-            frac_is_zero = 0;
-        nf += sprintf(frac + nf, "%0*llu", tail, (unsigned long long)g);
-    }
-    if (scale == 0 && int_is_zero && frac_is_zero)
+    if (len == 2 && text[0] == '-' && text[1] == '0')
         return buf_put(out, "0", 1) < 0 ? -1 : 0; /* bin2decimal's "-0" is plain 0 */
-    if (negative && buf_put(out, "-", 1) < 0)
-        return -1;
-    if (buf_put(out, digits, nd) < 0)
-        return -1;
-    if (scale) {
-        if (buf_put(out, ".", 1) < 0 || buf_put(out, frac, nf) < 0)
-            return -1;
-    }
-    return 0;
+    return buf_put(out, text, len) < 0 ? -1 : 0;
 }
 
 static int put_bits(Buf *out, const unsigned char *d, int nbytes, long nbits) {
@@ -467,7 +402,7 @@ static int put_value(Buf *out, const VCol *c, const unsigned char *d, Py_ssize_t
     long fb;
     switch (c->op) {
     case V_INT: need = c->a; break;
-    case V_DECIMAL: need = (c->a - c->b) / 9 * 4 + DIG2BYTES[(c->a - c->b) % 9] + c->b / 9 * 4 + DIG2BYTES[c->b % 9]; break;
+    case V_DECIMAL: need = mb_decimal_size(c->a, c->b); break;
     case V_FLOAT: need = 4; break;
     case V_DOUBLE: need = 8; break;
     case V_BIT: need = (c->a + 7) / 8; break;

@@ -55,6 +55,7 @@ from ..codec.events import (
     event_type_name,
 )
 from ..codec.gtid import Gtid
+from ..codec.stream import crc_mismatch, footer_len
 from ..errors import (
     DecodeError,
     EventReadError,
@@ -142,6 +143,7 @@ class Dumper:
             database=opts.database.encode() if opts.database is not None else None,
             table=opts.table.encode() if opts.table is not None else None,
             rewrite_db=rewrite,
+            local_load=opts.local_load,
         )
         self.base64_mode = base64
         #: Where accepted events go: the text printer, or a sink made by ``sink(write)``.
@@ -499,11 +501,19 @@ class Dumper:
                     end = pos + length
                 else:
                     code, length, end = -1, 0, size + 1
-                if code == FORMAT_DESCRIPTION_EVENT or length < 23 or end > size:
+                if code in (FORMAT_DESCRIPTION_EVENT, START_EVENT_V3) or length < 23 or end > size:
                     try:
                         ev = self._frame(name, data, pos, size, alg, verify, ctx)
                     except EventReadError as exc:
                         return self._read_failed(exc, in_use)
+                    if code == START_EVENT_V3:
+                        # MySQL 4.x: no Format_description; the Start_v3 sets the v3 layout.
+                        try:
+                            ctx = ev.ctx = ev.decoded().context()
+                        except DecodeError as exc:
+                            self.error(self._read_error_text(name, pos, str(exc)))
+                            return ERROR_STOP
+                        p.ctx = ctx
                     if code == FORMAT_DESCRIPTION_EVENT:
                         try:
                             fde = ev.decoded()
@@ -565,6 +575,7 @@ class Dumper:
                     except FlashbackError:
                         return self._flashback_error()
                     except DecodeError as exc:
+                        self._drop_partial(ev.position)
                         self.error(
                             self._read_error_text(name, ev.position, str(exc.reason))
                         )
@@ -606,6 +617,21 @@ class Dumper:
         self.error(self._read_error_text(exc.file or "", exc.offset or 0, exc.reason))
         return ERROR_STOP
 
+    def _drop_partial(self, position: int) -> None:
+        """Forget what the printer wrote of the event at ``position`` (from its ``# at`` line):
+        the tool fails to read such an event before printing anything of it."""
+        out = getattr(self.printer, "out", None)
+        if not isinstance(out, list):
+            return
+        line = b"# at %d\n" % position
+        for i in range(len(out) - 1, max(len(out) - 64, -1), -1):
+            if out[i] == line:
+                del out[i:]
+                break
+        head = getattr(self.printer, "head", None)
+        if isinstance(head, list):
+            head.clear()
+
     def _read_error_text(self, name: str, pos: int, detail: str) -> str:
         return f"Could not read entry at offset {pos} of '{name}': Error in log format or read error ({detail})."
 
@@ -640,29 +666,24 @@ class Dumper:
                 event_type=data[pos + 4],
             )
         code = data[pos + 4]
+        crc_len = footer_len(data, pos, length, alg)
+        if crc_len and length < 23:
+            raise EventReadError(
+                f"event length {length} leaves no room for its CRC32", offset=pos, file=name
+            )
+        bad = crc_mismatch(data, pos, length) if verify and crc_len else None
+        if bad is not None:
+            raise EventReadError(
+                f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{bad[0]:08x}, "
+                f"computed 0x{bad[1]:08x}",
+                offset=pos,
+                file=name,
+                c_reason="Event crc check failed! Most likely there is event corruption.",
+                data_len=length,
+                event_type=code,
+            )
         if code == FORMAT_DESCRIPTION_EVENT:
-            ev_alg = data[pos + length - 5] if length >= 19 + 57 + 5 else CHECKSUM_OFF
             crc_len = 0
-        else:
-            ev_alg = alg
-            crc_len = 4 if alg == CHECKSUM_CRC32 else 0
-            if crc_len and length < 23:
-                raise EventReadError(
-                    f"event length {length} leaves no room for its CRC32", offset=pos, file=name
-                )
-        if verify and ev_alg == CHECKSUM_CRC32:
-            stored = _U32.unpack_from(data, pos + length - 4)[0]
-            actual = zlib.crc32(data[pos : pos + length - 4])
-            if stored != actual:
-                raise EventReadError(
-                    f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
-                    f"computed 0x{actual:08x}",
-                    offset=pos,
-                    file=name,
-                    c_reason="Event crc check failed! Most likely there is event corruption.",
-                    data_len=length,
-                    event_type=code,
-                )
         return P.view_at(data, pos, pos, crc_len, ctx)
 
     # ------------------------------------------------------------------ process_event
@@ -693,6 +714,7 @@ class Dumper:
             except FlashbackError:
                 return self._flashback_error()
             except DecodeError as exc:
+                self._drop_partial(ev.position)
                 self.error(self._read_error_text(name, ev.position, str(exc.reason)))
                 return ERROR_STOP
             return OK_CONTINUE
@@ -927,10 +949,12 @@ def _options_written(server_version: str) -> int:
     )
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", server_version)
     if m is None or "MariaDB" not in server_version:
-        return base
+        # MySQL and servers before MariaDB 10.5.2 only mask the two options that
+        # 10.5.2 added: the insert-history bit is printed, as the tool does.
+        return base | P.OPTION_INSERT_HISTORY
     v = tuple(int(x) for x in m.groups())
     if v < (10, 5, 2):
-        return base
+        return base | P.OPTION_INSERT_HISTORY
     base |= P.OPTION_IF_EXISTS
     if v[0] == 10:
         limits = (99, 99, 99, 99, 99, 17, 9, 5, 4, 2)

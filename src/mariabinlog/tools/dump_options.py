@@ -61,7 +61,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("force-read", "f", "bool", "force_read"),
     ("hexdump", "H", "bool", "hexdump"),
     ("host", "h", "str", "host"),
-    ("local-load", "l", "str", "ignored"),
+    ("local-load", "l", "str", "local_load"),
     ("offset", "o", "int", "offset"),
     ("password", "p", "opt", "password"),
     ("plugin-dir", None, "str", "ignored"),
@@ -178,6 +178,7 @@ class DumpOptions:
         self.print_table_metadata = False
         self.convert_engine_binlog = False
         self.max_binlog_size = 1 << 30
+        self.local_load: str | None = None
         self.format = "text"
         self.convert_to_engine_binlog: str | None = None
         #: Starting schema of the schema history (json/debezium output): server URL, dump file, saved history.

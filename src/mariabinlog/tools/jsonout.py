@@ -61,7 +61,6 @@ import datetime
 import json
 import math
 import os
-import struct
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -84,16 +83,13 @@ from ..codec.events import (
     ROTATE_EVENT,
     ROWS_KIND,
     TABLE_MAP_EVENT,
-    USER_VAR_DECIMAL,
     USER_VAR_EVENT,
-    USER_VAR_INT,
-    USER_VAR_REAL,
-    USER_VAR_UNSIGNED_F,
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
     event_type_name,
 )
 from ..codec.rows import (
+    decimal_str,
     ABSENT,
     MysqlDate,
     MysqlDateTime,
@@ -103,7 +99,6 @@ from ..codec.rows import (
 )
 from ..codec import charsets
 from ..schema import SchemaTracker
-from .printer import decimal_to_str
 from .sink import EventSink
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
@@ -402,19 +397,11 @@ def _xid(format_id: int, gtrid: bytes, bqual: bytes) -> dict[str, Any]:
 
 
 def _user_var_value(uv: Any) -> Any:
-    if uv.is_null:
-        return None
-    val = uv.value
-    if uv.value_type == USER_VAR_REAL:
-        number = struct.unpack_from("<d", val.ljust(8, b"\0"))[0]
-        return number if math.isfinite(number) else str(number)
-    if uv.value_type == USER_VAR_INT:
-        number = int.from_bytes(val[:8].ljust(8, b"\0"), "little")
-        if not (uv.var_flags or 0) & USER_VAR_UNSIGNED_F and number >= 1 << 63:
-            number -= 1 << 64
-        return number
-    if uv.value_type == USER_VAR_DECIMAL:
-        return decimal_to_str(val[2:], val[0], val[1]).decode()
-    if uv.charset == C.BINARY_COLLATION:
-        return _bytes(val)
-    return text_or_bytes(val)
+    value = uv.decoded_value()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Decimal):
+        return decimal_str(value).decode()
+    if isinstance(value, bytes):
+        return _bytes(value) if uv.charset == C.BINARY_COLLATION else text_or_bytes(value)
+    return value

@@ -26,10 +26,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import struct
 import sys
 from collections.abc import Callable
 from typing import Any
+from decimal import Decimal
 
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
@@ -50,24 +50,20 @@ from ..codec.events import (
     ROTATE_EVENT,
     ROWS_KIND,
     TABLE_MAP_EVENT,
-    USER_VAR_DECIMAL,
     USER_VAR_EVENT,
-    USER_VAR_INT,
-    USER_VAR_REAL,
     USER_VAR_STRING,
-    USER_VAR_UNSIGNED_F,
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
     event_type_name,
     serialize_xid,
 )
 from ..codec import charsets
+from ..codec.rows import decimal_str
 from .binlog_dir import binary_logs
 from .printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,
     OPTION_RELAXED_UNIQUE_CHECKS,
     _backtick,
-    decimal_to_str,
 )
 from .sink import EventSink
 
@@ -182,22 +178,19 @@ def event_info(ev: Any) -> bytes:
 
 def _user_var_info(uv: Any) -> bytes:
     head = b"@" + _backtick(uv.var_name) + b"="
-    if uv.is_null:
+    value = uv.decoded_value()
+    if value is None:
         return head + b"NULL"
-    val = uv.value
-    if uv.value_type == USER_VAR_REAL:
-        return head + _gcvt17(struct.unpack_from("<d", val.ljust(8, b"\0"))[0])
-    if uv.value_type == USER_VAR_INT:
-        number = int.from_bytes(val[:8].ljust(8, b"\0"), "little")
-        if not (uv.var_flags or 0) & USER_VAR_UNSIGNED_F and number >= 1 << 63:
-            number -= 1 << 64
-        return head + b"%d" % number
-    if uv.value_type == USER_VAR_DECIMAL:
-        return head + decimal_to_str(val[2:], val[0], val[1])
+    if isinstance(value, float):
+        return head + _gcvt17(value)
+    if isinstance(value, int):
+        return head + b"%d" % value
+    if isinstance(value, Decimal):
+        return head + decimal_str(value)
     if uv.value_type == USER_VAR_STRING:
         entry = charsets.COLLATIONS.get(uv.charset)
         cs, coll = (entry[0].encode(), entry[1].encode()) if entry else (b"???", b"???")
-        return head + b"_%s X'%s' COLLATE %s" % (cs, val.hex().upper().encode(), coll)
+        return head + b"_%s X'%s' COLLATE %s" % (cs, value.hex().upper().encode(), coll)
     return head
 
 
