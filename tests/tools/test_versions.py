@@ -29,7 +29,7 @@ import pytest
 from mariabinlog.codec.events import RowsEvent, reframe
 from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.errors import MariabinlogError
-from mariabinlog.tools.dump import dump_main
+from mariabinlog.tools.dump_cli import dump_main
 
 TEST_DATA = Path("/usr/share/mysql/mysql-test")
 MAGIC = b"\xfebin"
