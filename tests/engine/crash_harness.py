@@ -43,7 +43,7 @@ from mariabinlog.codec.ibb_reader import RecordReader
 from mariabinlog.codec.ibb_records import Xid
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
-from mariabinlog.engine.recovery import commit_gtid
+from mariabinlog.codec.ibb_state import commit_gtid
 from mariabinlog.engine.source import disk_source
 from mariabinlog.engine.storage import BinlogFiles
 
@@ -149,7 +149,7 @@ def child(directory: str, mode: int, seed: int) -> None:
         reader = engine.reader()
         for group in reader.groups(timeout=None):
             events = list(group.events())
-            gtid = commit_gtid(group.record)
+            gtid = commit_gtid(group.record.payload)
             assert gtid is not None
             _say(f"R {gtid.seq} {verify_group(events)}")
 
@@ -240,7 +240,7 @@ def binlog_groups(directory: str) -> list[tuple[int, int]]:
         reader = RecordReader(disk_source(files), numbers[0])
         out = []
         for group in reader.event_groups():
-            gtid = commit_gtid(group.record)
+            gtid = commit_gtid(group.record.payload)
             if gtid is None:
                 continue
             out.append((gtid.seq, verify_group(list(group.events()))))

@@ -16,7 +16,7 @@ from mariabinlog.codec.ibb_page import PAGE_SIZE, ZERO_PAGE
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.redo import REDO_NAME, RecordBuilder, RedoLog
-from mariabinlog.engine.storage import binlog_name
+from mariabinlog.engine.files import binlog_name
 
 
 def reopen(directory: Path, **options: object) -> Engine:

@@ -27,13 +27,14 @@ from __future__ import annotations
 from .backup import BackupInfo, prepare
 from .check import CheckReport, check_directory
 from .config import EngineConfig
-from .engine import BinlogFile, CommitInfo, Engine, EngineStatus, Transaction
+from .engine import BinlogListEntry, Engine, EngineStatus
+from .transaction import CommitInfo, Transaction
 from .reader import EngineReader
 from .recovery import PendingXa
 
 __all__ = [
     "BackupInfo",
-    "BinlogFile",
+    "BinlogListEntry",
     "CheckReport",
     "CommitInfo",
     "Engine",

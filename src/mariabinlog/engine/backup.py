@@ -5,7 +5,7 @@ transactionally, so a copy taken while writers run is made consistent the way
 mariabackup does it: copy the files in any state, plus the redo log from a
 checkpoint up to an end LSN, then *prepare* = run crash recovery on the copy.
 
-:func:`backup` takes the engine's admin lock for its whole run, which blocks
+:meth:`BackupRoom.backup` takes the engine's admin lock for its whole run, which blocks
 FLUSH / PURGE / RESET (the files must not be cut or removed under the copy)
 but never writers.  It checkpoints, then from that checkpoint's LSN on every
 redo write is also appended to a stream file in the destination (a tap in the
@@ -25,9 +25,10 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..codec.ibb_page import PAGE_SIZE
+from ..codec.ibb_writer import PageWriter
 from ..errors import EngineError
 from .recovery import HostRecords, Recovered, finish_recovery, recover
 from .redo import (
@@ -38,13 +39,12 @@ from .redo import (
     REDO_NAME,
     SLOT_SIZE,
     Checkpoint,
+    RedoLog,
     decode_body,
     fsync_dir,
 )
-from .storage import BinlogFiles, binlog_name
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .files import binlog_name
+from .storage import BinlogFiles
 
 STREAM_NAME = "redo.stream"
 COPY_CHUNK = 1 << 20
@@ -86,52 +86,65 @@ class _Tap:
             self.next_lsn = end
 
 
-def backup(engine: Engine, destination: str) -> BackupInfo:
-    """Copy ``engine``'s directory consistently into ``destination`` (must be empty or new)."""
-    os.makedirs(destination, exist_ok=True)
-    if os.listdir(destination):
-        raise EngineError(f"backup destination {destination} is not empty")
-    redo = engine.redo
-    with engine._admin:
-        with engine._lock:
-            engine._check_open()
-            capture = engine._capture()
-            start_lsn, start_end, _, _ = capture
-            tap = _Tap(os.path.join(destination, STREAM_NAME), start_lsn)
-            redo.tap = tap
-        try:
-            engine._checkpoint_now(capture)
-            source = engine.files
-            numbers = source.list()
-            copied = 0
-            target = BinlogFiles(destination)
+class BackupRoom:
+    """Online backup of the engine's own directory (mixed into the engine; module docstring)."""
+
+    files: BinlogFiles
+    redo: RedoLog
+    _admin: threading.RLock
+    _lock: threading.Lock
+    _writer: PageWriter
+    _check_open: Callable[[], None]
+    _capture: Callable[[], Any]
+    _checkpoint_now: Callable[[Any], None]
+
+    def backup(self, destination: str | os.PathLike[str]) -> BackupInfo:
+        """Copy the directory consistently into ``destination`` (must be empty or new)."""
+        destination = os.fspath(destination)
+        os.makedirs(destination, exist_ok=True)
+        if os.listdir(destination):
+            raise EngineError(f"backup destination {destination} is not empty")
+        redo = self.redo
+        with self._admin:
+            with self._lock:
+                self._check_open()
+                capture = self._capture()
+                start_lsn, start_end, _, _ = capture
+                tap = _Tap(os.path.join(destination, STREAM_NAME), start_lsn)
+                redo.tap = tap
             try:
-                for file_no in numbers:
-                    copied += _copy_file(source, target, file_no)
-                with engine._lock:
-                    end_lsn = redo.buffered_lsn
-                    end = engine._writer.position
-                    with tap.lock:
-                        tap.end_lsn = end_lsn
-                redo.flush(end_lsn, sync=False)
+                self._checkpoint_now(capture)
+                source = self.files
+                numbers = source.list()
+                copied = 0
+                target = BinlogFiles(destination)
+                try:
+                    for file_no in numbers:
+                        copied += _copy_file(source, target, file_no)
+                    with self._lock:
+                        end_lsn = redo.buffered_lsn
+                        end = self._writer.position
+                        with tap.lock:
+                            tap.end_lsn = end_lsn
+                    redo.flush(end_lsn, sync=False)
+                finally:
+                    redo.tap = None
+                if tap.next_lsn != end_lsn:
+                    raise EngineError(f"backup: redo stream ends at LSN {tap.next_lsn}, expected {end_lsn}")
+                try:
+                    copied += _recopy_forced(tap.fd, start_lsn, end_lsn, source, target)
+                    _write_redo(destination, tap.fd, start_lsn, end_lsn, redo.epoch, redo.capacity, start_end)
+                    for file_no in target.list():
+                        target.sync(file_no)
+                finally:
+                    target.close()
             finally:
-                redo.tap = None
-            if tap.next_lsn != end_lsn:
-                raise EngineError(f"backup: redo stream ends at LSN {tap.next_lsn}, expected {end_lsn}")
-            try:
-                copied += _recopy_forced(tap.fd, start_lsn, end_lsn, source, target)
-                _write_redo(destination, tap.fd, start_lsn, end_lsn, redo.epoch, redo.capacity, start_end)
-                for file_no in target.list():
-                    target.sync(file_no)
-            finally:
-                target.close()
-        finally:
-            os.close(tap.fd)
-            stream = os.path.join(destination, STREAM_NAME)
-            if os.path.exists(stream):
-                os.unlink(stream)
-    fsync_dir(destination)
-    return BackupInfo(destination, start_lsn, end_lsn, end, numbers, copied)
+                os.close(tap.fd)
+                stream = os.path.join(destination, STREAM_NAME)
+                if os.path.exists(stream):
+                    os.unlink(stream)
+        fsync_dir(destination)
+        return BackupInfo(destination, start_lsn, end_lsn, end, numbers, copied)
 
 
 def _copy_file(source: BinlogFiles, target: BinlogFiles, file_no: int) -> int:

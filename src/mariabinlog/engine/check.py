@@ -53,9 +53,10 @@ from ..codec.ibb_records import (
     decode_record,
 )
 from ..errors import DecodeError
-from .recovery import commit_gtid
+from ..codec.ibb_state import commit_gtid
 from .source import disk_source
-from .storage import BinlogFiles, binlog_name
+from .files import binlog_name
+from .storage import BinlogFiles
 
 MAX_ERRORS = 50
 
@@ -250,7 +251,7 @@ def _check_records(files: BinlogFiles, data_files: list[int], headers: dict[int,
                 if len(data) < 19 or data[4] not in (GTID_EVENT, FORMAT_DESCRIPTION_EVENT):
                     report.error(f"{where}: COMMIT record does not start with a GTID or Format_description event")
                     continue
-                gtid = commit_gtid(record)
+                gtid = commit_gtid(record.payload)
                 if gtid is not None:
                     timeline.append((position, 1, gtid))
             elif record.type == RecordType.DUMMY:

@@ -22,8 +22,9 @@ from .backup import prepare
 from .check import check_directory
 from .config import MIN_STATE_INTERVAL, EngineConfig
 from .engine import Engine
-from .recovery import read_header
-from .storage import BinlogFiles, binlog_name
+from ..codec.ibb_state import read_header
+from .files import binlog_name
+from .storage import BinlogFiles
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 

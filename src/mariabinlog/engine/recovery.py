@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codec.checksum import crc32c
-from ..codec.events import GTID_EVENT, GtidEvent, decode_event
 from ..codec.gtid import BinlogState, Gtid
 from ..codec.ibb_page import (
     NO_FILE_REF,
@@ -47,8 +46,8 @@ from ..codec.ibb_page import (
     seal_page,
 )
 from ..codec.ibb_reader import PageSource, Record, RecordReader
+from ..codec.ibb_state import commit_gtid, latest_state, read_header, read_state_record
 from ..codec.ibb_records import (
-    CommitRecord,
     GtidState,
     OobRef,
     XaComplete,
@@ -103,17 +102,6 @@ class RestoredState:
 
 
 # ---------------------------------------------------------------------- headers and pages
-
-
-def read_header(files: BinlogFiles, file_no: int) -> IbbHeader | None:
-    """The valid header of ``file_no`` on disk, or None (missing, empty, damaged)."""
-    page = files.read_page(file_no, 0)
-    if page is None:
-        return None
-    try:
-        return decode_header_page(page)
-    except DecodeError:
-        return None
 
 
 def _is_zero(page: bytes | None) -> bool:
@@ -307,43 +295,6 @@ def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
 # ---------------------------------------------------------------------- state records
 
 
-def read_state_record(source: PageSource, file_no: int, page_no: int) -> GtidState | None:
-    """The GTID_STATE record starting at offset 0 of the page, or None if there is none."""
-    reader = RecordReader(source, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True)
-    try:
-        for record in reader:
-            if record.type == RecordType.GTID_STATE and record.offset == page_no << PAGE_SIZE_SHIFT:
-                return GtidState.decode(record.payload)
-            return None
-    except DecodeError:
-        return None
-    return None
-
-
-def commit_gtid(record: Record) -> Gtid | None:
-    """The GTID of a COMMIT record (its first event), None for a restart-marker record."""
-    commit = CommitRecord.decode(record.payload)
-    data = commit.data
-    if len(data) < 19 or data[4] != GTID_EVENT:
-        return None
-    event = decode_event(data)
-    assert isinstance(event, GtidEvent)
-    return Gtid(event.domain_id, event.server_id, event.seq_no)
-
-
-def latest_state(source: PageSource, file_no: int, limit_page: int, interval: int) -> tuple[int, GtidState | None]:
-    """The newest differential state record of ``file_no`` at a page <= ``limit_page``: (page, record)."""
-    if interval <= 1:
-        return 1, None
-    page_no = (limit_page // interval) * interval
-    while page_no >= interval and page_no > 1:
-        state = read_state_record(source, file_no, page_no)
-        if state is not None:
-            return page_no, state
-        page_no -= interval
-    return 1, None
-
-
 def _records(source: PageSource, file_no: int, page_no: int) -> Iterator[Record]:
     yield from RecordReader(source, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True)
 
@@ -391,7 +342,7 @@ def restore_state(files: BinlogFiles, end: tuple[int, int]) -> RestoredState:
             current_file = record.file_no
             changed = set()
         if record.type == RecordType.COMMIT:
-            gtid = commit_gtid(record)
+            gtid = commit_gtid(record.payload)
             if gtid is not None:
                 state.update(gtid)
                 changed.add((gtid.domain, gtid.server))

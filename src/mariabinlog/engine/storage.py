@@ -10,37 +10,20 @@ beyond its size; pages arrive finished (CRC-sealed by the codec).
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Iterable
 
 from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from .files import binlog_name, list_binlogs
 from .redo import fsync_dir
 
-NAME_RE = re.compile(r"^binlog-([0-9]+)\.ibb$")
 MIN_PAGES = 4
 MAX_PAGES = (1 << 32) - 1
-
-
-def binlog_name(file_no: int) -> str:
-    """``binlog-%06llu.ibb`` (§1)."""
-    return f"binlog-{file_no:06d}.ibb"
 
 
 def pages_for_size(max_binlog_size: int) -> int:
     """Pages per file for ``max_binlog_size`` bytes, clamped to [4, 2**32-1] like ``ibb_set_max_size``."""
     return min(max(max_binlog_size >> PAGE_SIZE_SHIFT, MIN_PAGES), MAX_PAGES)
-
-
-def list_binlogs(directory: str) -> list[int]:
-    """File numbers of the ``binlog-*.ibb`` files in ``directory``, ascending."""
-    numbers = []
-    for entry in os.listdir(directory):
-        match = NAME_RE.match(entry)
-        if match:
-            numbers.append(int(match.group(1)))
-    numbers.sort()
-    return numbers
 
 
 class BinlogFiles:
@@ -121,6 +104,14 @@ class BinlogFiles:
                 data.pop(0)
             if data and written:
                 data[0] = data[0][written:]
+
+    def page(self, file_no: int, page_no: int) -> bytes | None:
+        """The codec ``PageSource`` view of :meth:`read_page`."""
+        return self.read_page(file_no, page_no)
+
+    def name(self, file_no: int) -> str:
+        """``binlog-NNNNNN.ibb`` (``PageSource``)."""
+        return binlog_name(file_no)
 
     def read_page(self, file_no: int, page_no: int) -> bytes | None:
         """One page, or None when the file or the page does not exist."""
