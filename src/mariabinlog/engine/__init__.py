@@ -28,9 +28,8 @@ from .backup import BackupInfo, prepare
 from .check import CheckReport, check_directory
 from .config import EngineConfig
 from .engine import BinlogListEntry, Engine, EngineStatus
-from .transaction import CommitInfo, Transaction
+from .transaction import CommitInfo, PendingXa, Transaction
 from .reader import EngineReader
-from .recovery import PendingXa
 
 __all__ = [
     "BackupInfo",

@@ -56,7 +56,7 @@ from ..codec.ibb_writer import PageWriter, RecordSpan, WrittenPage
 from ..codec.primitives import U32
 from ..errors import EngineError
 from .backup import BackupRoom
-from .config import EngineConfig
+from .config import EngineConfig, recorded_settings
 from .fifo import PageFifo
 from .files import binlog_name
 from .purge import PurgeRoom
@@ -74,6 +74,7 @@ from .redo import REDO_NAME, RecordBuilder
 from .source import ClippedSource
 from .storage import BinlogFiles
 from .transaction import CommitInfo, Transaction
+from .view import require_engine
 from .xa import XaRoom
 
 T = TypeVar("T")
@@ -156,6 +157,9 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         self._purge_due = False
         self._background: threading.Thread | None = None
         self._dir_fd = -1
+        #: Recovery of a clean directory writes nothing; its new epoch starts with the first append.
+        self._epoch_due: Recovered | None = None
+        self._grow_due = False
 
     # ================================================================== opening
 
@@ -169,16 +173,25 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         restart_marker: bool | bytes = True,
         on_checkpoint: Callable[[int], None] | None = None,
         on_recover: Callable[[HostRecords], None] | None = None,
+        create: bool = True,
         **options: Any,
     ) -> Engine:
         """Open (creating, or recovering after a crash) the engine in ``directory``.
 
-        ``options`` are :class:`EngineConfig` fields.  ``restart_marker`` writes the
-        server-start COMMIT record with a Format_description event (ibb-format.md §6.1);
-        pass bytes for a Format_description of your own, False for none.
+        ``options`` are :class:`EngineConfig` fields; without ``config`` the settings the
+        newest file's header records are kept (file size, state interval).  With
+        ``create=False`` a path holding no engine is refused (``OptionError``) instead of
+        becoming one.  ``restart_marker`` writes the server-start COMMIT record with a
+        Format_description event (ibb-format.md §6.1); pass bytes for a Format_description
+        of your own, False for none.
         """
-        config = (config or EngineConfig()).with_options(**options) if options else (config or EngineConfig())
         directory = os.fspath(directory)
+        if not create:
+            require_engine(directory)
+        if config is None:
+            config = EngineConfig(**recorded_settings(directory)) if os.path.isdir(directory) else EngineConfig()
+        if options:
+            config = config.with_options(**options)
         os.makedirs(directory, exist_ok=True)
         engine = cls(directory, config, server_id=server_id, on_checkpoint=on_checkpoint)
         engine._lock_directory()
@@ -210,7 +223,11 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
             if recovered.host_records and on_recover is not None:
                 on_recover(recovered.host_records)
             self.host_records = recovered.host_records
-            finish_recovery(recovered)
+            if recovered.records or recovered.truncated_pages or recovered.deleted_files:
+                finish_recovery(recovered)
+            else:
+                # a clean directory: the new epoch's checkpoint waits for the first write
+                self._epoch_due = recovered
         else:
             recovered = adopt(self.directory, files, config.redo_capacity)
         self.recovered = recovered
@@ -252,8 +269,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         self._written_end = self._durable_end = end
         self._synced_seen = self.redo.synced_lsn
         self.fifo.start((end_file, end_offset >> PAGE_SIZE_SHIFT), end_file - 1)
-        if end != (0, 0):
-            self.fifo.preallocate(end_file + 1)
+        self._grow_due = end != (0, 0)
         self._background = threading.Thread(target=self._run_background, name="binlog-background", daemon=True)
         self._background.start()
         if end == (0, 0):
@@ -333,6 +349,15 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         records) is never separated from the binlog data it describes.
         """
         redo = self.redo
+        if self._epoch_due is not None:
+            finish_recovery(self._epoch_due)
+            self._epoch_due = None
+        if self._grow_due:
+            # files are grown to full size when writing goes on, not by opening
+            self._grow_due = False
+            file_no = self._writer.position[0]
+            self.fifo.preallocate(file_no)
+            self.fifo.preallocate(file_no + 1)
         needed = size + sum(map(len, host_redo)) + 3 * PAGE_SIZE + 64 * (len(self._state) + 8) + REDO_RESERVE
         if redo.free() < needed:
             self._checkpoint_now(self._capture())
@@ -882,8 +907,11 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
 
     # ================================================================== closing
 
-    def close(self) -> None:
-        """Clean shutdown: checkpoint (everything durable, last page written), stop threads."""
+    def close(self, *, trim: bool = False) -> None:
+        """Clean shutdown: checkpoint (everything durable, last page written), stop threads,
+        remove pre-allocated files nothing was written to (a clean directory reopens without
+        a write).  ``trim`` also cuts the active file to its used pages, as a finished
+        conversion wants (the file grows again when writing goes on)."""
         if self.closed:
             return
         with self._lock:
@@ -903,9 +931,25 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
             with self._dur_cond:
                 self._dur_cond.notify_all()
             self.fifo.stop()
+            self._drop_unused(trim)
             self.redo.close()
             self.files.close()
             self._unlock_directory()
+
+    def _drop_unused(self, trim: bool) -> None:
+        """Delete pre-allocated files past the active one; with ``trim`` cut the active file."""
+        file_no, offset = self._writer.position
+        changed = False
+        for later in self.files.list():
+            if later > file_no and read_header(self.files, later) is None:
+                self.files.delete(later)
+                changed = True
+        if trim and offset:
+            pages = -(-offset >> PAGE_SIZE_SHIFT)
+            if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
+                self.files.truncate(file_no, pages)
+        if changed:
+            self.files.sync_dir()
 
     def _abandon(self) -> None:
         """Stop without a checkpoint (failed open)."""

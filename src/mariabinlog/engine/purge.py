@@ -35,8 +35,8 @@ from ..errors import EngineError, LogInUseError
 from .config import EngineConfig
 from .fifo import PageFifo
 from .files import ibb_file_no
-from .recovery import PendingXa
 from .storage import BinlogFiles
+from .transaction import PendingXa
 
 LOG_IN_USE = "A purgeable log is in use, will not purge"
 

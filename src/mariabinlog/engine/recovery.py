@@ -14,7 +14,8 @@ page the flush thread wrote before the commit's log write).  Recovery:
    The partial-last-page rule makes this safe: the first redo record for a page
    that a checkpoint wrote half-filled carries the whole page image;
 3. zeroes everything after the recovered end, deletes later files, replays
-   FLUSH BINARY LOGS truncations, re-extends the last file to its full size;
+   FLUSH BINARY LOGS truncations (the engine grows the last file again when it
+   next writes, not here: a clean directory is opened without a write);
 4. starts a new epoch in a new checkpoint, so unrecovered log bytes can never
    be read as records later.
 
@@ -49,7 +50,6 @@ from ..codec.ibb_reader import PageSource, Record, RecordReader
 from ..codec.ibb_state import commit_gtid, latest_state, read_header, read_state_record
 from ..codec.ibb_records import (
     GtidState,
-    OobRef,
     XaComplete,
     XaPrepare,
     Xid,
@@ -64,8 +64,10 @@ from .redo import (
     REDO_NAME,
     RedoLog,
 )
+from .purge import complete_purge
 from .source import disk_source
 from .storage import BinlogFiles
+from .transaction import PendingXa
 
 HostRecords = list[tuple[int, bytes]]
 
@@ -80,16 +82,6 @@ class Recovered:
     records: int = 0
     truncated_pages: int = 0
     deleted_files: list[int] = field(default_factory=list)
-
-
-@dataclass
-class PendingXa:
-    """A prepared XA transaction not yet committed or rolled back."""
-
-    xid: Xid
-    file_no: int
-    oob: OobRef | None
-    engine_count: int = 1
 
 
 @dataclass
@@ -143,13 +135,15 @@ def recover(
     files: BinlogFiles,
     *,
     all_files: bool = False,
+    readonly: bool = False,
 ) -> Recovered:
     """Replay the redo log of ``directory`` onto its binlog files (see the module docstring).
 
     ``all_files`` replays every record after the checkpoint, not only those of the
     last two files: a backup copy may hold files copied before they were complete.
+    ``readonly`` opens the log read-only (``files`` is then a look-only overlay).
     """
-    fd, checkpoint = RedoLog.open_for_recovery(directory)
+    fd, checkpoint = RedoLog.open_for_recovery(directory, readonly=readonly)
     try:
         end = checkpoint.end
         next_lsn = checkpoint.lsn
@@ -163,6 +157,7 @@ def recover(
         truncations: dict[int, int] = {}
         headers: dict[int, IbbHeader | None] = {}
 
+        purged = complete_purge(files, end[0])
         existing = files.list()
         lowest = existing[0] if existing else end[0]
 
@@ -217,7 +212,7 @@ def recover(
         os.close(fd)
         raise
     redo.epoch = checkpoint.epoch + 1
-    return Recovered(end, redo, host_records, count, truncated, deleted)
+    return Recovered(end, redo, host_records, count, truncated, purged + deleted)
 
 
 def finish_recovery(recovered: Recovered) -> None:
@@ -227,7 +222,7 @@ def finish_recovery(recovered: Recovered) -> None:
 
 
 def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> tuple[int, list[int]]:
-    """Zero the binlog after ``end``, delete later files, re-extend the last file; return counts."""
+    """Zero the binlog after ``end`` and delete later files; return counts."""
     end_file, end_offset = end
     existing = files.list()
     deleted = [n for n in existing if n > end_file or (n == end_file and end_offset == 0)]
@@ -256,40 +251,44 @@ def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> t
         touched.add(end_file)
         cleared += 1
         page_no += 1
-    header = read_header(files, end_file)
-    if header is not None and files.size(end_file) < header.page_count << PAGE_SIZE_SHIFT:
-        files.create(end_file, header.page_count)
-        touched.add(end_file)
     return cleared, deleted
 
 
-def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
-    """Open binlog files that have no redo log: the end is where readable data stops."""
+def adopted_end(files: BinlogFiles) -> tuple[tuple[int, int], list[int]]:
+    """Where readable data stops in files that have no redo log (after completing an
+    interrupted purge): ``(end, files the purge completion deleted)``."""
     existing = files.list()
     last = None
     for file_no in reversed(existing):
         if read_header(files, file_no) is not None:
             last = file_no
             break
-    end = (0, 0)
-    if last is not None:
-        reader = RecordReader(disk_source(files), last, PAGE_SIZE, skip_partial=True)
-        end = (last, PAGE_SIZE)
-        try:
-            for _ in reader:
-                end = reader.position
-        except DecodeError:
-            pass
-        else:
+    if last is None:
+        return (0, 0), []
+    purged = complete_purge(files, last)
+    reader = RecordReader(disk_source(files), last, PAGE_SIZE, skip_partial=True)
+    end = (last, PAGE_SIZE)
+    try:
+        for _ in reader:
             end = reader.position
-        if end[0] != last:
-            end = (last, end[1])
+    except DecodeError:
+        pass
+    else:
+        end = reader.position
+    if end[0] != last:
+        end = (last, end[1])
+    return end, purged
+
+
+def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
+    """Open binlog files that have no redo log: the end is where readable data stops."""
+    end, purged = adopted_end(files)
     touched: set[int] = set()
     truncated, deleted = _cut_after(files, end, touched)
     for file_no in touched:
         files.sync(file_no)
     redo = RedoLog.create(directory, capacity, end=end)
-    return Recovered(end, redo, [], 0, truncated, deleted)
+    return Recovered(end, redo, [], 0, truncated, purged + deleted)
 
 
 # ---------------------------------------------------------------------- state records

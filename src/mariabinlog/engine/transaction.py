@@ -10,10 +10,11 @@ commit order and remembers the oldest file a running forest lives in (purge guar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ..codec.gtid import Gtid
-from ..codec.ibb_records import Xid
+from ..codec.ibb_records import OobRef, Xid
 from ..codec.ibb_writer import OobForestBuilder
 from ..errors import EngineError
 
@@ -27,6 +28,16 @@ class CommitInfo(NamedTuple):
     end_file_no: int
     end_offset: int
     lsn: int
+
+
+@dataclass
+class PendingXa:
+    """A prepared XA transaction not yet committed or rolled back."""
+
+    xid: Xid
+    file_no: int
+    oob: OobRef | None
+    engine_count: int = 1
 
 
 class OobHost(Protocol):

@@ -21,8 +21,7 @@ from ..codec.ibb_page import RecordType
 from ..codec.ibb_records import CommitRecord, XaComplete, XaPrepare, Xid
 from ..codec.ibb_writer import PageWriter, RecordSpan
 from ..errors import EngineError
-from .recovery import PendingXa
-from .transaction import CommitInfo, Transaction
+from .transaction import CommitInfo, PendingXa, Transaction
 
 
 class XaRoom:
