@@ -356,7 +356,8 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
             # files are grown to full size when writing goes on, not by opening
             self._grow_due = False
             file_no = self._writer.position[0]
-            self.fifo.preallocate(file_no)
+            if file_no in self._file_pages:  # a file cut by close(trim=True) grows back here
+                self.files.create(file_no, self._file_pages[file_no])
             self.fifo.preallocate(file_no + 1)
         needed = size + sum(map(len, host_redo)) + 3 * PAGE_SIZE + 64 * (len(self._state) + 8) + REDO_RESERVE
         if redo.free() < needed:

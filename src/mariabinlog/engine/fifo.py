@@ -178,7 +178,7 @@ class PageFifo:
     # ------------------------------------------------------------------ pre-allocation
 
     def preallocate(self, file_no: int) -> None:
-        """Ask the background thread to create ``file_no`` at full size (or grow it to that size)."""
+        """Ask the background thread to create ``file_no`` at full size."""
         with self._prealloc_cond:
             self._prealloc.append(file_no)
             self._prealloc_cond.notify_all()
@@ -194,7 +194,8 @@ class PageFifo:
                 file_no = self._prealloc.pop(0)
                 self._prealloc_busy = True
             try:
-                self.files.create(file_no, self.pages_for_file(file_no))
+                if not self.files.exists(file_no):
+                    self.files.create(file_no, self.pages_for_file(file_no))
             except BaseException as err:  # noqa: BLE001 - reported through check()
                 self.fail(err)
                 return
