@@ -157,8 +157,9 @@ def recover(
         truncations: dict[int, int] = {}
         headers: dict[int, IbbHeader | None] = {}
 
-        purged = complete_purge(files, end[0])
-        existing = files.list()
+        # files above the end may exist (pre-allocated before the lower ones were written):
+        # only files up to the end tell where the binlog starts
+        existing = [n for n in files.list() if n <= end[0]]
         lowest = existing[0] if existing else end[0]
 
         def skip(file_no: int, lsn: int, page_no: int, offset: int) -> bool:
@@ -201,6 +202,7 @@ def recover(
                     raise EngineError(f"recovery: unknown redo operation {kind}")
         patcher.flush()
         truncated, deleted = _cut_after(files, end, patcher.touched)
+        purged = complete_purge(files, end[0])
         for file_no, pages in truncations.items():
             if file_no < end[0]:
                 files.truncate(file_no, pages)
