@@ -147,6 +147,85 @@ class BackupRoom:
         return BackupInfo(destination, start_lsn, end_lsn, end, numbers, copied)
 
 
+def backup_from_outside(directory: str, destination: str | os.PathLike[str], *, attempts: int = 20) -> BackupInfo:
+    """Copy an engine directory that another process has open (``engine backup`` beside a
+    running ``archive``), without its lock and without writing to it.
+
+    The way mariabackup copies a running server: note the newest checkpoint, copy the binlog
+    files, then the redo log; if the copied log's checkpoint is still the one noted, every
+    page before it was in the files when they were copied and no log bytes after it were
+    overwritten (that needs a checkpoint), so the copy plus its log is a crash image of the
+    directory; pages the log names as forced are copied again.  Otherwise (a checkpoint,
+    FLUSH or RESET ran meanwhile) it starts over.  :func:`prepare` makes the copy consistent.
+    """
+    destination = os.fspath(destination)
+    os.makedirs(destination, exist_ok=True)
+    if os.listdir(destination):
+        raise EngineError(f"backup destination {destination} is not empty")
+    redo_path = os.path.join(directory, REDO_NAME)
+    for _ in range(attempts):
+        before = RedoLog.read_checkpoint(redo_path)
+        source = BinlogFiles(directory)
+        target = BinlogFiles(destination)
+        try:
+            numbers = source.list()
+            copied = sum(_copy_file(source, target, file_no) for file_no in numbers)
+            copied += _copy_path(redo_path, os.path.join(destination, REDO_NAME))
+            fd, checkpoint = RedoLog.open_for_recovery(destination, readonly=True)
+            try:
+                if checkpoint != before:
+                    raise _Moved()
+                end_lsn, end = checkpoint.lsn, checkpoint.end
+                for record in RedoLog.scan(fd, checkpoint):
+                    end_lsn, end = record.end_lsn, record.end
+                    for op in record.ops:
+                        if op[0] == OP_FORCED:
+                            page = source.read_page(op[1], op[2])
+                            if page is None:
+                                raise _Moved()
+                            target.write_pages(op[1], op[2], [page])
+                            copied += PAGE_SIZE
+            finally:
+                os.close(fd)
+            for file_no in target.list():
+                target.sync(file_no)
+        except (_Moved, FileNotFoundError):
+            target.close()
+            for name in os.listdir(destination):
+                os.unlink(os.path.join(destination, name))
+            continue
+        finally:
+            source.close()
+            target.close()
+        fsync_dir(destination)
+        return BackupInfo(destination, checkpoint.lsn, end_lsn, end, numbers, copied)
+    raise EngineError(f"{directory}: the engine kept moving under the backup ({attempts} attempts)")
+
+
+class _Moved(Exception):
+    """The source directory changed in a way the copy cannot follow: start over."""
+
+
+def _copy_path(source: str, target: str) -> int:
+    """Copy one file by path; returns bytes copied."""
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            size = 0
+            while True:
+                data = os.read(fd, COPY_CHUNK)
+                if not data:
+                    break
+                os.write(out, data)
+                size += len(data)
+        finally:
+            os.close(out)
+        return size
+    finally:
+        os.close(fd)
+
+
 def _copy_file(source: BinlogFiles, target: BinlogFiles, file_no: int) -> int:
     """Copy a binlog file as it is now; returns bytes copied."""
     try:

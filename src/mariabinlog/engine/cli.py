@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from ..errors import LogInUseError, OptionError
-from .backup import prepare
+from .backup import backup_from_outside, prepare
 from .check import check_directory
 from .config import EngineConfig, recorded_settings
 from .engine import Engine
@@ -148,8 +148,12 @@ def _backup(args: argparse.Namespace) -> int:
         return 0
     if args.destination is None:
         raise OptionError("backup needs a DESTINATION directory")
-    with _open(args) as engine:
-        info = engine.backup(args.destination)
+    require_engine(args.directory)
+    if Engine.in_use(args.directory):  # a running archive has it: copy from outside
+        info = backup_from_outside(args.directory, args.destination)
+    else:
+        with _open(args) as engine:
+            info = engine.backup(args.destination)
     print(f"copied {len(info.files)} files, {info.bytes_copied} bytes, redo LSN {info.start_lsn}..{info.end_lsn}")
     if not args.no_prepare:
         recovered = prepare(args.destination)

@@ -206,6 +206,18 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
 
     init = open
 
+    @staticmethod
+    def in_use(directory: str | os.PathLike[str]) -> bool:
+        """True while another engine (another process, or this one) has ``directory`` open."""
+        fd = os.open(os.fspath(directory), os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
     def _lock_directory(self) -> None:
         fd = os.open(self.directory, os.O_RDONLY)
         try:
