@@ -165,7 +165,7 @@ def backup_from_outside(directory: str, destination: str | os.PathLike[str], *, 
     redo_path = os.path.join(directory, REDO_NAME)
     for _ in range(attempts):
         before = RedoLog.read_checkpoint(redo_path)
-        source = BinlogFiles(directory)
+        source = BinlogFiles(directory, readonly=True)
         target = BinlogFiles(destination)
         try:
             numbers = source.list()

@@ -117,7 +117,7 @@ class CheckReport:
 def check_directory(directory: str) -> CheckReport:
     """Verify every file, page, record and state record of a binlog directory."""
     report = CheckReport(directory)
-    files = BinlogFiles(directory)
+    files = BinlogFiles(directory, readonly=True)
     try:
         _check(files, report)
     finally:

@@ -102,7 +102,7 @@ def recorded_settings(directory: str) -> dict[str, int]:
         numbers = list_binlogs(directory)
     except OSError:
         return {}
-    files = BinlogFiles(directory)
+    files = BinlogFiles(directory, readonly=True)
     try:
         for file_no in reversed(numbers):
             header = read_header(files, file_no)

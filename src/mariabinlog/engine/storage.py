@@ -33,8 +33,10 @@ class BinlogFiles:
     threads (``pread``/``pwrite`` need no seek position, so sharing is safe).
     """
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *, readonly: bool = False) -> None:
         self.directory = directory
+        #: look-only users (checker, settings, views) open files read-only
+        self.readonly = readonly
         self._fds: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -58,7 +60,7 @@ class BinlogFiles:
             fd = self._fds.get(file_no)
             if fd is not None:
                 return fd
-            flags = os.O_RDWR | (os.O_CREAT if create else 0)
+            flags = os.O_RDONLY if self.readonly else os.O_RDWR | (os.O_CREAT if create else 0)
             try:
                 fd = os.open(self.path(file_no), flags, 0o644)
             except FileNotFoundError:

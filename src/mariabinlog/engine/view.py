@@ -33,7 +33,7 @@ class OverlayFiles(BinlogFiles):
     """Binlog files opened read-only; every change is kept in memory and seen by reads."""
 
     def __init__(self, directory: str) -> None:
-        super().__init__(directory)
+        super().__init__(directory, readonly=True)
         self._pages: dict[tuple[int, int], bytes] = {}
         self._sizes: dict[int, int] = {}
         self._deleted: set[int] = set()
@@ -145,7 +145,7 @@ def engine_kind(directory: str) -> str:
         raise OptionError(f"{directory}: cannot read the directory ({err.strerror})") from None
     if REDO_NAME in entries:
         return "engine"
-    files = BinlogFiles(directory)
+    files = BinlogFiles(directory, readonly=True)
     try:
         if any(read_header(files, n) is not None for n in list_binlogs(directory)):
             return "engine"
