@@ -159,6 +159,8 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         self._dir_fd = -1
         #: Recovery of a clean directory writes nothing; its new epoch starts with the first append.
         self._epoch_due: Recovered | None = None
+        #: FLUSHed files not cut yet: file_no -> pages to keep
+        self._truncate_due: dict[int, int] = {}
         self._grow_due = False
 
     # ================================================================== opening
@@ -664,6 +666,11 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
             if partial is not None:
                 self.fifo.write_partial(partial)
             self.fifo.sync_dirty()
+            # a FLUSH whose redo record this checkpoint drops must have cut its file first,
+            # or a crash before the FLUSH gets to it would leave the file's empty tail for good
+            for file_no, pages in list(self._truncate_due.items()):
+                if file_no < end[0]:
+                    self._truncate(file_no, pages)
             if self.on_checkpoint is not None:
                 self.on_checkpoint(lsn)
             redo.write_checkpoint(lsn, end)
@@ -852,14 +859,20 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
                     builder.truncate(file_no, pages)
 
                 pages, end_lsn = self._append(writer.flush_file, extra=add_truncate)
+                self._truncate_due[file_no] = pages
             self.redo.flush(end_lsn, sync=True)
             self.fifo.wait_flushed((file_no + 1, 0))
             self.files.sync(file_no)
-            if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
-                self.files.truncate(file_no, pages)
+            self._truncate(file_no, pages)
             self._file_pages[file_no] = pages
         self._auto_purge()
         return warnings
+
+    def _truncate(self, file_no: int, pages: int) -> None:
+        """Cut a flushed file to its used pages (idempotent; FLUSH or the next checkpoint)."""
+        if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
+            self.files.truncate(file_no, pages)
+        self._truncate_due.pop(file_no, None)
 
     def _delete_domains(self, domains: list[int], initial: BinlogState | None) -> list[str]:
         warnings = []
@@ -905,6 +918,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
                         self.files.sync_dir()
                         self._headers.clear()
                         self._file_pages.clear()
+                        self._truncate_due.clear()
                         self._full_image.clear()
                         self._state = BinlogState()
                         self._changed = set()
