@@ -137,31 +137,26 @@ class Recorder:
             self._fds.pop(fd, None)
             self._orig["close"](fd)
 
-    def _write(self, fd: int, data: Any) -> int:
+    def _logged_write(self, fd: int, offset: int | None, data: bytes, write: Callable[[], int]) -> int:
+        """Run ``write`` and log the bytes it wrote at ``offset`` (None: the file position)."""
         with self._lock:
             inode = self._fds.get(fd)
-            offset = os.lseek(fd, 0, os.SEEK_CUR) if inode is not None else 0
-            written = self._orig["write"](fd, data)
+            if offset is None:
+                offset = os.lseek(fd, 0, os.SEEK_CUR) if inode is not None else 0
+            written = int(write())
             if inode is not None:
-                self.ops.append(("write", inode, offset, bytes(memoryview(data)[:written])))
-            return int(written)
+                self.ops.append(("write", inode, offset, data[:written]))
+            return written
+
+    def _write(self, fd: int, data: Any) -> int:
+        return self._logged_write(fd, None, bytes(data), lambda: self._orig["write"](fd, data))
 
     def _pwrite(self, fd: int, data: Any, offset: int) -> int:
-        with self._lock:
-            written = self._orig["pwrite"](fd, data, offset)
-            inode = self._fds.get(fd)
-            if inode is not None:
-                self.ops.append(("write", inode, offset, bytes(memoryview(data)[:written])))
-            return int(written)
+        return self._logged_write(fd, offset, bytes(data), lambda: self._orig["pwrite"](fd, data, offset))
 
     def _pwritev(self, fd: int, buffers: Any, offset: int) -> int:
-        with self._lock:
-            written = self._orig["pwritev"](fd, buffers, offset)
-            inode = self._fds.get(fd)
-            if inode is not None:
-                data = b"".join(bytes(b) for b in buffers)[:written]
-                self.ops.append(("write", inode, offset, data))
-            return int(written)
+        data = b"".join(bytes(b) for b in buffers)
+        return self._logged_write(fd, offset, data, lambda: self._orig["pwritev"](fd, buffers, offset))
 
     def _ftruncate(self, fd: int, size: int) -> None:
         with self._lock:
