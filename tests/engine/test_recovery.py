@@ -272,3 +272,28 @@ def test_a_purge_cut_short_leaves_no_dangling_oob_pointer(engine_dir: Path) -> N
     assert report.ok, report.summary()
     texts = [query_texts(events)[0] for _, events in gtid_groups(engine_dir)]
     assert texts and all(text.startswith(b"after") for text in texts)
+
+
+def test_writes_after_a_clean_open_survive_a_crash(engine_dir: Path) -> None:
+    """A clean open writes nothing, so the first write (or RESET) must start the new epoch:
+    its records are framed with it and recovery must accept them."""
+    with Engine.open(engine_dir, **SMALL) as engine:
+        engine.commit(query(b"before", 100))
+    run_child(engine_dir, """
+engine = Engine.open(engine_dir, restart_marker=False, **SMALL)
+engine.reset()
+engine.commit(query(b"after reset", 100))
+os._exit(0)
+""")
+    with Engine.open(engine_dir, restart_marker=False, **SMALL) as engine:
+        assert str(engine.gtid_state()) == "0-1-1"
+    run_child(engine_dir, """
+engine = Engine.open(engine_dir, restart_marker=False, **SMALL)
+engine.commit(query(b"second", 100))
+os._exit(0)
+""")
+    with Engine.open(engine_dir, restart_marker=False, **SMALL) as engine:
+        assert str(engine.gtid_state()) == "0-1-2"
+    texts = [query_texts(events)[0].rstrip(b".") for _, events in gtid_groups(engine_dir)]
+    assert texts == [b"after reset", b"second"]
+    assert check_directory(str(engine_dir)).ok

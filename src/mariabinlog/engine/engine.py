@@ -158,7 +158,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         self._background: threading.Thread | None = None
         self._dir_fd = -1
         #: Recovery of a clean directory writes nothing; its new epoch starts with the first append.
-        self._epoch_due: Recovered | None = None
+        self._epoch_due = False
         #: FLUSHed files not cut yet: file_no -> pages to keep
         self._truncate_due: dict[int, int] = {}
         self._grow_due = False
@@ -241,7 +241,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
                 finish_recovery(recovered)
             else:
                 # a clean directory: the new epoch's checkpoint waits for the first write
-                self._epoch_due = recovered
+                self._epoch_due = True
         else:
             recovered = adopt(self.directory, files, config.redo_capacity)
         self.recovered = recovered
@@ -363,9 +363,10 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         records) is never separated from the binlog data it describes.
         """
         redo = self.redo
-        if self._epoch_due is not None:
-            finish_recovery(self._epoch_due)
-            self._epoch_due = None
+        if self._epoch_due:
+            # the new epoch (records framed with it) needs a checkpoint that names it
+            self._epoch_due = False
+            redo.write_checkpoint(redo.buffered_lsn, self._writer.position, epoch=redo.epoch)
         if self._grow_due:
             # files are grown to full size when writing goes on, not by opening
             self._grow_due = False
@@ -912,7 +913,8 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
                     self.fifo.pause()
                     try:
                         self.fifo.reset((0, 0))
-                        redo.write_checkpoint(redo.buffered_lsn, (0, 0))
+                        redo.write_checkpoint(redo.buffered_lsn, (0, 0), epoch=redo.epoch)
+                        self._epoch_due = False
                         for file_no in self.files.list():
                             self.files.delete(file_no)
                         self.files.sync_dir()
