@@ -2,9 +2,12 @@
 """Crash soak: SIGKILL a binlog engine writer process many times (default 1000) and verify each recovery.
 
 Runs the harness of ``tests/engine/crash_harness.py`` (concurrent committers,
-OOB groups, XA, FLUSH BINARY LOGS, a durable reader; SIGKILL at a random
-moment, sometimes during start-up recovery), rotating through durability
-modes 1, 2 and 0.  After every kill it recovers the directory and asserts the
+OOB groups, XA, a durable reader; SIGKILL at a random moment, sometimes during
+start-up recovery or right after the open), rotating through durability modes
+1, 2 and 0.  With admin operations (the default; ``--no-admin`` for plain
+load) one committer also runs PURGE (by name, by age, by size), FLUSH BINARY
+LOGS, checkpoints and XA ROLLBACK, and the kills are counted by the operation
+they interrupted.  After every kill it recovers the directory and asserts the
 crash invariants (gap-free prefix of commit order, consistent GTID state,
 acknowledged mode-1 commits kept, nothing a reader saw lost, offline check
 clean).  Every ``--reset-every`` kills the directory is emptied with RESET
@@ -38,25 +41,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default="1,2,0", help="durability modes to rotate through")
     parser.add_argument("--reset-every", type=int, default=25, help="RESET MASTER after this many kills")
     parser.add_argument("--max-delay", type=float, default=0.8, help="longest run before a kill, seconds")
+    parser.add_argument("--no-admin", dest="admin", action="store_false",
+                        help="plain commit load: no PURGE / FLUSH / checkpoint / XA ROLLBACK")
     args = parser.parse_args(argv)
     modes = [int(m) for m in args.modes.split(",")]
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="crash-soak-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"crash soak: {args.kills} kills, modes {modes}, seed {args.seed}, in {work}", flush=True)
+    print(f"crash soak: {args.kills} kills, modes {modes}, admin operations {'on' if args.admin else 'off'},"
+          f" seed {args.seed}, in {work}", flush=True)
     rnd = random.Random(args.seed)
     started = time.monotonic()
     totals = {m: {"kills": 0, "acked": 0, "received": 0, "early": 0, "lost": 0} for m in modes}
+    points: dict[str, int] = {}
     done = 0
     try:
         while done < args.kills:
             mode = modes[(done // args.reset_every) % len(modes)]
             directory = work / f"mode{mode}"
             batch = min(args.reset_every, args.kills - done)
-            stats = crash_harness.crash_loop(str(directory), mode, batch, rnd.getrandbits(32), max_delay=args.max_delay)
+            stats = crash_harness.crash_loop(str(directory), mode, batch, rnd.getrandbits(32),
+                                             max_delay=args.max_delay, admin=args.admin)
             for key in ("kills", "acked", "received", "early", "lost"):
                 totals[mode][key] += stats[key]
+            for point, count in stats["points"].items():
+                points[point] = points.get(point, 0) + count
             done += batch
-            with Engine.open(directory, durability=mode, restart_marker=False, **crash_harness.CONFIG) as engine:
+            config = crash_harness.ADMIN_CONFIG if args.admin else crash_harness.CONFIG
+            with Engine.open(directory, durability=mode, restart_marker=False, **config) as engine:
                 for pending in engine.pending_xa():
                     engine.xa_rollback(pending.xid)
                 engine.reset()
@@ -70,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mode {mode}: {counts['kills']} kills ({counts['early']} during start-up), "
               f"{counts['acked']} acknowledged commits ({counts['lost']} not durable, lost as mode {mode} allows), "
               f"{counts['received']} groups delivered to readers")
-    print(f"all {done} kills recovered consistently in {time.monotonic() - started:.0f} s")
+    mix = ", ".join(f"{point} {count}" for point, count in sorted(points.items(), key=lambda item: -item[1]))
+    print(f"kill points: {mix}")
+    print(f"all {done} kills recovered consistently (engine check clean, every visible group readable)"
+          f" in {time.monotonic() - started:.0f} s")
     if not args.dir:
         shutil.rmtree(work)
     return 0

@@ -8,7 +8,7 @@ from pathlib import Path
 from mariabinlog.codec.events import QueryEvent, decode_event
 from mariabinlog.codec.ibb_reader import RecordReader
 from mariabinlog.engine.files import IbbDirectory
-from mariabinlog.engine.recovery import commit_gtid
+from mariabinlog.codec.ibb_state import commit_gtid
 
 SMALL = {
     "max_binlog_size": 64 * 1024,
@@ -42,7 +42,7 @@ def read_groups(directory: str | Path) -> list[tuple[object, list[bytes]]]:
         reader = RecordReader(source, numbers[0], skip_partial=True)
         for group in reader.event_groups():
             events = list(group.events())
-            out.append((commit_gtid(group.record), events[1:] if commit_gtid(group.record) else events))
+            out.append((commit_gtid(group.record.payload), events[1:] if commit_gtid(group.record.payload) else events))
         return out
 
 

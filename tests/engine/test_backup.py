@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import random
+import select
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import crash_harness
 from engine_helpers import SMALL, fake_event, gtid_groups, query
 
 from mariabinlog.engine import Engine
@@ -85,3 +90,34 @@ def test_flush_waits_for_a_running_backup(open_engine, tmp_path: Path) -> None:
     assert events == ["list"] and waited > 0.1
     prepare(str(tmp_path / "copy"))
     assert check_directory(str(tmp_path / "copy")).ok
+
+
+def test_backup_from_outside_while_another_process_writes(tmp_path: Path) -> None:
+    """`engine backup` beside a running writer process: no "in use" refusal, a consistent prefix."""
+    source = tmp_path / "live"
+    env = dict(os.environ, PYTHONPATH=str(crash_harness.SRC))
+    child = subprocess.Popen([sys.executable, crash_harness.__file__, "child", str(source), "1", "7"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert child.stdout is not None
+    seen = b""
+    try:
+        while seen.count(b"\nA ") < 50:
+            ready, _, _ = select.select([child.stdout], [], [], 30)
+            assert ready, "the writer process did not commit"
+            seen += os.read(child.stdout.fileno(), 65536)
+        acked_before = crash_harness.Facts()
+        acked_before.feed(seen.decode())
+        done = subprocess.run([sys.executable, "-m", "mariabinlog", "engine", "backup", str(source),
+                               str(tmp_path / "copy")], capture_output=True, text=True, env=env, timeout=120,
+                              check=False)
+        assert child.poll() is None, "the writer died during the backup"
+    finally:
+        child.kill()
+        child.communicate()
+    assert done.returncode == 0, done.stderr
+    report = check_directory(str(tmp_path / "copy"))
+    assert report.ok, report.summary()
+    groups = dict(crash_harness.binlog_groups(str(tmp_path / "copy")))
+    assert sorted(groups) == list(range(1, len(groups) + 1))
+    for seq, token in acked_before.acked.items():
+        assert groups.get(seq) == token, f"commit {seq}, acknowledged before the backup began, is not in the copy"

@@ -1,4 +1,4 @@
-"""``mariabinlog engine {status,files,flush,purge,reset,backup,check}`` end to end."""
+"""``mariabinlog engine {init,status,files,flush,purge,reset,backup,check}`` end to end."""
 
 from __future__ import annotations
 
@@ -50,9 +50,13 @@ def test_engine_commands(engine_dir: Path, tmp_path: Path) -> None:
     assert backup.returncode == 0, backup.stderr
     assert cli("check", str(tmp_path / "copy")).returncode == 0
 
-    reset = cli("reset", d)
-    assert reset.returncode == 0
-    assert cli("files", d).stdout.splitlines()[1:] == ["binlog-000000.ibb\t65536"]
+    before = sorted(os.listdir(d))
+    refused = cli("reset", d)
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    assert sorted(os.listdir(d)) == before
+    reset = cli("reset", "--yes", d)
+    assert reset.returncode == 0, reset.stderr
+    assert [row.split("\t")[0] for row in cli("files", d).stdout.splitlines()[1:]] == ["binlog-000000.ibb"]
 
 
 def test_check_reports_a_damaged_page(engine_dir: Path) -> None:

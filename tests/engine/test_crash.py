@@ -18,3 +18,9 @@ def test_sigkill_under_concurrent_load(tmp_path: Path, mode: int) -> None:
     assert stats["kills"] == KILLS
     assert stats["acked"] > 0 and stats["received"] > 0 and stats["groups"] > 0
     assert time.monotonic() - started < 60
+
+
+def test_sigkill_with_admin_operations(tmp_path: Path) -> None:
+    """PURGE / FLUSH / checkpoints / XA ROLLBACK while committing, kills inside them too."""
+    stats = crash_harness.crash_loop(str(tmp_path / "admin"), 1, KILLS, seed=77, admin=True)
+    assert stats["kills"] == KILLS and stats["acked"] > 0

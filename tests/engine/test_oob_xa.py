@@ -15,7 +15,7 @@ from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.engine import RESET_REFUSED
 from mariabinlog.engine.files import IbbDirectory
-from mariabinlog.engine.storage import binlog_name
+from mariabinlog.engine.files import binlog_name
 from mariabinlog.errors import EngineError
 
 

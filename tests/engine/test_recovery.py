@@ -16,7 +16,7 @@ from mariabinlog.codec.ibb_page import PAGE_SIZE, ZERO_PAGE
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.redo import REDO_NAME, RecordBuilder, RedoLog
-from mariabinlog.engine.storage import binlog_name
+from mariabinlog.engine.files import binlog_name
 
 
 def reopen(directory: Path, **options: object) -> Engine:
@@ -236,3 +236,64 @@ def test_host_records_are_never_split_from_their_commit_by_a_checkpoint(engine_d
     recovered = {int(data.split()[1]) for _, data in seen}
     assert recovered == after
     assert texts(engine_dir) == [b"k%d" % n for n in range(60)]
+
+
+def test_a_purge_cut_short_leaves_no_dangling_oob_pointer(engine_dir: Path) -> None:
+    """Purge unlinks oldest first; killed part-way, a remaining file may hold commits whose OOB
+    data was in an unlinked file.  Recovery moves the binlog start past them (completes the purge)."""
+    import pytest
+
+    from mariabinlog.codec.gtid import ConnectState
+    from mariabinlog.engine.reader import POSITION_PURGED
+    from mariabinlog.errors import EngineError
+
+    with Engine.open(engine_dir, **SMALL) as engine:
+        for n in range(10):
+            engine.commit(query(b"small%d" % n, 3000))
+        trx = engine.begin()
+        first_oob = engine.status().file_no
+        for n in range(40):
+            trx.write(query(b"big%d" % n, 4000))  # about 160 KB out-of-band over several files
+        big = engine.commit(trx=trx)
+        for n in range(30):
+            engine.commit(query(b"after%d" % n, 3000))
+        last = engine.status().file_no
+    assert big.file_no > first_oob + 1
+    # The state a purge to `last` leaves when killed after unlinking the files before big's last OOB file.
+    for file_no in range(0, big.file_no - 1):
+        os.unlink(engine_dir / binlog_name(file_no))
+    with Engine.open(engine_dir, restart_marker=False) as engine:
+        files = [f.file_no for f in engine.files_list()]
+        assert files[0] > big.file_no and files[-1] == last  # the commit needing unlinked OOB data is gone
+        with pytest.raises(EngineError, match="Probably the slave state is too old"):
+            engine.reader(ConnectState.parse(f"0-1-{big.gtid.seq - 1}"))
+        assert POSITION_PURGED.startswith("Could not find GTID state")
+    report = check_directory(str(engine_dir))
+    assert report.ok, report.summary()
+    texts = [query_texts(events)[0] for _, events in gtid_groups(engine_dir)]
+    assert texts and all(text.startswith(b"after") for text in texts)
+
+
+def test_writes_after_a_clean_open_survive_a_crash(engine_dir: Path) -> None:
+    """A clean open writes nothing, so the first write (or RESET) must start the new epoch:
+    its records are framed with it and recovery must accept them."""
+    with Engine.open(engine_dir, **SMALL) as engine:
+        engine.commit(query(b"before", 100))
+    run_child(engine_dir, """
+engine = Engine.open(engine_dir, restart_marker=False, **SMALL)
+engine.reset()
+engine.commit(query(b"after reset", 100))
+os._exit(0)
+""")
+    with Engine.open(engine_dir, restart_marker=False, **SMALL) as engine:
+        assert str(engine.gtid_state()) == "0-1-1"
+    run_child(engine_dir, """
+engine = Engine.open(engine_dir, restart_marker=False, **SMALL)
+engine.commit(query(b"second", 100))
+os._exit(0)
+""")
+    with Engine.open(engine_dir, restart_marker=False, **SMALL) as engine:
+        assert str(engine.gtid_state()) == "0-1-2"
+    texts = [query_texts(events)[0].rstrip(b".") for _, events in gtid_groups(engine_dir)]
+    assert texts == [b"after reset", b"second"]
+    assert check_directory(str(engine_dir)).ok

@@ -21,7 +21,7 @@ from mariabinlog.codec.gtid import Gtid
 from mariabinlog.codec.ibb_page import PAGE_SIZE, decode_header_page
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
-from mariabinlog.engine.storage import binlog_name
+from mariabinlog.engine.files import binlog_name
 
 
 def test_groups_read_back_byte_exact_by_the_codec(open_engine, engine_dir: Path) -> None:

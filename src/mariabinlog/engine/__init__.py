@@ -14,12 +14,17 @@ The handlerton methods of the binlog-in-engine design (seed 002) map to:
   :meth:`Engine.files_list`, :meth:`Engine.filename`;
 * ``binlog_flush`` / ``binlog_purge`` / ``reset_binlogs`` / ``binlog_get_init_state`` ->
   :meth:`Engine.flush`, :meth:`Engine.purge`, :meth:`Engine.reset`, :meth:`Engine.initial_state`;
-* backup -> :meth:`Engine.backup` and :func:`mariabinlog.engine.backup.prepare`.
+* backup -> :meth:`Engine.backup`, :func:`mariabinlog.engine.backup.backup_from_outside` and
+  :func:`mariabinlog.engine.backup.prepare`.
 
-Module map: :mod:`.engine` (writer, group commit, admin), :mod:`.redo` (redo log),
-:mod:`.fifo` (page FIFO, flush and pre-allocation threads), :mod:`.storage` (files),
-:mod:`.recovery`, :mod:`.reader`, :mod:`.source` (durable-clipped page source),
-:mod:`.backup`, :mod:`.check` (offline verifier), :mod:`.cli`, :mod:`.config`.
+Module map (rooms named after the design's concepts; docs/engine-crash-safety.md):
+:mod:`.engine` (writer, group commit, durable offset, checkpoints), :mod:`.transaction`
+(running groups and their OOB forest), :mod:`.xa`, :mod:`.purge`, :mod:`.redo` (redo log),
+:mod:`.fifo` (page FIFO, flush and pre-allocation threads), :mod:`.storage` (file I/O),
+:mod:`.files` (file naming and discovery), :mod:`.recovery`, :mod:`.view` (look-only view),
+:mod:`.reader`, :mod:`.source` (durable-clipped page source), :mod:`.backup`, :mod:`.check`
+(offline verifier), :mod:`.cli`, :mod:`.config`.  The GTID state record and the GTID seek are
+the codec's (:mod:`mariabinlog.codec.ibb_state`).
 """
 
 from __future__ import annotations
@@ -27,13 +32,13 @@ from __future__ import annotations
 from .backup import BackupInfo, prepare
 from .check import CheckReport, check_directory
 from .config import EngineConfig
-from .engine import BinlogFile, CommitInfo, Engine, EngineStatus, Transaction
+from .engine import BinlogListEntry, Engine, EngineStatus
+from .transaction import CommitInfo, PendingXa, Transaction
 from .reader import EngineReader
-from .recovery import PendingXa
 
 __all__ = [
     "BackupInfo",
-    "BinlogFile",
+    "BinlogListEntry",
     "CheckReport",
     "CommitInfo",
     "Engine",

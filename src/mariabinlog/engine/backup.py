@@ -5,7 +5,7 @@ transactionally, so a copy taken while writers run is made consistent the way
 mariabackup does it: copy the files in any state, plus the redo log from a
 checkpoint up to an end LSN, then *prepare* = run crash recovery on the copy.
 
-:func:`backup` takes the engine's admin lock for its whole run, which blocks
+:meth:`BackupRoom.backup` takes the engine's admin lock for its whole run, which blocks
 FLUSH / PURGE / RESET (the files must not be cut or removed under the copy)
 but never writers.  It checkpoints, then from that checkpoint's LSN on every
 redo write is also appended to a stream file in the destination (a tap in the
@@ -25,9 +25,10 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..codec.ibb_page import PAGE_SIZE
+from ..codec.ibb_writer import PageWriter
 from ..errors import EngineError
 from .recovery import HostRecords, Recovered, finish_recovery, recover
 from .redo import (
@@ -38,13 +39,12 @@ from .redo import (
     REDO_NAME,
     SLOT_SIZE,
     Checkpoint,
+    RedoLog,
     decode_body,
     fsync_dir,
 )
-from .storage import BinlogFiles, binlog_name
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .files import binlog_name
+from .storage import BinlogFiles
 
 STREAM_NAME = "redo.stream"
 COPY_CHUNK = 1 << 20
@@ -86,52 +86,144 @@ class _Tap:
             self.next_lsn = end
 
 
-def backup(engine: Engine, destination: str) -> BackupInfo:
-    """Copy ``engine``'s directory consistently into ``destination`` (must be empty or new)."""
+class BackupRoom:
+    """Online backup of the engine's own directory (mixed into the engine; module docstring)."""
+
+    files: BinlogFiles
+    redo: RedoLog
+    _admin: threading.RLock
+    _lock: threading.Lock
+    _writer: PageWriter
+    _check_open: Callable[[], None]
+    _capture: Callable[[], Any]
+    _checkpoint_now: Callable[[Any], None]
+
+    def backup(self, destination: str | os.PathLike[str]) -> BackupInfo:
+        """Copy the directory consistently into ``destination`` (must be empty or new)."""
+        destination = os.fspath(destination)
+        os.makedirs(destination, exist_ok=True)
+        if os.listdir(destination):
+            raise EngineError(f"backup destination {destination} is not empty")
+        redo = self.redo
+        with self._admin:
+            with self._lock:
+                self._check_open()
+                capture = self._capture()
+                start_lsn, start_end, _, _ = capture
+                tap = _Tap(os.path.join(destination, STREAM_NAME), start_lsn)
+                redo.tap = tap
+            try:
+                self._checkpoint_now(capture)
+                source = self.files
+                numbers = source.list()
+                copied = 0
+                target = BinlogFiles(destination)
+                try:
+                    for file_no in numbers:
+                        copied += _copy_file(source, target, file_no)
+                    with self._lock:
+                        end_lsn = redo.buffered_lsn
+                        end = self._writer.position
+                        with tap.lock:
+                            tap.end_lsn = end_lsn
+                    redo.flush(end_lsn, sync=False)
+                finally:
+                    redo.tap = None
+                if tap.next_lsn != end_lsn:
+                    raise EngineError(f"backup: redo stream ends at LSN {tap.next_lsn}, expected {end_lsn}")
+                try:
+                    copied += _recopy_forced(tap.fd, start_lsn, end_lsn, source, target)
+                    _write_redo(destination, tap.fd, start_lsn, end_lsn, redo.epoch, redo.capacity, start_end)
+                    for file_no in target.list():
+                        target.sync(file_no)
+                finally:
+                    target.close()
+            finally:
+                os.close(tap.fd)
+                stream = os.path.join(destination, STREAM_NAME)
+                if os.path.exists(stream):
+                    os.unlink(stream)
+        fsync_dir(destination)
+        return BackupInfo(destination, start_lsn, end_lsn, end, numbers, copied)
+
+
+def backup_from_outside(directory: str, destination: str | os.PathLike[str], *, attempts: int = 20) -> BackupInfo:
+    """Copy an engine directory that another process has open (``engine backup`` beside a
+    running ``archive``), without its lock and without writing to it.
+
+    The way mariabackup copies a running server: note the newest checkpoint, copy the binlog
+    files, then the redo log; if the copied log's checkpoint is still the one noted, every
+    page before it was in the files when they were copied and no log bytes after it were
+    overwritten (that needs a checkpoint), so the copy plus its log is a crash image of the
+    directory; pages the log names as forced are copied again.  Otherwise (a checkpoint,
+    FLUSH or RESET ran meanwhile) it starts over.  :func:`prepare` makes the copy consistent.
+    """
+    destination = os.fspath(destination)
     os.makedirs(destination, exist_ok=True)
     if os.listdir(destination):
         raise EngineError(f"backup destination {destination} is not empty")
-    redo = engine.redo
-    with engine._admin:
-        with engine._lock:
-            engine._check_open()
-            capture = engine._capture()
-            start_lsn, start_end, _, _ = capture
-            tap = _Tap(os.path.join(destination, STREAM_NAME), start_lsn)
-            redo.tap = tap
+    redo_path = os.path.join(directory, REDO_NAME)
+    for _ in range(attempts):
+        before = RedoLog.read_checkpoint(redo_path)
+        source = BinlogFiles(directory, readonly=True)
+        target = BinlogFiles(destination)
         try:
-            engine._checkpoint_now(capture)
-            source = engine.files
             numbers = source.list()
-            copied = 0
-            target = BinlogFiles(destination)
+            copied = sum(_copy_file(source, target, file_no) for file_no in numbers)
+            copied += _copy_path(redo_path, os.path.join(destination, REDO_NAME))
+            fd, checkpoint = RedoLog.open_for_recovery(destination, readonly=True)
             try:
-                for file_no in numbers:
-                    copied += _copy_file(source, target, file_no)
-                with engine._lock:
-                    end_lsn = redo.buffered_lsn
-                    end = engine._writer.position
-                    with tap.lock:
-                        tap.end_lsn = end_lsn
-                redo.flush(end_lsn, sync=False)
+                if checkpoint != before:
+                    raise _Moved()
+                end_lsn, end = checkpoint.lsn, checkpoint.end
+                for record in RedoLog.scan(fd, checkpoint):
+                    end_lsn, end = record.end_lsn, record.end
+                    for op in record.ops:
+                        if op[0] == OP_FORCED:
+                            page = source.read_page(op[1], op[2])
+                            if page is None:
+                                raise _Moved()
+                            target.write_pages(op[1], op[2], [page])
+                            copied += PAGE_SIZE
             finally:
-                redo.tap = None
-            if tap.next_lsn != end_lsn:
-                raise EngineError(f"backup: redo stream ends at LSN {tap.next_lsn}, expected {end_lsn}")
-            try:
-                copied += _recopy_forced(tap.fd, start_lsn, end_lsn, source, target)
-                _write_redo(destination, tap.fd, start_lsn, end_lsn, redo.epoch, redo.capacity, start_end)
-                for file_no in target.list():
-                    target.sync(file_no)
-            finally:
-                target.close()
+                os.close(fd)
+            for file_no in target.list():
+                target.sync(file_no)
+        except (_Moved, FileNotFoundError):
+            target.close()
+            for name in os.listdir(destination):
+                os.unlink(os.path.join(destination, name))
+            continue
         finally:
-            os.close(tap.fd)
-            stream = os.path.join(destination, STREAM_NAME)
-            if os.path.exists(stream):
-                os.unlink(stream)
-    fsync_dir(destination)
-    return BackupInfo(destination, start_lsn, end_lsn, end, numbers, copied)
+            source.close()
+            target.close()
+        fsync_dir(destination)
+        return BackupInfo(destination, checkpoint.lsn, end_lsn, end, numbers, copied)
+    raise EngineError(f"{directory}: the engine kept moving under the backup ({attempts} attempts)")
+
+
+class _Moved(Exception):
+    """The source directory changed in a way the copy cannot follow: start over."""
+
+
+def _copy_path(source: str, target: str) -> int:
+    """Copy one file by path; returns bytes copied."""
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            size = 0
+            while True:
+                data = os.read(fd, COPY_CHUNK)
+                if not data:
+                    break
+                os.write(out, data)
+                size += len(data)
+        finally:
+            os.close(out)
+        return size
+    finally:
+        os.close(fd)
 
 
 def _copy_file(source: BinlogFiles, target: BinlogFiles, file_no: int) -> int:

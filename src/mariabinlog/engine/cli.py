@@ -1,11 +1,16 @@
-"""``mariabinlog engine {status,files,flush,purge,reset,backup,check} DIR``.
+"""``mariabinlog engine {init,status,files,flush,purge,reset,backup,check} DIR``.
 
 Why: the administrative statements of ibb-format.md §8 (SHOW MASTER STATUS,
 SHOW BINARY LOGS, FLUSH BINARY LOGS, PURGE BINARY LOGS, RESET MASTER), backup
-and an offline verifier, on an engine directory from the shell.  Every
-command except ``check`` opens the engine (recovering it after a crash),
-which needs the directory to itself; settings for files created by the
-command default to those recorded in the newest file's header.
+and an offline verifier, on an engine directory from the shell.
+
+``status``, ``files`` and ``check`` only look: they read a snapshot
+(:mod:`mariabinlog.engine.view`) and never create, grow, truncate or fsync anything,
+also while another process has the engine open.  ``init`` is the only command that
+creates an engine; every other one refuses a path that holds none.  ``flush``,
+``purge`` and ``reset`` open the engine (recovering it after a crash), which needs the
+directory to itself; ``reset`` asks first unless given ``--yes``.  Settings for files
+created by a command default to those recorded in the newest file's header.
 """
 
 from __future__ import annotations
@@ -16,14 +21,13 @@ import os
 import sys
 from typing import Any
 
-from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
 from ..errors import LogInUseError, OptionError
-from .backup import prepare
+from .backup import backup_from_outside, prepare
 from .check import check_directory
-from .config import MIN_STATE_INTERVAL, EngineConfig
+from .config import EngineConfig, recorded_settings
 from .engine import Engine
-from .recovery import read_header
-from .storage import BinlogFiles, binlog_name
+from .files import binlog_name
+from .view import require_engine, view
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -31,22 +35,9 @@ Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 def _config(args: argparse.Namespace) -> EngineConfig:
     """Settings from the options, else from the newest existing header, else the defaults."""
     options: dict[str, Any] = {"durability": args.durability}
-    size, interval = args.max_binlog_size, args.state_interval
-    if size is None or interval is None:
-        files = BinlogFiles(args.directory) if os.path.isdir(args.directory) else None
-        header = None
-        if files is not None:
-            for file_no in reversed(files.list()):
-                header = read_header(files, file_no)
-                if header is not None:
-                    break
-            files.close()
-        if header is not None:
-            if size is None:
-                size = header.page_count << PAGE_SIZE_SHIFT
-            pages = header.gtid_state_interval
-            if interval is None and pages and (pages & (pages - 1)) == 0 and pages * PAGE_SIZE >= MIN_STATE_INTERVAL:
-                interval = pages * PAGE_SIZE
+    recorded = recorded_settings(args.directory) if os.path.isdir(args.directory) else {}
+    size = args.max_binlog_size if args.max_binlog_size is not None else recorded.get("max_binlog_size")
+    interval = args.state_interval if args.state_interval is not None else recorded.get("state_interval")
     if size is not None:
         options["max_binlog_size"] = size
     if interval is not None:
@@ -55,35 +46,44 @@ def _config(args: argparse.Namespace) -> EngineConfig:
 
 
 def _open(args: argparse.Namespace) -> Engine:
-    if not os.path.isdir(args.directory):
-        raise OptionError(f"{args.directory}: no such directory")
-    return Engine.open(args.directory, _config(args), restart_marker=False)
+    require_engine(args.directory)
+    return Engine.open(args.directory, _config(args), restart_marker=False, create=False)
+
+
+def _init(args: argparse.Namespace) -> int:
+    if os.path.exists(args.directory) and not os.path.isdir(args.directory):
+        raise OptionError(f"{args.directory}: not a directory")
+    if os.path.isdir(args.directory) and os.listdir(args.directory):
+        require_engine(args.directory)
+        print(f"{args.directory}: already holds a binlog engine")
+        return 0
+    with Engine.open(args.directory, _config(args), restart_marker=False, create=True):
+        pass
+    print(f"created a binlog engine in {args.directory}")
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    with _open(args) as engine:
-        status = engine.status()
-        recovered = engine.recovered
-    print(f"File: {binlog_name(status.file_no)}")
-    print(f"Position: {status.offset}")
-    print(f"Durable: {binlog_name(status.durable_file_no)} {status.durable_offset}")
-    print(f"LSN: {status.lsn} (durable {status.durable_lsn}, checkpoint {status.checkpoint_lsn})")
-    print(f"Gtid_Binlog_Pos: {status.gtid_binlog_pos}")
-    print(f"Gtid_Binlog_State: {status.gtid_binlog_state}")
-    print(f"Pending_XA: {status.pending_xa}")
-    if recovered is not None and (recovered.records or recovered.truncated_pages or recovered.deleted_files):
-        deleted = ", ".join(binlog_name(n) for n in recovered.deleted_files) or "none"
-        print(f"Recovery: {recovered.records} redo records replayed, {recovered.truncated_pages} pages"
-              f" cleared after the end, files removed: {deleted}")
+    seen = view(args.directory)
+    end_file, end_offset = seen.end
+    state = seen.state
+    print(f"File: {binlog_name(end_file)}")
+    print(f"Position: {end_offset}")
+    print(f"Durable: {binlog_name(end_file)} {end_offset}")
+    print(f"LSN: {seen.lsn} (checkpoint {seen.checkpoint_lsn})")
+    print(f"Gtid_Binlog_Pos: {state.connect_state()}")
+    print(f"Gtid_Binlog_State: {state}")
+    print(f"Pending_XA: {len(seen.restored.pending_xa)}")
+    if not seen.clean:
+        print(f"Recovery: needed at the next open ({seen.records} redo records after the checkpoint)")
     return 0
 
 
 def _files(args: argparse.Namespace) -> int:
-    with _open(args) as engine:
-        rows = engine.files_list()
+    seen = view(args.directory)
     print("Log_name\tFile_size")
-    for row in rows:
-        print(f"{row.name}\t{row.size}")
+    for file_no, size in seen.files:
+        print(f"{binlog_name(file_no)}\t{size}")
     return 0
 
 
@@ -112,7 +112,8 @@ def _purge(args: argparse.Namespace) -> int:
             expire_seconds=args.expire_seconds or 0.0, max_total_size=args.max_total_size or 0
         )
     status = 0
-    with Engine.open(args.directory, config, restart_marker=False) as engine:
+    require_engine(args.directory)
+    with Engine.open(args.directory, config, restart_marker=False, create=False) as engine:
         try:
             purged = engine.purge(args.to, before=before) if args.to is not None or before is not None else engine.purge()
         except LogInUseError as err:
@@ -125,6 +126,14 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
+    require_engine(args.directory)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise OptionError("reset deletes every binlog file: pass --yes to confirm")
+        answer = input(f"Delete every binlog file in {args.directory}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("reset cancelled")
+            return 1
     with _open(args) as engine:
         engine.reset()
     print("binlog reset: now writing binlog-000000.ibb")
@@ -132,14 +141,19 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _backup(args: argparse.Namespace) -> int:
+    require_engine(args.directory)
     if args.prepare_only:
         recovered = prepare(args.directory)
         print(f"prepared {args.directory}: binlog ends at {binlog_name(recovered.end[0])} {recovered.end[1]}")
         return 0
     if args.destination is None:
         raise OptionError("backup needs a DESTINATION directory")
-    with _open(args) as engine:
-        info = engine.backup(args.destination)
+    require_engine(args.directory)
+    if Engine.in_use(args.directory):  # a running archive has it: copy from outside
+        info = backup_from_outside(args.directory, args.destination)
+    else:
+        with _open(args) as engine:
+            info = engine.backup(args.destination)
     print(f"copied {len(info.files)} files, {info.bytes_copied} bytes, redo LSN {info.start_lsn}..{info.end_lsn}")
     if not args.no_prepare:
         recovered = prepare(args.destination)
@@ -148,8 +162,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.directory):
-        raise OptionError(f"{args.directory}: no such directory")
+    require_engine(args.directory)
     report = check_directory(args.directory)
     print(report.summary())
     return 0 if report.ok else 1
@@ -169,8 +182,9 @@ def add_engine_parser(subparsers: Any) -> None:
         sub.set_defaults(handler=handler)
         return sub
 
-    command("status", _status, "SHOW MASTER STATUS")
-    command("files", _files, "SHOW BINARY LOGS")
+    command("init", _init, "create a binlog engine in DIRECTORY (the only command that creates one)")
+    command("status", _status, "SHOW MASTER STATUS (look only)")
+    command("files", _files, "SHOW BINARY LOGS (look only)")
     flush = command("flush", _flush, "FLUSH BINARY LOGS")
     flush.add_argument("--delete-domain-id", type=int, action="append", metavar="N",
                        help="also remove GTID domain N from the binlog state (repeatable)")
@@ -179,7 +193,8 @@ def add_engine_parser(subparsers: Any) -> None:
     purge.add_argument("--before", metavar="DATETIME", help="purge files last written before DATETIME (ISO)")
     purge.add_argument("--expire-seconds", type=float, default=None, help="automatic purge by age")
     purge.add_argument("--max-total-size", type=int, default=None, help="automatic purge by total size")
-    command("reset", _reset, "RESET MASTER")
+    reset = command("reset", _reset, "RESET MASTER")
+    reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     backup = command("backup", _backup, "consistent copy (files + redo) and prepare")
     backup.add_argument("destination", nargs="?", help="empty directory for the copy")
     backup.add_argument("--no-prepare", action="store_true", help="copy only; prepare later with --prepare-only")

@@ -11,7 +11,9 @@ from dataclasses import dataclass, replace
 
 from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
 from ..errors import OptionError
-from .storage import pages_for_size
+from ..codec.ibb_state import read_header
+from .files import list_binlogs
+from .storage import BinlogFiles, pages_for_size
 
 MIN_STATE_INTERVAL = 32768
 MAX_SPILL = 512 * 1024
@@ -90,3 +92,27 @@ class EngineConfig:
     def with_options(self, **changes: object) -> EngineConfig:
         """A copy with some settings changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def recorded_settings(directory: str) -> dict[str, int]:
+    """``max_binlog_size`` and ``state_interval`` as the newest valid header in ``directory``
+    records them (empty when there is none): an engine reopened without explicit settings
+    goes on with the files it has instead of the defaults (1 GiB files beside 256 KiB ones)."""
+    try:
+        numbers = list_binlogs(directory)
+    except OSError:
+        return {}
+    files = BinlogFiles(directory, readonly=True)
+    try:
+        for file_no in reversed(numbers):
+            header = read_header(files, file_no)
+            if header is None:
+                continue
+            settings = {"max_binlog_size": header.page_count << PAGE_SIZE_SHIFT}
+            pages = header.gtid_state_interval
+            if pages and (pages & (pages - 1)) == 0 and pages * PAGE_SIZE >= MIN_STATE_INTERVAL:
+                settings["state_interval"] = pages * PAGE_SIZE
+            return settings
+        return {}
+    finally:
+        files.close()

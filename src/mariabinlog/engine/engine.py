@@ -50,13 +50,16 @@ from ..codec.ibb_page import (
     RecordType,
     decode_header_page,
 )
-from ..codec.ibb_records import CommitRecord, GtidState, XaComplete, XaPrepare, Xid
-from ..codec.ibb_writer import OobForestBuilder, PageWriter, RecordSpan, WrittenPage
+from ..codec.ibb_records import CommitRecord, GtidState, Xid
+from ..codec.ibb_state import read_header, state_at_page
+from ..codec.ibb_writer import PageWriter, RecordSpan, WrittenPage
 from ..codec.primitives import U32
-from ..errors import EngineError, LogInUseError
-from .backup import BackupInfo, backup
-from .config import EngineConfig
+from ..errors import EngineError
+from .backup import BackupRoom
+from .config import EngineConfig, recorded_settings
 from .fifo import PageFifo
+from .files import binlog_name
+from .purge import PurgeRoom
 from .reader import EngineReader
 from .recovery import (
     HostRecords,
@@ -64,33 +67,22 @@ from .recovery import (
     Recovered,
     adopt,
     finish_recovery,
-    read_header,
-    read_state_record,
     recover,
     restore_state,
 )
 from .redo import REDO_NAME, RecordBuilder
 from .source import ClippedSource
-from .storage import NAME_RE, BinlogFiles, binlog_name
+from .storage import BinlogFiles
+from .transaction import CommitInfo, Transaction
+from .view import require_engine
+from .xa import XaRoom
 
 T = TypeVar("T")
 
 RESET_REFUSED = "Cannot execute RESET MASTER as the binlog is in use by an active transaction"
-LOG_IN_USE = "A purgeable log is in use, will not purge"
 REDO_RESERVE = 4096
 REDO_WRITE_AHEAD = 1 << 20
 SERVER_VERSION = "12.3.0-mariabinlog"
-
-
-class CommitInfo(NamedTuple):
-    """Where a commit record went and the LSN that makes it durable."""
-
-    gtid: Gtid
-    file_no: int
-    offset: int
-    end_file_no: int
-    end_offset: int
-    lsn: int
 
 
 class EngineStatus(NamedTuple):
@@ -109,7 +101,7 @@ class EngineStatus(NamedTuple):
     active_oob: int
 
 
-class BinlogFile(NamedTuple):
+class BinlogListEntry(NamedTuple):
     """One row of SHOW BINARY LOGS."""
 
     name: str
@@ -117,77 +109,7 @@ class BinlogFile(NamedTuple):
     size: int
 
 
-class Transaction:
-    """An event group being built (``binlog_oob_data``): kept in memory up to the spill size,
-    then written out-of-band piece by piece while it runs.
-
-    Finish it with :meth:`Engine.commit` (``trx=``), :meth:`prepare` (XA) or :meth:`rollback`;
-    OOB data already written by a rolled-back transaction stays in the binlog as garbage.
-    """
-
-    __slots__ = ("__weakref__", "_buf", "engine", "forest", "size", "state")
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self._buf = bytearray()
-        self.forest: OobForestBuilder | None = None
-        self.state = "active"
-        self.size = 0
-
-    @property
-    def spilled(self) -> bool:
-        """True once part of the group went out-of-band."""
-        return self.forest is not None
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Append event bytes; spills out-of-band once the group passes the spill size."""
-        if self.state != "active":
-            raise EngineError(f"transaction is {self.state}")
-        view = memoryview(data).cast("B")
-        self.size += len(view)
-        if self.forest is None and len(self._buf) + len(view) <= self.engine.config.spill:
-            self._buf += view
-            return
-        if self.forest is None:
-            self.forest = OobForestBuilder()
-        piece = self.engine._piece
-        if self._buf:
-            take = min(piece - len(self._buf), len(view))
-            self._buf += view[:take]
-            view = view[take:]
-            if len(self._buf) >= piece:
-                self.engine._write_oob(self, bytes(self._buf))
-                self._buf = bytearray()
-        while len(view) >= piece:
-            self.engine._write_oob(self, view[:piece])
-            view = view[piece:]
-        self._buf += view
-
-    def _spill_rest(self, force: bool = False) -> None:
-        """Write what is still buffered as OOB (at commit of a spilled group, or at XA PREPARE)."""
-        if self._buf and (self.forest is not None or force):
-            if self.forest is None:
-                self.forest = OobForestBuilder()
-            piece = self.engine._piece
-            view = memoryview(bytes(self._buf))
-            self._buf = bytearray()
-            while view:
-                self.engine._write_oob(self, view[:piece])
-                view = view[piece:]
-
-    def prepare(self, xid: Xid, *, engine_count: int = 1, host_redo: Sequence[bytes] = ()) -> None:
-        """XA PREPARE: spill everything out-of-band and write a durable XA_PREPARE record."""
-        self.engine._xa_prepare(self, xid, engine_count, host_redo)
-
-    def rollback(self) -> None:
-        """Forget the group; its OOB records remain as unreferenced garbage."""
-        if self.state == "active":
-            self.engine._forget(self)
-        self.state = "rolled back"
-        self._buf = bytearray()
-
-
-class Engine:
+class Engine(XaRoom, PurgeRoom, BackupRoom):
     """A crash-safe binlog storage engine over one directory (see the module docstring).
 
     Open with :meth:`open`; every method is thread-safe.  ``on_checkpoint(lsn)`` is
@@ -235,6 +157,11 @@ class Engine:
         self._purge_due = False
         self._background: threading.Thread | None = None
         self._dir_fd = -1
+        #: Recovery of a clean directory writes nothing; its new epoch starts with the first append.
+        self._epoch_due = False
+        #: FLUSHed files not cut yet: file_no -> pages to keep
+        self._truncate_due: dict[int, int] = {}
+        self._grow_due = False
 
     # ================================================================== opening
 
@@ -248,16 +175,25 @@ class Engine:
         restart_marker: bool | bytes = True,
         on_checkpoint: Callable[[int], None] | None = None,
         on_recover: Callable[[HostRecords], None] | None = None,
+        create: bool = True,
         **options: Any,
     ) -> Engine:
         """Open (creating, or recovering after a crash) the engine in ``directory``.
 
-        ``options`` are :class:`EngineConfig` fields.  ``restart_marker`` writes the
-        server-start COMMIT record with a Format_description event (ibb-format.md §6.1);
-        pass bytes for a Format_description of your own, False for none.
+        ``options`` are :class:`EngineConfig` fields; without ``config`` the settings the
+        newest file's header records are kept (file size, state interval).  With
+        ``create=False`` a path holding no engine is refused (``OptionError``) instead of
+        becoming one.  ``restart_marker`` writes the server-start COMMIT record with a
+        Format_description event (ibb-format.md §6.1); pass bytes for a Format_description
+        of your own, False for none.
         """
-        config = (config or EngineConfig()).with_options(**options) if options else (config or EngineConfig())
         directory = os.fspath(directory)
+        if not create:
+            require_engine(directory)
+        if config is None:
+            config = EngineConfig(**recorded_settings(directory)) if os.path.isdir(directory) else EngineConfig()
+        if options:
+            config = config.with_options(**options)
         os.makedirs(directory, exist_ok=True)
         engine = cls(directory, config, server_id=server_id, on_checkpoint=on_checkpoint)
         engine._lock_directory()
@@ -271,6 +207,18 @@ class Engine:
         return engine
 
     init = open
+
+    @staticmethod
+    def in_use(directory: str | os.PathLike[str]) -> bool:
+        """True while another engine (another process, or this one) has ``directory`` open."""
+        fd = os.open(os.fspath(directory), os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def _lock_directory(self) -> None:
         fd = os.open(self.directory, os.O_RDONLY)
@@ -289,7 +237,11 @@ class Engine:
             if recovered.host_records and on_recover is not None:
                 on_recover(recovered.host_records)
             self.host_records = recovered.host_records
-            finish_recovery(recovered)
+            if recovered.records or recovered.truncated_pages or recovered.deleted_files:
+                finish_recovery(recovered)
+            else:
+                # a clean directory: the new epoch's checkpoint waits for the first write
+                self._epoch_due = True
         else:
             recovered = adopt(self.directory, files, config.redo_capacity)
         self.recovered = recovered
@@ -331,8 +283,7 @@ class Engine:
         self._written_end = self._durable_end = end
         self._synced_seen = self.redo.synced_lsn
         self.fifo.start((end_file, end_offset >> PAGE_SIZE_SHIFT), end_file - 1)
-        if end != (0, 0):
-            self.fifo.preallocate(end_file + 1)
+        self._grow_due = end != (0, 0)
         self._background = threading.Thread(target=self._run_background, name="binlog-background", daemon=True)
         self._background.start()
         if end == (0, 0):
@@ -364,10 +315,6 @@ class Engine:
 
     def _pages_for_file(self, file_no: int) -> int:
         return self._file_pages.get(file_no, self.config.pages_per_file)
-
-    def _xa_ref(self) -> int | None:
-        refs = [p.file_no for p in self._pending_xa.values()]
-        return min(refs) if refs else None
 
     def _oob_ref(self, file_no: int) -> int:
         refs = list(self._oob_active.values()) + self._oob_hold
@@ -416,6 +363,17 @@ class Engine:
         records) is never separated from the binlog data it describes.
         """
         redo = self.redo
+        if self._epoch_due:
+            # the new epoch (records framed with it) needs a checkpoint that names it
+            self._epoch_due = False
+            redo.write_checkpoint(redo.buffered_lsn, self._writer.position, epoch=redo.epoch)
+        if self._grow_due:
+            # files are grown to full size when writing goes on, not by opening
+            self._grow_due = False
+            file_no = self._writer.position[0]
+            if file_no in self._file_pages:  # a file cut by close(trim=True) grows back here
+                self.files.create(file_no, self._file_pages[file_no])
+            self.fifo.preallocate(file_no + 1)
         needed = size + sum(map(len, host_redo)) + 3 * PAGE_SIZE + 64 * (len(self._state) + 8) + REDO_RESERVE
         if redo.free() < needed:
             self._checkpoint_now(self._capture())
@@ -634,7 +592,7 @@ class Engine:
             _, end_lsn = self._append(lambda: writer.write_record(RecordType.COMMIT, b"\0" + event), size=len(event))
         self._after_write(end_lsn, True)
 
-    def _write_oob(self, trx: Transaction, data: bytes | memoryview) -> None:
+    def write_oob_piece(self, trx: Transaction, data: bytes | memoryview) -> None:
         """One OOB node of ``trx`` (``binlog_oob_data_ordered``)."""
         assert trx.forest is not None
         forest = trx.forest
@@ -662,103 +620,24 @@ class Engine:
                 self._oob_active[trx] = span.file_no
         self._after_write(end_lsn, False)
 
+    @property
+    def spill_size(self) -> int:
+        """Bytes a group may buffer before it goes out-of-band (``OobHost``)."""
+        return self.config.spill
+
+    @property
+    def piece_size(self) -> int:
+        """Bytes per OOB node (``OobHost``)."""
+        return self._piece
+
     def write_oob(self, trx: Transaction, data: bytes | bytearray | memoryview) -> None:
         """Append data to a running transaction (spilled out-of-band past the spill size)."""
         trx.write(data)
 
-    def _forget(self, trx: Transaction) -> None:
+    def forget(self, trx: Transaction) -> None:
+        """Drop a rolled-back transaction's purge guard."""
         with self._lock:
             self._oob_active.pop(trx, None)
-
-    # ------------------------------------------------------------------ XA
-
-    def _xa_prepare(self, trx: Transaction, xid: Xid, engine_count: int, host_redo: Sequence[bytes]) -> None:
-        if trx.state != "active":
-            raise EngineError(f"transaction is {trx.state}")
-        with self._lock:
-            if xid in self._pending_xa:
-                raise EngineError(f"XA transaction {xid!r} is already prepared")
-        trx._spill_rest(force=True)
-        with self._lock:
-            self._check_open()
-            ref = trx.forest.ref if trx.forest is not None else None
-            record = XaPrepare(xid, engine_count, ref).encode()
-            writer = self._writer
-
-            def op() -> RecordSpan:
-                file_no = writer.prepare()[0]
-                self._pending_xa[xid] = PendingXa(xid, file_no, ref, engine_count)
-                return writer.write_record(RecordType.XA_PREPARE, record)
-
-            _, end_lsn = self._append(op, host_redo, size=len(record))
-            self._oob_active.pop(trx, None)
-            trx.state = "prepared"
-        self._after_write(end_lsn, True)
-
-    def xa_commit(
-        self,
-        xid: Xid,
-        *,
-        gtid: Gtid | None = None,
-        domain_id: int = 0,
-        server_id: int | None = None,
-        flags2: int = FL_TRANSACTIONAL,
-        timestamp: int | None = None,
-        host_redo: Sequence[bytes] = (),
-        wait: bool = True,
-    ) -> CommitInfo:
-        """XA COMMIT of a prepared transaction: XA_COMPLETE then its COMMIT record (forest of the prepare)."""
-        with self._lock:
-            self._check_open()
-            prepared = self._pending_xa.get(xid)
-            if prepared is None:
-                raise EngineError(f"XAER_NOTA: Unknown XID {xid!r}")
-            gtid = self._assign(gtid, domain_id, server_id)
-            event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp)
-            payload = CommitRecord((prepared.oob,) if prepared.oob is not None else (), event).encode()
-            complete = XaComplete(xid, False).encode()
-            writer = self._writer
-
-            def op() -> RecordSpan:
-                writer.prepare()
-                del self._pending_xa[xid]
-                writer.write_record(RecordType.XA_COMPLETE, complete)
-                writer.prepare()
-                self._note_gtid(gtid)
-                return writer.write_record(RecordType.COMMIT, payload)
-
-            hold = prepared.oob.first_file_no if prepared.oob is not None else None
-            if hold is not None:
-                self._oob_hold.append(hold)
-            try:
-                span, end_lsn = self._append(op, host_redo, size=len(payload) + len(complete))
-            finally:
-                if hold is not None:
-                    self._oob_hold.remove(hold)
-        self._after_write(end_lsn, wait)
-        return CommitInfo(gtid, span.file_no, span.offset, span.end_file_no, span.end_offset, end_lsn)
-
-    def xa_rollback(self, xid: Xid, *, host_redo: Sequence[bytes] = (), wait: bool = True) -> None:
-        """XA ROLLBACK of a prepared transaction: an XA_COMPLETE record, nothing visible to readers."""
-        with self._lock:
-            self._check_open()
-            if xid not in self._pending_xa:
-                raise EngineError(f"XAER_NOTA: Unknown XID {xid!r}")
-            record = XaComplete(xid, True).encode()
-            writer = self._writer
-
-            def op() -> RecordSpan:
-                writer.prepare()
-                del self._pending_xa[xid]
-                return writer.write_record(RecordType.XA_COMPLETE, record)
-
-            _, end_lsn = self._append(op, host_redo, size=len(record))
-        self._after_write(end_lsn, wait)
-
-    def pending_xa(self) -> list[PendingXa]:
-        """Prepared XA transactions waiting for commit or rollback (after a crash: for the host)."""
-        with self._lock:
-            return list(self._pending_xa.values())
 
     # ================================================================== durability
 
@@ -788,6 +667,11 @@ class Engine:
             if partial is not None:
                 self.fifo.write_partial(partial)
             self.fifo.sync_dirty()
+            # a FLUSH whose redo record this checkpoint drops must have cut its file first,
+            # or a crash before the FLUSH gets to it would leave the file's empty tail for good
+            for file_no, pages in list(self._truncate_due.items()):
+                if file_no < end[0]:
+                    self._truncate(file_no, pages)
             if self.on_checkpoint is not None:
                 self.on_checkpoint(lsn)
             redo.write_checkpoint(lsn, end)
@@ -866,11 +750,11 @@ class Engine:
         """``get_filename``: the name of binlog file ``file_no``."""
         return binlog_name(file_no)
 
-    def files_list(self) -> list[BinlogFile]:
+    def files_list(self) -> list[BinlogListEntry]:
         """SHOW BINARY LOGS: every file up to the active one with its size."""
         with self._lock:
             active = self._writer.position[0]
-        return [BinlogFile(binlog_name(n), n, self.files.size(n)) for n in self.files.list() if n <= active]
+        return [BinlogListEntry(binlog_name(n), n, self.files.size(n)) for n in self.files.list() if n <= active]
 
     def header(self, file_no: int) -> IbbHeader | None:
         """The header of ``file_no`` (cached: headers never change)."""
@@ -886,9 +770,10 @@ class Engine:
 
     def source(self, *, durable: bool = True) -> ClippedSource:
         """A codec PageSource over the FIFO and the files, ending at the durable (or written) end."""
-        return ClippedSource(self._fetch, self._durable_end if durable else self._written_end)
+        return ClippedSource(self.fetch, self._durable_end if durable else self._written_end)
 
-    def _fetch(self, file_no: int, page_no: int) -> bytes | None:
+    def fetch(self, file_no: int, page_no: int) -> bytes | None:
+        """Page ``page_no`` of ``file_no`` as written so far: from the page FIFO, else the file."""
         page = self.fifo.get(file_no, page_no)
         if page is None:
             page = self.files.read_page(file_no, page_no)
@@ -899,9 +784,9 @@ class Engine:
         with self._admin:
             files = self.files.list()
             for file_no in files:
-                state = read_state_record(self.source(durable=False), file_no, 1)
+                state = state_at_page(self.source(durable=False), file_no, 1)
                 if state is not None:
-                    return BinlogState.from_list(Gtid(*g) for g in state.gtids)
+                    return state
             return BinlogState()
 
     # ================================================================== readers
@@ -923,11 +808,12 @@ class Engine:
             start = ConnectState.parse(start)
         return EngineReader(self, start, durable=durable, skip_seen=skip_seen)
 
-    def _register(self, reader: EngineReader) -> None:
+    def register_reader(self, reader: EngineReader) -> None:
+        """Let purge see ``reader``'s guard (:meth:`EngineReader.holds`) while it lives."""
         with self._admin:
             self._readers.add(reader)
 
-    def _wait_data(self, position: tuple[int, int], durable: bool, timeout: float | None) -> bool:
+    def wait_data(self, position: tuple[int, int], durable: bool, timeout: float | None) -> bool:
         """Wait until the (durable) end passes ``position``; a reader at the durable end
         triggers a log flush so it sees recent commits without waiting for the timer."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -974,14 +860,20 @@ class Engine:
                     builder.truncate(file_no, pages)
 
                 pages, end_lsn = self._append(writer.flush_file, extra=add_truncate)
+                self._truncate_due[file_no] = pages
             self.redo.flush(end_lsn, sync=True)
             self.fifo.wait_flushed((file_no + 1, 0))
             self.files.sync(file_no)
-            if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
-                self.files.truncate(file_no, pages)
+            self._truncate(file_no, pages)
             self._file_pages[file_no] = pages
         self._auto_purge()
         return warnings
+
+    def _truncate(self, file_no: int, pages: int) -> None:
+        """Cut a flushed file to its used pages (idempotent; FLUSH or the next checkpoint)."""
+        if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
+            self.files.truncate(file_no, pages)
+        self._truncate_due.pop(file_no, None)
 
     def _delete_domains(self, domains: list[int], initial: BinlogState | None) -> list[str]:
         warnings = []
@@ -1006,125 +898,6 @@ class Engine:
                 self._next_seq.pop(domain, None)
         return warnings
 
-    # ================================================================== PURGE
-
-    def purge(self, to_file: int | str | None = None, *, before: float | None = None) -> list[int]:
-        """PURGE BINARY LOGS TO / BEFORE; with no argument the automatic rules
-        (``expire_seconds``, ``max_total_size``).  Returns the purged file numbers.
-
-        Never removes the active file, a file a reader is still on, a file whose
-        OOB data a retained file may reference (header ``oob_ref_file_no``), or a
-        file holding an XA_PREPARE of a pending XA or OOB data of a running
-        transaction.  An explicit request that is cut short by those rules purges
-        what it may and raises LogInUseError("A purgeable log is in use, will not purge").
-        """
-        if to_file is None and before is None:
-            return self._auto_purge(explicit=True)
-        with self._admin:
-            existing = self.files.list()
-            if to_file is not None:
-                target = self._parse_file(to_file)
-                if target not in existing:
-                    raise EngineError("Target log not found in binlog index")
-            else:
-                assert before is not None
-                target = existing[-1] if existing else 0
-                for file_no in existing:
-                    if os.stat(self.files.path(file_no)).st_mtime >= before:
-                        target = file_no
-                        break
-            purged, limited = self._purge_to(target)
-        if limited:
-            err = LogInUseError(LOG_IN_USE)
-            err.purged = purged  # type: ignore[attr-defined]
-            raise err
-        return purged
-
-    @staticmethod
-    def _parse_file(to_file: int | str) -> int:
-        if isinstance(to_file, int):
-            return to_file
-        if to_file.isdigit():
-            return int(to_file)
-        name = os.path.basename(to_file)
-        match = NAME_RE.match(name)
-        if not match:
-            raise EngineError("Target log not found in binlog index")
-        return int(match.group(1))
-
-    def _purge_limit(self, target: int) -> int:
-        """The highest file number purge may go up to (exclusive) given every guard."""
-        with self._lock:
-            active = self._writer.position[0]
-            limit = min(target, active)
-            guards = list(self._oob_active.values())
-            for prepared in self._pending_xa.values():
-                guards.append(prepared.file_no)
-                if prepared.oob is not None:
-                    guards.append(prepared.oob.first_file_no)
-        for reader in list(self._readers):
-            position = reader.holds()
-            if position is not None:
-                guards.append(position)
-        if guards:
-            limit = min(limit, min(guards))
-        existing = self.files.list()
-        while True:
-            lowest = limit
-            for file_no in existing:
-                if file_no >= limit:
-                    header = self.header(file_no)
-                    if header is not None:
-                        lowest = min(lowest, header.oob_ref_file_no)
-            if lowest >= limit:
-                return limit
-            limit = lowest
-
-    def _purge_to(self, target: int) -> tuple[list[int], bool]:
-        """Delete files below ``min(target, guards)``; return (purged, limited)."""
-        limit = self._purge_limit(target)
-        existing = [n for n in self.files.list() if n < limit]
-        if existing:
-            self.fifo.wait_synced(existing[-1])
-        for file_no in existing:
-            self.files.delete(file_no)
-            self._headers.pop(file_no, None)
-            self._file_pages.pop(file_no, None)
-        if existing:
-            self.files.sync_dir()
-        return existing, limit < target
-
-    def _auto_purge(self, explicit: bool = False) -> list[int]:
-        """Purge by age and total size, if the replica-count rule allows it."""
-        config = self.config
-        if not config.expire_seconds and not config.max_total_size:
-            return []
-        with self._admin:
-            if self.closed:
-                return []
-            if sum(not reader.closed for reader in list(self._readers)) < config.slave_connections_needed_for_purge:
-                return []
-            existing = self.files.list()
-            target = existing[0] if existing else 0
-            if config.expire_seconds:
-                cutoff = time.time() - config.expire_seconds
-                for file_no in existing:
-                    if os.stat(self.files.path(file_no)).st_mtime >= cutoff:
-                        break
-                    target = file_no + 1
-            if config.max_total_size:
-                sizes = {n: self.files.size(n) for n in existing}
-                total = sum(sizes.values())
-                for file_no in existing:
-                    if total <= config.max_total_size:
-                        break
-                    total -= sizes[file_no]
-                    target = max(target, file_no + 1)
-            with self._lock:
-                target = min(target, self._writer.position[0])
-            purged, _ = self._purge_to(target)
-            return purged
-
     # ================================================================== RESET MASTER
 
     def reset(self) -> None:
@@ -1140,12 +913,14 @@ class Engine:
                     self.fifo.pause()
                     try:
                         self.fifo.reset((0, 0))
-                        redo.write_checkpoint(redo.buffered_lsn, (0, 0))
+                        redo.write_checkpoint(redo.buffered_lsn, (0, 0), epoch=redo.epoch)
+                        self._epoch_due = False
                         for file_no in self.files.list():
                             self.files.delete(file_no)
                         self.files.sync_dir()
                         self._headers.clear()
                         self._file_pages.clear()
+                        self._truncate_due.clear()
                         self._full_image.clear()
                         self._state = BinlogState()
                         self._changed = set()
@@ -1159,16 +934,13 @@ class Engine:
                         self.fifo.resume()
             self._initial_file()
 
-    # ================================================================== backup
-
-    def backup(self, destination: str | os.PathLike[str]) -> BackupInfo:
-        """Consistent online copy into ``destination`` (see :mod:`mariabinlog.engine.backup`)."""
-        return backup(self, os.fspath(destination))
-
     # ================================================================== closing
 
-    def close(self) -> None:
-        """Clean shutdown: checkpoint (everything durable, last page written), stop threads."""
+    def close(self, *, trim: bool = False) -> None:
+        """Clean shutdown: checkpoint (everything durable, last page written), stop threads,
+        remove pre-allocated files nothing was written to (a clean directory reopens without
+        a write).  ``trim`` also cuts the active file to its used pages, as a finished
+        conversion wants (the file grows again when writing goes on)."""
         if self.closed:
             return
         with self._lock:
@@ -1188,9 +960,25 @@ class Engine:
             with self._dur_cond:
                 self._dur_cond.notify_all()
             self.fifo.stop()
+            self._drop_unused(trim)
             self.redo.close()
             self.files.close()
             self._unlock_directory()
+
+    def _drop_unused(self, trim: bool) -> None:
+        """Delete pre-allocated files past the active one; with ``trim`` cut the active file."""
+        file_no, offset = self._writer.position
+        changed = False
+        for later in self.files.list():
+            if later > file_no and read_header(self.files, later) is None:
+                self.files.delete(later)
+                changed = True
+        if trim and offset:
+            pages = -(-offset >> PAGE_SIZE_SHIFT)
+            if self.files.size(file_no) > pages << PAGE_SIZE_SHIFT:
+                self.files.truncate(file_no, pages)
+        if changed:
+            self.files.sync_dir()
 
     def _abandon(self) -> None:
         """Stop without a checkpoint (failed open)."""

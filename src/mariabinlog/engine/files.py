@@ -25,19 +25,29 @@ from typing import Self
 from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
 from ..errors import DecodeError, OptionError, TruncatedError
 
-_IBB_NAME = re.compile(r"binlog-(\d{6,})\.ibb")
+IBB_NAME_RE = re.compile(r"binlog-(\d{6,})\.ibb")
 _LEGACY_NUMBER = re.compile(r"\.(\d+)$")
 
 
-def ibb_file_name(file_no: int) -> str:
-    """``binlog-NNNNNN.ibb`` (at least six digits), as the server names its files."""
+def binlog_name(file_no: int) -> str:
+    """``binlog-NNNNNN.ibb`` (``binlog-%06llu.ibb``, ibb-format.md §1), as the server names its files."""
     return f"binlog-{file_no:06d}.ibb"
+
+
+ibb_file_name = binlog_name
 
 
 def ibb_file_no(path: str) -> int | None:
     """The file number in a ``binlog-NNNNNN.ibb`` path, None for another name."""
-    match = _IBB_NAME.fullmatch(os.path.basename(path))
+    match = IBB_NAME_RE.fullmatch(os.path.basename(path))
     return int(match.group(1)) if match else None
+
+
+def list_binlogs(directory: str) -> list[int]:
+    """File numbers of the ``binlog-NNNNNN.ibb`` files in ``directory``, ascending."""
+    numbers = [n for n in (ibb_file_no(entry) for entry in os.listdir(directory)) if n is not None]
+    numbers.sort()
+    return numbers
 
 
 @dataclass(frozen=True, order=True)

@@ -16,22 +16,57 @@ there in skip-partial mode, skipping groups the replica already has.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Self
+from typing import Protocol, Self
 
-from ..codec.gtid import BinlogState, ConnectState, Gtid
-from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.gtid import ConnectState
+from ..codec.ibb_page import PAGE_SIZE
 from ..codec.ibb_reader import EventGroup, RecordReader
+from ..codec.ibb_state import commit_gtid, seek_gtid
 from ..errors import EngineError
-from .recovery import commit_gtid, read_state_record
 from .source import ClippedSource
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .storage import BinlogFiles
 
 POSITION_PURGED = (
     "Could not find GTID state requested by slave in any binlog files. Probably the slave state is too old"
     " and required binlog files have been purged."
 )
+
+
+class ReaderHost(Protocol):
+    """What a reader needs from the engine it reads (the engine is one)."""
+
+    files: BinlogFiles
+    generation: int
+
+    @property
+    def durable_position(self) -> tuple[int, int]:
+        """End of the durable binlog."""
+        ...
+
+    @property
+    def written_position(self) -> tuple[int, int]:
+        """End of the binlog written so far."""
+        ...
+
+    def fetch(self, file_no: int, page_no: int) -> bytes | None:
+        """A page as written so far (FIFO or file)."""
+        ...
+
+    def source(self, *, durable: bool = True) -> ClippedSource:
+        """A page source ending at the durable (or written) end."""
+        ...
+
+    def filename(self, file_no: int) -> str:
+        """The name of file ``file_no``."""
+        ...
+
+    def register_reader(self, reader: EngineReader) -> None:
+        """Make the reader's purge guard known."""
+        ...
+
+    def wait_data(self, position: tuple[int, int], durable: bool, timeout: float | None) -> bool:
+        """Wait until the end passes ``position``."""
+        ...
 
 
 class EngineReader:
@@ -45,7 +80,7 @@ class EngineReader:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: ReaderHost,
         start: tuple[int, int] | ConnectState | None,
         *,
         durable: bool = True,
@@ -57,7 +92,7 @@ class EngineReader:
         existing = engine.files.list()
         self._hold: int | None = existing[0] if existing else 0
         self.closed = False
-        engine._register(self)
+        engine.register_reader(self)
         self.target: ConnectState | None = None
         try:
             if start is None:
@@ -73,55 +108,21 @@ class EngineReader:
             self.closed = True
             raise
         self._hold = file_no
-        self._source = ClippedSource(engine._fetch, None)
+        self._source = ClippedSource(engine.fetch, None)
         self._records = RecordReader(self._source, file_no, offset, skip_partial=True)
 
     # ------------------------------------------------------------------ positioning
 
     def _seek(self, target: ConnectState) -> tuple[int, int]:
-        engine = self.engine
-        source = engine.source(durable=self.durable)
+        source = self.engine.source(durable=self.durable)
         assert source.end is not None
-        end_file, end_offset = source.end
-        files = [n for n in engine.files.list() if n <= end_file]
-        chosen: tuple[int, BinlogState] | None = None
-        for file_no in reversed(files):
-            self._hold = file_no
-            record = read_state_record(source, file_no, 1)
-            if record is None:
-                continue
-            state = BinlogState.from_list(Gtid(*g) for g in record.gtids)
-            if state.is_before_pos(target):
-                chosen = (file_no, state)
-                break
-        if chosen is None:
-            if files and files[0] == 0:
-                return 0, PAGE_SIZE
-            raise EngineError(POSITION_PURGED)
-        file_no, base = chosen
-        header = engine.header(file_no)
-        interval = header.gtid_state_interval if header is not None else 0
-        if file_no == end_file:
-            last_page = end_offset >> PAGE_SIZE_SHIFT
-        else:
-            last_page = (engine.files.size(file_no) >> PAGE_SIZE_SHIFT) - 1
-        best = 1
-        if 1 < interval <= last_page:
-            low, high = 1, last_page // interval
-            while low <= high:
-                middle = (low + high) // 2
-                page_no = middle * interval
-                diff = read_state_record(source, file_no, page_no)
-                state = base.copy()
-                if diff is not None:
-                    for gtid in diff.gtids:
-                        state.update(Gtid(*gtid))
-                if diff is not None and state.is_before_pos(target):
-                    best = page_no
-                    low = middle + 1
-                else:
-                    high = middle - 1
-        return file_no, best << PAGE_SIZE_SHIFT
+        files = self.engine.files.list()
+        found = seek_gtid(source, files, target, source.end)
+        if found is not None:
+            return found.file_no, found.offset
+        if files and files[0] == 0:
+            return 0, PAGE_SIZE
+        raise EngineError(POSITION_PURGED)
 
     # ------------------------------------------------------------------ reading
 
@@ -141,7 +142,7 @@ class EngineReader:
             raise EngineError("the binlog was reset (RESET MASTER) under this reader")
 
     def _wanted(self, group: EventGroup) -> bool:
-        gtid = commit_gtid(group.record)
+        gtid = commit_gtid(group.record.payload)
         if gtid is None:
             return False
         target = self.target
@@ -174,7 +175,7 @@ class EngineReader:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until more data may be readable; True if so, False on timeout."""
         self._check()
-        return self.engine._wait_data(self.position, self.durable, timeout)
+        return self.engine.wait_data(self.position, self.durable, timeout)
 
     def close(self) -> None:
         """Release the reader (and its purge guard)."""

@@ -14,7 +14,8 @@ page the flush thread wrote before the commit's log write).  Recovery:
    The partial-last-page rule makes this safe: the first redo record for a page
    that a checkpoint wrote half-filled carries the whole page image;
 3. zeroes everything after the recovered end, deletes later files, replays
-   FLUSH BINARY LOGS truncations, re-extends the last file to its full size;
+   FLUSH BINARY LOGS truncations (the engine grows the last file again when it
+   next writes, not here: a clean directory is opened without a write);
 4. starts a new epoch in a new checkpoint, so unrecovered log bytes can never
    be read as records later.
 
@@ -33,7 +34,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codec.checksum import crc32c
-from ..codec.events import GTID_EVENT, GtidEvent, decode_event
 from ..codec.gtid import BinlogState, Gtid
 from ..codec.ibb_page import (
     NO_FILE_REF,
@@ -47,10 +47,9 @@ from ..codec.ibb_page import (
     seal_page,
 )
 from ..codec.ibb_reader import PageSource, Record, RecordReader
+from ..codec.ibb_state import commit_gtid, latest_state, read_header, read_state_record
 from ..codec.ibb_records import (
-    CommitRecord,
     GtidState,
-    OobRef,
     XaComplete,
     XaPrepare,
     Xid,
@@ -65,8 +64,10 @@ from .redo import (
     REDO_NAME,
     RedoLog,
 )
+from .purge import complete_purge
 from .source import disk_source
 from .storage import BinlogFiles
+from .transaction import PendingXa
 
 HostRecords = list[tuple[int, bytes]]
 
@@ -84,16 +85,6 @@ class Recovered:
 
 
 @dataclass
-class PendingXa:
-    """A prepared XA transaction not yet committed or rolled back."""
-
-    xid: Xid
-    file_no: int
-    oob: OobRef | None
-    engine_count: int = 1
-
-
-@dataclass
 class RestoredState:
     """GTID state, (domain, server) pairs changed in the last file, pending XA transactions."""
 
@@ -103,17 +94,6 @@ class RestoredState:
 
 
 # ---------------------------------------------------------------------- headers and pages
-
-
-def read_header(files: BinlogFiles, file_no: int) -> IbbHeader | None:
-    """The valid header of ``file_no`` on disk, or None (missing, empty, damaged)."""
-    page = files.read_page(file_no, 0)
-    if page is None:
-        return None
-    try:
-        return decode_header_page(page)
-    except DecodeError:
-        return None
 
 
 def _is_zero(page: bytes | None) -> bool:
@@ -155,13 +135,15 @@ def recover(
     files: BinlogFiles,
     *,
     all_files: bool = False,
+    readonly: bool = False,
 ) -> Recovered:
     """Replay the redo log of ``directory`` onto its binlog files (see the module docstring).
 
     ``all_files`` replays every record after the checkpoint, not only those of the
     last two files: a backup copy may hold files copied before they were complete.
+    ``readonly`` opens the log read-only (``files`` is then a look-only overlay).
     """
-    fd, checkpoint = RedoLog.open_for_recovery(directory)
+    fd, checkpoint = RedoLog.open_for_recovery(directory, readonly=readonly)
     try:
         end = checkpoint.end
         next_lsn = checkpoint.lsn
@@ -175,7 +157,9 @@ def recover(
         truncations: dict[int, int] = {}
         headers: dict[int, IbbHeader | None] = {}
 
-        existing = files.list()
+        # files above the end may exist (pre-allocated before the lower ones were written):
+        # only files up to the end tell where the binlog starts
+        existing = [n for n in files.list() if n <= end[0]]
         lowest = existing[0] if existing else end[0]
 
         def skip(file_no: int, lsn: int, page_no: int, offset: int) -> bool:
@@ -218,6 +202,7 @@ def recover(
                     raise EngineError(f"recovery: unknown redo operation {kind}")
         patcher.flush()
         truncated, deleted = _cut_after(files, end, patcher.touched)
+        purged = complete_purge(files, end[0])
         for file_no, pages in truncations.items():
             if file_no < end[0]:
                 files.truncate(file_no, pages)
@@ -229,7 +214,7 @@ def recover(
         os.close(fd)
         raise
     redo.epoch = checkpoint.epoch + 1
-    return Recovered(end, redo, host_records, count, truncated, deleted)
+    return Recovered(end, redo, host_records, count, truncated, purged + deleted)
 
 
 def finish_recovery(recovered: Recovered) -> None:
@@ -239,7 +224,7 @@ def finish_recovery(recovered: Recovered) -> None:
 
 
 def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> tuple[int, list[int]]:
-    """Zero the binlog after ``end``, delete later files, re-extend the last file; return counts."""
+    """Zero the binlog after ``end`` and delete later files; return counts."""
     end_file, end_offset = end
     existing = files.list()
     deleted = [n for n in existing if n > end_file or (n == end_file and end_offset == 0)]
@@ -268,80 +253,47 @@ def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> t
         touched.add(end_file)
         cleared += 1
         page_no += 1
-    header = read_header(files, end_file)
-    if header is not None and files.size(end_file) < header.page_count << PAGE_SIZE_SHIFT:
-        files.create(end_file, header.page_count)
-        touched.add(end_file)
     return cleared, deleted
 
 
-def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
-    """Open binlog files that have no redo log: the end is where readable data stops."""
+def adopted_end(files: BinlogFiles) -> tuple[tuple[int, int], list[int]]:
+    """Where readable data stops in files that have no redo log (after completing an
+    interrupted purge): ``(end, files the purge completion deleted)``."""
     existing = files.list()
     last = None
     for file_no in reversed(existing):
         if read_header(files, file_no) is not None:
             last = file_no
             break
-    end = (0, 0)
-    if last is not None:
-        reader = RecordReader(disk_source(files), last, PAGE_SIZE, skip_partial=True)
-        end = (last, PAGE_SIZE)
-        try:
-            for _ in reader:
-                end = reader.position
-        except DecodeError:
-            pass
-        else:
+    if last is None:
+        return (0, 0), []
+    purged = complete_purge(files, last)
+    reader = RecordReader(disk_source(files), last, PAGE_SIZE, skip_partial=True)
+    end = (last, PAGE_SIZE)
+    try:
+        for _ in reader:
             end = reader.position
-        if end[0] != last:
-            end = (last, end[1])
+    except DecodeError:
+        pass
+    else:
+        end = reader.position
+    if end[0] != last:
+        end = (last, end[1])
+    return end, purged
+
+
+def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
+    """Open binlog files that have no redo log: the end is where readable data stops."""
+    end, purged = adopted_end(files)
     touched: set[int] = set()
     truncated, deleted = _cut_after(files, end, touched)
     for file_no in touched:
         files.sync(file_no)
     redo = RedoLog.create(directory, capacity, end=end)
-    return Recovered(end, redo, [], 0, truncated, deleted)
+    return Recovered(end, redo, [], 0, truncated, purged + deleted)
 
 
 # ---------------------------------------------------------------------- state records
-
-
-def read_state_record(source: PageSource, file_no: int, page_no: int) -> GtidState | None:
-    """The GTID_STATE record starting at offset 0 of the page, or None if there is none."""
-    reader = RecordReader(source, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True)
-    try:
-        for record in reader:
-            if record.type == RecordType.GTID_STATE and record.offset == page_no << PAGE_SIZE_SHIFT:
-                return GtidState.decode(record.payload)
-            return None
-    except DecodeError:
-        return None
-    return None
-
-
-def commit_gtid(record: Record) -> Gtid | None:
-    """The GTID of a COMMIT record (its first event), None for a restart-marker record."""
-    commit = CommitRecord.decode(record.payload)
-    data = commit.data
-    if len(data) < 19 or data[4] != GTID_EVENT:
-        return None
-    event = decode_event(data)
-    assert isinstance(event, GtidEvent)
-    return Gtid(event.domain_id, event.server_id, event.seq_no)
-
-
-def latest_state(source: PageSource, file_no: int, limit_page: int, interval: int) -> tuple[int, GtidState | None]:
-    """The newest differential state record of ``file_no`` at a page <= ``limit_page``: (page, record)."""
-    if interval <= 1:
-        return 1, None
-    page_no = (limit_page // interval) * interval
-    while page_no >= interval and page_no > 1:
-        state = read_state_record(source, file_no, page_no)
-        if state is not None:
-            return page_no, state
-        page_no -= interval
-    return 1, None
 
 
 def _records(source: PageSource, file_no: int, page_no: int) -> Iterator[Record]:
@@ -391,7 +343,7 @@ def restore_state(files: BinlogFiles, end: tuple[int, int]) -> RestoredState:
             current_file = record.file_no
             changed = set()
         if record.type == RecordType.COMMIT:
-            gtid = commit_gtid(record)
+            gtid = commit_gtid(record.payload)
             if gtid is not None:
                 state.update(gtid)
                 changed.add((gtid.domain, gtid.server))

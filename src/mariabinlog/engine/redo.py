@@ -288,11 +288,11 @@ class RedoLog:
         return max(found, key=lambda c: c.number)
 
     @classmethod
-    def open_for_recovery(cls, directory: str) -> tuple[int, Checkpoint]:
-        """Open the existing log: (fd, newest checkpoint)."""
+    def open_for_recovery(cls, directory: str, *, readonly: bool = False) -> tuple[int, Checkpoint]:
+        """Open the existing log: (fd, newest checkpoint); ``readonly`` for look-only views."""
         path = os.path.join(directory, REDO_NAME)
         checkpoint = cls.read_checkpoint(path)
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDONLY if readonly else os.O_RDWR)
         size = os.fstat(fd).st_size
         if size < AREA_START + checkpoint.capacity:
             os.close(fd)

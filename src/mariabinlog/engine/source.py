@@ -20,7 +20,8 @@ from ..codec.ibb_page import (
     ZERO_PAGE,
     seal_page,
 )
-from .storage import BinlogFiles, binlog_name
+from .files import binlog_name
+from .storage import BinlogFiles
 
 Fetch = Callable[[int, int], "bytes | None"]
 

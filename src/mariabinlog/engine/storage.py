@@ -10,37 +10,20 @@ beyond its size; pages arrive finished (CRC-sealed by the codec).
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Iterable
 
 from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from .files import binlog_name, list_binlogs
 from .redo import fsync_dir
 
-NAME_RE = re.compile(r"^binlog-([0-9]+)\.ibb$")
 MIN_PAGES = 4
 MAX_PAGES = (1 << 32) - 1
-
-
-def binlog_name(file_no: int) -> str:
-    """``binlog-%06llu.ibb`` (§1)."""
-    return f"binlog-{file_no:06d}.ibb"
 
 
 def pages_for_size(max_binlog_size: int) -> int:
     """Pages per file for ``max_binlog_size`` bytes, clamped to [4, 2**32-1] like ``ibb_set_max_size``."""
     return min(max(max_binlog_size >> PAGE_SIZE_SHIFT, MIN_PAGES), MAX_PAGES)
-
-
-def list_binlogs(directory: str) -> list[int]:
-    """File numbers of the ``binlog-*.ibb`` files in ``directory``, ascending."""
-    numbers = []
-    for entry in os.listdir(directory):
-        match = NAME_RE.match(entry)
-        if match:
-            numbers.append(int(match.group(1)))
-    numbers.sort()
-    return numbers
 
 
 class BinlogFiles:
@@ -50,8 +33,10 @@ class BinlogFiles:
     threads (``pread``/``pwrite`` need no seek position, so sharing is safe).
     """
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *, readonly: bool = False) -> None:
         self.directory = directory
+        #: look-only users (checker, settings, views) open files read-only
+        self.readonly = readonly
         self._fds: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -75,7 +60,7 @@ class BinlogFiles:
             fd = self._fds.get(file_no)
             if fd is not None:
                 return fd
-            flags = os.O_RDWR | (os.O_CREAT if create else 0)
+            flags = os.O_RDONLY if self.readonly else os.O_RDWR | (os.O_CREAT if create else 0)
             try:
                 fd = os.open(self.path(file_no), flags, 0o644)
             except FileNotFoundError:
@@ -121,6 +106,14 @@ class BinlogFiles:
                 data.pop(0)
             if data and written:
                 data[0] = data[0][written:]
+
+    def page(self, file_no: int, page_no: int) -> bytes | None:
+        """The codec ``PageSource`` view of :meth:`read_page`."""
+        return self.read_page(file_no, page_no)
+
+    def name(self, file_no: int) -> str:
+        """``binlog-NNNNNN.ibb`` (``PageSource``)."""
+        return binlog_name(file_no)
 
     def read_page(self, file_no: int, page_no: int) -> bytes | None:
         """One page, or None when the file or the page does not exist."""

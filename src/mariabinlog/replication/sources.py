@@ -46,9 +46,8 @@ from ..codec.ibb_page import (
 from ..codec.ibb_reader import EventGroup as StoredGroup
 from ..codec.ibb_reader import RecordReader
 from ..codec.stream import EventStreamDecoder, iter_legacy_events
-from ..engine.files import ibb_file_no
-from ..engine.recovery import commit_gtid, latest_state, read_state_record
-from ..engine.storage import binlog_name, list_binlogs
+from ..codec.ibb_state import commit_gtid, latest_state, read_header, seek_gtid, state_at_page
+from ..engine.files import binlog_name, ibb_file_no, list_binlogs
 from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
 from .client import BinlogClient
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler
@@ -191,8 +190,7 @@ class ArchiveReader:
     # -- state --------------------------------------------------------------------------------
 
     def _state_at(self, file_no: int) -> BinlogState | None:
-        record = read_state_record(self.pages, file_no, 1)
-        return None if record is None else BinlogState.from_list(Gtid(*g) for g in record.gtids)
+        return state_at_page(self.pages, file_no, 1)
 
     def current_state(self) -> BinlogState:
         """The GTID state after the last group written so far."""
@@ -201,7 +199,7 @@ class ArchiveReader:
             base = self._state_at(file_no)
             if base is None:
                 continue
-            header = decode_header_page(self.pages.page(file_no, 0) or b"")
+            header = read_header(self.pages, file_no)
             interval = header.gtid_state_interval if header is not None else 0
             pages = header.page_count if header is not None else 1
             page_no, diff = latest_state(self.pages, file_no, pages, interval)
@@ -211,7 +209,7 @@ class ArchiveReader:
             try:
                 for record in RecordReader(self.pages, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True):
                     if record.type == RecordType.COMMIT and not record.nested:
-                        gtid = commit_gtid(record)
+                        gtid = commit_gtid(record.payload)
                         if gtid is not None:
                             base.update(gtid)
             except DecodeError:
@@ -223,32 +221,13 @@ class ArchiveReader:
         files = self.pages.files()
         if not files:
             return 0, PAGE_SIZE
-        for file_no in reversed(files):
-            state = self._state_at(file_no)
-            if state is None:
-                continue
-            if state.is_before_pos(target):
-                header = decode_header_page(self.pages.page(file_no, 0) or b"")
-                interval = header.gtid_state_interval if header is not None else 0
-                best, chosen = 1, state
-                if interval > 1:
-                    page_no = interval
-                    while True:
-                        diff = read_state_record(self.pages, file_no, page_no)
-                        if diff is None:
-                            break
-                        probe = state.copy()
-                        for gtid in diff.gtids:
-                            probe.update(Gtid(*gtid))
-                        if not probe.is_before_pos(target):
-                            break
-                        best, chosen = page_no, probe
-                        page_no += interval
-                for gtid in target.values():
-                    held = chosen.find(gtid.domain, gtid.server)
-                    if held is not None and held.seq == gtid.seq:
-                        self.start_found.add(gtid.domain)
-                return file_no, best << PAGE_SIZE_SHIFT
+        found = seek_gtid(self.pages, files, target)
+        if found is not None:
+            for gtid in target.values():
+                held = found.state.find(gtid.domain, gtid.server)
+                if held is not None and held.seq == gtid.seq:
+                    self.start_found.add(gtid.domain)
+            return found.file_no, found.offset
         if all(self._state_at(file_no) is None for file_no in files):
             return files[0], PAGE_SIZE  # nothing readable yet: wait at the start
         raise ReplicationError(PURGED)

@@ -19,17 +19,8 @@ from ..codec.events import (
     GtidListEvent,
 )
 from ..codec.gtid import BinlogState
-from ..codec.ibb import (
-    FLAG_CONT,
-    PAGE_SIZE,
-    PAGE_SIZE_SHIFT,
-    GtidState,
-    RecordReader,
-    RecordType,
-    chunk_at,
-    decode_header_page,
-)
-from ..codec.ibb_page import TYPE_MASK, ZERO_PAGE
+from ..codec.ibb import PAGE_SIZE_SHIFT
+from ..codec.ibb_state import state_points
 from ..codec.stream import EventStreamDecoder
 from ..engine.files import BinlogFile, IbbDirectory
 from ..errors import DecodeError
@@ -62,50 +53,15 @@ def ibb_state_points(directory: str, file: BinlogFile) -> Iterator[tuple[int, Bi
     """``(byte offset, GTID state)`` at page 1 and every interval page of an `.ibb` file.
 
     The state at a page start covers every event group whose COMMIT record began before it
-    (ibb-format.md §6.2).  Probing stops at the first interval page without a state record.
+    (ibb-format.md §6.2); the codec's :func:`~mariabinlog.codec.ibb_state.state_points` reads
+    them and stops at the first interval page without a state record.
     """
     source = IbbDirectory(directory, {file.file_no: file.path})
     try:
-        first = source.page(file.file_no, 0)
-        header = decode_header_page(first) if first is not None else None
-        if header is None:
-            return
-        full = _state_at(source, file.file_no, 1)
-        if full is None:
-            return
-        base = state_from_gtids(full.gtids)
-        yield PAGE_SIZE, base
-        interval = header.gtid_state_interval
-        if not interval:
-            return
-        pages = file.size >> PAGE_SIZE_SHIFT
-        for page_no in range(interval, pages, interval):
-            diff = _state_at(source, file.file_no, page_no)
-            if diff is None:
-                return
-            state = base.copy()
-            for gtid in state_from_gtids(diff.gtids):
-                state.update(gtid)
+        for page_no, state in state_points(source, file.file_no, file.size >> PAGE_SIZE_SHIFT):
             yield page_no << PAGE_SIZE_SHIFT, state
     finally:
         source.close()
-
-
-def _state_at(source: IbbDirectory, file_no: int, page_no: int) -> GtidState | None:
-    """The GTID_STATE record starting at offset 0 of ``page_no``, if there is one."""
-    page = source.page(file_no, page_no)
-    if page is None or bytes(page) == ZERO_PAGE:
-        return None
-    header = chunk_at(page, 0)
-    if header is None or header[0] & FLAG_CONT or header[0] & TYPE_MASK != RecordType.GTID_STATE:
-        return None
-    for record in RecordReader(source, file_no, page_no << PAGE_SIZE_SHIFT):
-        if record.type == RecordType.GTID_STATE and record.offset == page_no << PAGE_SIZE_SHIFT:
-            payload = record.decode()
-            assert isinstance(payload, GtidState)
-            return payload
-        return None
-    return None
 
 
 def read_whole(path: str) -> mmap.mmap | bytes:

@@ -38,8 +38,9 @@ from pyspark.sql.types import StructType
 
 from ..codec.events import GTID_EVENT, GtidEvent
 from ..codec.gtid import BinlogState, Gtid, GtidList
-from ..codec.ibb import PAGE_SIZE, CommitRecord, RecordReader, RecordType
-from ..codec.stream import EventStreamDecoder, iter_legacy_events
+from ..codec.ibb import PAGE_SIZE, RecordReader, RecordType
+from ..codec.ibb_state import commit_gtid
+from ..codec.stream import iter_legacy_events
 from ..engine.files import IbbDirectory
 from ..errors import DecodeError, OptionError, TruncatedError
 from ..engine.files import BinlogFile, discover_binlogs
@@ -205,7 +206,7 @@ def _scan_ibb(directory: str, files: list[BinlogFile], start: Offset, groups: in
             if record.nested:
                 continue
             if record.type == RecordType.COMMIT:
-                gtid = _commit_gtid(record.payload)
+                gtid = commit_gtid(record.payload)
                 if gtid is not None:
                     state.update(gtid)
                 seen += 1
@@ -229,16 +230,6 @@ def _distance(begin: tuple[int, int], end: tuple[int, int], files: dict[int, Bin
         return end[1] - begin[1]
     between = sum(files[n].size for n in range(begin[0] + 1, end[0]) if n in files)
     return files[begin[0]].size - begin[1] + between + end[1]
-
-
-def _commit_gtid(payload: bytes) -> Gtid | None:
-    """The GTID of a COMMIT record (its data starts with the GTID event), None for a marker."""
-    data = CommitRecord.decode(payload).data
-    if len(data) < 19 or data[4] != GTID_EVENT:
-        return None
-    event = EventStreamDecoder().decode(data[: int.from_bytes(data[9:13], "little")], 0)
-    assert isinstance(event, GtidEvent)
-    return Gtid(event.domain_id, event.server_id, event.seq_no)
 
 
 def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max_bytes: int | None) -> Offset:

@@ -38,7 +38,9 @@ phase, thread id), so the converted group replays exactly as the original.
 from __future__ import annotations
 
 import os
+import shutil
 import struct
+import tempfile
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +63,7 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
+from ..engine.redo import REDO_NAME, fsync_dir
 from ..errors import ConvertError, DecodeError, OptionExit
 from .dump_options import DumpOptions, write_line
 from .sink import EventSink
@@ -331,7 +334,12 @@ class LegacyToIbb(EventSink):
         super().__init__(lambda data: None)
         from ..engine import Engine
 
-        self.engine = Engine.open(directory, restart_marker=False, durability=0, max_binlog_size=max_size)
+        # written aside and renamed into place at the end: a failed conversion leaves nothing
+        self.directory = os.path.abspath(directory)
+        parent = os.path.dirname(self.directory)
+        os.makedirs(parent, exist_ok=True)
+        self.aside = tempfile.mkdtemp(prefix=f".{os.path.basename(self.directory)}.partial-", dir=parent)
+        self.engine = Engine.open(self.aside, restart_marker=False, durability=0, max_binlog_size=max_size)
         self.trx: Any = None
         self.gtid_event: Any = None
         self.gtid_when = 0
@@ -383,11 +391,28 @@ class LegacyToIbb(EventSink):
         self.groups += 1
 
     def finish(self, complete: bool) -> None:
-        if complete:
-            self._commit()
-        elif self.trx is not None:
-            self.trx.rollback()
-        self.engine.close()
+        """Like FLUSH BINARY LOGS at the end: the last file cut to its used pages, no
+        pre-allocated next file; then the directory moves into place (or goes, if incomplete)."""
+        try:
+            if complete:
+                self._commit()
+            elif self.trx is not None:
+                self.trx.rollback()
+            self.engine.close(trim=complete)
+        except BaseException:
+            shutil.rmtree(self.aside, ignore_errors=True)
+            raise
+        if not complete:
+            shutil.rmtree(self.aside, ignore_errors=True)
+            return
+        if not os.path.exists(self.directory):
+            os.rename(self.aside, self.directory)
+        else:
+            names = sorted(os.listdir(self.aside), key=lambda name: name == REDO_NAME)
+            for name in names:  # the redo log last: until it is there, no engine is
+                os.rename(os.path.join(self.aside, name), os.path.join(self.directory, name))
+            os.rmdir(self.aside)
+        fsync_dir(os.path.dirname(self.directory))
 
 
 def _ibb_event(ev: Any, *, checksum_alg_off: bool = False) -> bytes:

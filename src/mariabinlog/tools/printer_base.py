@@ -18,7 +18,7 @@ from ..codec.events import (
 )
 from ..codec.native import load_fast
 from ..codec.stream import footer_len
-from ..errors import DecodeError
+
 
 #: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
 _FAST_VERSION = 1

@@ -1,0 +1,190 @@
+"""A look-only view of an engine directory: what opening it would find, without writing.
+
+Why: ``engine status`` and ``engine files`` must never create, grow, truncate or fsync
+anything, yet after a crash the truth is "the files plus the redo log replayed onto them".
+:class:`OverlayFiles` is a :class:`~mariabinlog.engine.storage.BinlogFiles` whose writes,
+truncations and deletions stay in memory (reads see them), so the very recovery code the
+engine runs (:func:`~mariabinlog.engine.recovery.recover`, the purge completion and
+:func:`~mariabinlog.engine.recovery.restore_state`) computes the view, and the two cannot
+disagree.  The redo log is opened read-only and no directory lock is taken: the view is a
+snapshot, also of a directory another process is writing.
+
+:func:`engine_kind` tells an engine directory from anything else, so that every engine
+command except an explicit create refuses a directory holding no engine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..codec.gtid import BinlogState
+from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.ibb_state import read_header
+from ..errors import EngineError, OptionError
+from .files import list_binlogs
+from .recovery import RestoredState, adopted_end, recover, restore_state
+from .redo import REDO_NAME
+from .storage import BinlogFiles
+
+
+class OverlayFiles(BinlogFiles):
+    """Binlog files opened read-only; every change is kept in memory and seen by reads."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__(directory, readonly=True)
+        self._pages: dict[tuple[int, int], bytes] = {}
+        self._sizes: dict[int, int] = {}
+        self._deleted: set[int] = set()
+
+    def _fd(self, file_no: int, create: bool = False) -> int | None:
+        if file_no in self._deleted:
+            return None
+        fd = self._fds.get(file_no)
+        if fd is None:
+            try:
+                fd = os.open(self.path(file_no), os.O_RDONLY)
+            except OSError:
+                return None
+            self._fds[file_no] = fd
+        return fd
+
+    def list(self) -> list[int]:
+        """Files present in the view."""
+        names = set(list_binlogs(self.directory)) | set(self._sizes)
+        return sorted(names - self._deleted)
+
+    def exists(self, file_no: int) -> bool:
+        """True if the file is in the view."""
+        return file_no in self.list()
+
+    def size(self, file_no: int) -> int:
+        """Size in the view."""
+        if file_no in self._deleted:
+            return 0
+        if file_no in self._sizes:
+            return self._sizes[file_no]
+        return super().size(file_no)
+
+    def create(self, file_no: int, pages: int) -> None:
+        """Grow the file in the view only."""
+        self._deleted.discard(file_no)
+        self._sizes[file_no] = max(self.size(file_no), pages << PAGE_SIZE_SHIFT)
+
+    def write_pages(self, file_no: int, page_no: int, pages: Iterable[bytes]) -> None:
+        """Keep the pages in memory."""
+        self._deleted.discard(file_no)
+        for index, page in enumerate(pages):
+            self._pages[(file_no, page_no + index)] = bytes(page)
+            end = (page_no + index + 1) << PAGE_SIZE_SHIFT
+            if end > self.size(file_no):
+                self._sizes[file_no] = end
+
+    def read_page(self, file_no: int, page_no: int) -> bytes | None:
+        """The page as the view has it."""
+        if file_no in self._deleted or (page_no + 1) << PAGE_SIZE_SHIFT > self.size(file_no):
+            return None
+        page = self._pages.get((file_no, page_no))
+        if page is not None:
+            return page
+        fd = self._fd(file_no)
+        if fd is None:
+            return bytes(PAGE_SIZE)
+        data = os.pread(fd, PAGE_SIZE, page_no << PAGE_SIZE_SHIFT)
+        return data if len(data) == PAGE_SIZE else bytes(PAGE_SIZE)
+
+    def sync(self, file_no: int) -> None:
+        """Nothing to make durable."""
+
+    def truncate(self, file_no: int, pages: int) -> None:
+        """Cut the file in the view."""
+        self._sizes[file_no] = min(self.size(file_no), pages << PAGE_SIZE_SHIFT)
+        for key in [k for k in self._pages if k[0] == file_no and k[1] >= pages]:
+            del self._pages[key]
+
+    def delete(self, file_no: int) -> None:
+        """Remove the file from the view."""
+        self._deleted.add(file_no)
+        self._sizes.pop(file_no, None)
+
+    def sync_dir(self) -> None:
+        """Nothing to make durable."""
+
+
+@dataclass
+class EngineView:
+    """What an open of the directory would find: the binlog end and LSNs, the files with their
+    sizes, the GTID state and pending XA transactions."""
+
+    directory: str
+    end: tuple[int, int]
+    lsn: int
+    checkpoint_lsn: int
+    files: list[tuple[int, int]]
+    restored: RestoredState
+    clean: bool
+    records: int
+
+    @property
+    def state(self) -> BinlogState:
+        """``@@gtid_binlog_state`` at the end."""
+        return self.restored.state
+
+
+def engine_kind(directory: str) -> str:
+    """``"engine"`` (a redo log or `.ibb` files with a valid header), ``"empty"`` (an empty
+    directory), or ``"other"``; raises :class:`OptionError` for a missing or unreadable path."""
+    if not os.path.exists(directory):
+        raise OptionError(f"{directory}: no such directory")
+    if not os.path.isdir(directory):
+        raise OptionError(f"{directory}: not a directory")
+    try:
+        entries = os.listdir(directory)
+    except OSError as err:
+        raise OptionError(f"{directory}: cannot read the directory ({err.strerror})") from None
+    if REDO_NAME in entries:
+        return "engine"
+    files = BinlogFiles(directory, readonly=True)
+    try:
+        if any(read_header(files, n) is not None for n in list_binlogs(directory)):
+            return "engine"
+    except OSError:
+        pass
+    finally:
+        files.close()
+    return "empty" if not entries else "other"
+
+
+def require_engine(directory: str) -> None:
+    """Refuse (``OptionError``, one line) a path that holds no binlog engine."""
+    kind = engine_kind(directory)
+    if kind != "engine":
+        what = "is empty" if kind == "empty" else "holds no binlog engine (no redo.log, no .ibb files)"
+        raise OptionError(f"{directory}: {what}; create one with: mariabinlog engine init {directory}")
+
+
+def view(directory: str) -> EngineView:
+    """The look-only view of an engine directory (module docstring); writes nothing."""
+    require_engine(directory)
+    files = OverlayFiles(directory)
+    try:
+        if os.path.exists(os.path.join(directory, REDO_NAME)):
+            recovered = recover(directory, files, readonly=True)
+            recovered.redo.close()
+            lsn = recovered.redo.buffered_lsn
+            checkpoint_lsn = recovered.redo.checkpoint.lsn
+            clean = recovered.records == 0
+            end = recovered.end
+            records = recovered.records
+        else:
+            end, lsn, checkpoint_lsn, clean, records = adopted_end(files)[0], 0, 0, False, 0
+        restored = restore_state(files, end)
+        sizes = [(n, files.size(n)) for n in files.list() if n <= end[0]]
+        return EngineView(directory, end, lsn, checkpoint_lsn, sizes, restored, clean, records)
+    except EngineError:
+        raise
+    except OSError as err:
+        raise EngineError(f"{directory}: {err}") from None
+    finally:
+        files.close()

@@ -1,0 +1,551 @@
+"""Power-loss harness: record the engine's file-system operations, rebuild the states a power
+cut could leave, recover each in a fresh process (the method of ALICE and CrashMonkey).
+
+A :class:`Recorder` wraps ``os`` (``open``, ``write``, ``pwrite``, ``pwritev``, ``ftruncate``,
+``posix_fallocate``, ``fsync``, ``fdatasync``, ``rename``, ``unlink``, ``close``) while a workload
+runs, and logs every operation on the engine directory by inode, plus ``ack`` markers when a
+commit returned (durability mode 1: the engine promised it).  :func:`crash_state` replays the
+log up to a crash point under one of four persistence models:
+
+* ``synced``: only what was fsynced survives; directory operations (create, rename, unlink)
+  not followed by a directory fsync are undone;
+* ``kept``: everything written survives (a process crash);
+* ``reordered``: each unsynced write and each unsynced directory operation survives or not,
+  independently;
+* ``torn``: unsynced writes survive in order up to one that is torn at 512-byte sectors
+  (an arbitrary subset of its sectors reached the disk).
+
+:func:`check_state` writes such a state to a fresh directory and, in a forked child, opens
+it (recovery), runs the offline checker, reads every group and asserts: every acknowledged
+commit is there with its payload, the groups are a gap-free run of commit order after what
+was purged, every visible group is whole, and writing goes on (a commit after the recovery
+survives a clean reopen).  :func:`recovery_log` records a recovery itself, so the states a
+power cut *during* recovery leaves are checked the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import shutil
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import crash_harness  # noqa: E402
+
+from mariabinlog.codec.ibb_records import Xid  # noqa: E402
+from mariabinlog.engine import Engine  # noqa: E402
+from mariabinlog.engine.check import check_directory  # noqa: E402
+from mariabinlog.errors import LogInUseError  # noqa: E402
+
+SECTOR = 512
+MODELS = ("synced", "kept", "reordered", "torn")
+CONFIG: dict[str, Any] = {
+    "max_binlog_size": 64 * 1024,
+    "state_interval": 32768,
+    "redo_capacity": 256 * 1024,
+    "flush_interval": 0.01,
+    "fifo_pages": 16,
+    "spill_size": 12 * 1024,
+    "oob_piece_size": 4 * 1024,
+}
+
+Op = tuple[Any, ...]
+
+
+# ---------------------------------------------------------------------- recording
+
+
+class Recorder:
+    """Wraps ``os`` so that every operation on files under ``root`` is logged (module docstring)."""
+
+    NAMES = ("open", "close", "write", "pwrite", "pwritev", "ftruncate", "posix_fallocate", "fsync",
+             "fdatasync", "rename", "unlink")
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self.ops: list[Op] = []
+        self.initial: dict[str, tuple[int, bytes]] = {}
+        self._fds: dict[int, int | None] = {}  # fd -> inode (None: the directory)
+        self._names: dict[str, int] = {}
+        self._next = 0
+        self._lock = threading.RLock()
+        self._orig: dict[str, Callable[..., Any]] = {}
+
+    def _new_inode(self) -> int:
+        self._next += 1
+        return self._next
+
+    def _mine(self, path: str) -> bool:
+        return os.path.dirname(path) == self.root
+
+    def install(self) -> None:
+        """Snapshot the directory as the initial state and start logging."""
+        os.makedirs(self.root, exist_ok=True)
+        for name in sorted(os.listdir(self.root)):
+            path = os.path.join(self.root, name)
+            if os.path.isfile(path):
+                inode = self._new_inode()
+                self._names[path] = inode
+                with open(path, "rb") as handle:
+                    self.initial[path] = (inode, handle.read())
+        for name in self.NAMES:
+            self._orig[name] = getattr(os, name)
+            setattr(os, name, getattr(self, "_" + name))
+
+    def uninstall(self) -> None:
+        """Stop logging."""
+        for name, func in self._orig.items():
+            setattr(os, name, func)
+        self._orig.clear()
+
+    def ack(self, seq: int, token: int) -> None:
+        """A commit returned: the engine promised it survives."""
+        with self._lock:
+            self.ops.append(("ack", seq, token))
+
+    def _open(self, path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        full = os.path.abspath(os.fsdecode(path))
+        with self._lock:
+            existed = os.path.exists(full)
+            fd = self._orig["open"](path, flags, mode, **kwargs)
+            if full == self.root:
+                self._fds[fd] = None
+            elif self._mine(full):
+                if not existed:
+                    inode = self._new_inode()
+                    self._names[full] = inode
+                    self.ops.append(("create", full, inode))
+                inode = self._names[full]
+                self._fds[fd] = inode
+                if existed and flags & os.O_TRUNC:
+                    self.ops.append(("trunc", inode, 0))
+            return fd
+
+    def _close(self, fd: int) -> None:
+        with self._lock:
+            self._fds.pop(fd, None)
+            self._orig["close"](fd)
+
+    def _logged_write(self, fd: int, offset: int | None, data: bytes, write: Callable[[], int]) -> int:
+        """Run ``write`` and log the bytes it wrote at ``offset`` (None: the file position)."""
+        with self._lock:
+            inode = self._fds.get(fd)
+            if offset is None:
+                offset = os.lseek(fd, 0, os.SEEK_CUR) if inode is not None else 0
+            written = int(write())
+            if inode is not None:
+                self.ops.append(("write", inode, offset, data[:written]))
+            return written
+
+    def _write(self, fd: int, data: Any) -> int:
+        return self._logged_write(fd, None, bytes(data), lambda: self._orig["write"](fd, data))
+
+    def _pwrite(self, fd: int, data: Any, offset: int) -> int:
+        return self._logged_write(fd, offset, bytes(data), lambda: self._orig["pwrite"](fd, data, offset))
+
+    def _pwritev(self, fd: int, buffers: Any, offset: int) -> int:
+        data = b"".join(bytes(b) for b in buffers)
+        return self._logged_write(fd, offset, data, lambda: self._orig["pwritev"](fd, buffers, offset))
+
+    def _ftruncate(self, fd: int, size: int) -> None:
+        with self._lock:
+            self._orig["ftruncate"](fd, size)
+            inode = self._fds.get(fd)
+            if inode is not None:
+                self.ops.append(("trunc", inode, size))
+
+    def _posix_fallocate(self, fd: int, offset: int, length: int) -> None:
+        with self._lock:
+            self._orig["posix_fallocate"](fd, offset, length)
+            inode = self._fds.get(fd)
+            if inode is not None:
+                self.ops.append(("falloc", inode, offset + length))
+
+    def _sync(self, name: str, fd: int) -> None:
+        with self._lock:
+            self._orig[name](fd)
+            if fd in self._fds:
+                inode = self._fds[fd]
+                self.ops.append(("dirsync",) if inode is None else ("fsync", inode))
+
+    def _fsync(self, fd: int) -> None:
+        self._sync("fsync", fd)
+
+    def _fdatasync(self, fd: int) -> None:
+        self._sync("fdatasync", fd)
+
+    def _rename(self, src: Any, dst: Any, **kwargs: Any) -> None:
+        full_src, full_dst = os.path.abspath(os.fsdecode(src)), os.path.abspath(os.fsdecode(dst))
+        with self._lock:
+            self._orig["rename"](src, dst, **kwargs)
+            if self._mine(full_src) and self._mine(full_dst):
+                self._names[full_dst] = self._names.pop(full_src)
+                self.ops.append(("rename", full_src, full_dst))
+
+    def _unlink(self, path: Any, **kwargs: Any) -> None:
+        full = os.path.abspath(os.fsdecode(path))
+        with self._lock:
+            self._orig["unlink"](path, **kwargs)
+            if self._mine(full):
+                self._names.pop(full, None)
+                self.ops.append(("unlink", full))
+
+
+# ---------------------------------------------------------------------- crash states
+
+
+def _apply(buf: bytearray, op: Op) -> None:
+    kind = op[0]
+    if kind == "write":
+        _, _, offset, data = op
+        if len(buf) < offset + len(data):
+            buf.extend(bytes(offset + len(data) - len(buf)))
+        buf[offset : offset + len(data)] = data
+    elif kind == "trunc":
+        size = op[2]
+        if len(buf) > size:
+            del buf[size:]
+        else:
+            buf.extend(bytes(size - len(buf)))
+    elif kind == "falloc" and len(buf) < op[2]:
+        buf.extend(bytes(op[2] - len(buf)))
+
+
+def _torn(buf: bytearray, op: Op, rnd: random.Random) -> None:
+    """Apply a random subset of the 512-byte sectors of a write."""
+    _, _, offset, data = op
+    position = offset
+    end = offset + len(data)
+    while position < end:
+        stop = min(end, (position // SECTOR + 1) * SECTOR)
+        if rnd.random() < 0.5:
+            _apply(buf, ("write", 0, position, data[position - offset : stop - offset]))
+        position = stop
+
+
+@dataclass
+class CrashState:
+    """Files (name -> bytes) a power cut at ``point`` leaves under ``model``, and the commits
+    acknowledged before it (seq -> token)."""
+
+    point: int
+    model: str
+    files: dict[str, bytes]
+    acked: dict[int, int] = field(default_factory=dict)
+
+
+def crash_state(initial: dict[str, tuple[int, bytes]], ops: list[Op], point: int, model: str,
+                rnd: random.Random) -> CrashState:
+    """Replay ``ops[:point]`` and keep what ``model`` lets survive (module docstring)."""
+    synced: dict[int, bytearray] = {}
+    current: dict[int, bytearray] = {}
+    pending: dict[int, list[Op]] = {}
+    durable_names: dict[str, int] = {}
+    for path, (inode, data) in initial.items():
+        synced[inode], current[inode], pending[inode] = bytearray(data), bytearray(data), []
+        durable_names[path] = inode
+    names = dict(durable_names)
+    dir_pending: list[Op] = []
+    acked: dict[int, int] = {}
+    for op in ops[:point]:
+        kind = op[0]
+        if kind in ("write", "trunc", "falloc"):
+            _apply(current[op[1]], op)
+            pending[op[1]].append(op)
+        elif kind == "fsync":
+            synced[op[1]] = bytearray(current[op[1]])
+            pending[op[1]] = []
+        elif kind == "create":
+            _, path, inode = op
+            synced[inode], current[inode], pending[inode] = bytearray(), bytearray(), []
+            names[path] = inode
+            dir_pending.append(op)
+        elif kind == "unlink":
+            names.pop(op[1], None)
+            dir_pending.append(op)
+        elif kind == "rename":
+            names[op[2]] = names.pop(op[1])
+            dir_pending.append(op)
+        elif kind == "dirsync":
+            durable_names = dict(names)
+            dir_pending = []
+        elif kind == "ack":
+            acked[op[1]] = op[2]
+    if model == "kept":
+        final_names = names
+    elif model == "synced":
+        final_names = durable_names
+    else:
+        final_names = dict(durable_names)
+        for op in dir_pending:
+            if rnd.random() < 0.5:
+                continue
+            if op[0] == "create":
+                final_names[op[1]] = op[2]
+            elif op[0] == "unlink":
+                final_names.pop(op[1], None)
+            elif op[0] == "rename" and op[1] in final_names:
+                final_names[op[2]] = final_names.pop(op[1])
+    files = {}
+    for path, inode in final_names.items():
+        buf = bytearray(synced[inode])
+        todo = pending[inode]
+        if model == "kept":
+            for op in todo:
+                _apply(buf, op)
+        elif model == "reordered":
+            for op in todo:
+                if rnd.random() < 0.5:
+                    _apply(buf, op)
+        elif model == "torn" and todo:
+            cut = rnd.randrange(len(todo) + 1)
+            for op in todo[:cut]:
+                _apply(buf, op)
+            if cut < len(todo) and todo[cut][0] == "write":
+                _torn(buf, todo[cut], rnd)
+        files[os.path.basename(path)] = bytes(buf)
+    return CrashState(point, model, files, acked)
+
+
+def crash_points(ops: list[Op], limit: int, rnd: random.Random) -> list[int]:
+    """Crash points worth trying: right before and after every sync, directory operation and
+    acknowledgement, plus random points between, at most ``limit`` (spread over the log)."""
+    interesting = set()
+    for index, op in enumerate(ops):
+        if op[0] in ("fsync", "dirsync", "create", "rename", "unlink", "ack", "trunc"):
+            interesting.add(index)
+            interesting.add(index + 1)
+    interesting.update(rnd.randrange(len(ops) + 1) for _ in range(max(1, len(ops) // 10)))
+    points = sorted(interesting)
+    if len(points) > limit:
+        points = sorted(rnd.sample(points, limit))
+    return points
+
+
+def crash_states(initial: dict[str, tuple[int, bytes]], ops: list[Op], limit: int,
+                 rnd: random.Random) -> Iterator[CrashState]:
+    """``limit`` crash states over the log, the models taken in turn."""
+    points = crash_points(ops, max(1, limit // len(MODELS)) + 1, rnd)
+    count = 0
+    for point in points:
+        for model in MODELS:
+            if count >= limit:
+                return
+            yield crash_state(initial, ops, point, model, rnd)
+            count += 1
+
+
+# ---------------------------------------------------------------------- workloads
+
+
+def workload(directory: str, steps: int, seed: int) -> Recorder:
+    """Commits (small, OOB, XA) with rotation, FLUSH, PURGE, checkpoints and a clean restart,
+    recorded from an empty directory; durability mode 1, so every ``ack`` is a promise."""
+    rnd = random.Random(seed)
+    recorder = Recorder(directory)
+    recorder.install()
+    try:
+        engine = Engine.open(directory, durability=1, **CONFIG)
+        for _ in range(steps):
+            token = rnd.getrandbits(60)
+            kind = rnd.random()
+            if kind < 0.55:
+                info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(30, 3000))))
+            elif kind < 0.7:
+                trx = engine.begin()
+                for event in crash_harness.group_events(token, rnd.randrange(15_000, 50_000)):
+                    trx.write(event)
+                info = engine.commit(trx=trx)
+            elif kind < 0.78:
+                trx = engine.begin()
+                for event in crash_harness.group_events(token, rnd.randrange(100, 20_000)):
+                    trx.write(event)
+                xid = Xid(1, b"x%d" % token)
+                trx.prepare(xid)
+                if rnd.random() < 0.3:
+                    engine.xa_rollback(xid)
+                    continue
+                info = engine.xa_commit(xid)
+            elif kind < 0.84:
+                engine.flush()
+                continue
+            elif kind < 0.9:
+                files = engine.files_list()
+                if len(files) > 2:
+                    try:
+                        engine.purge(files[rnd.randrange(1, len(files) - 1)].file_no)
+                    except LogInUseError:
+                        pass
+                continue
+            elif kind < 0.97:
+                engine.checkpoint()
+                continue
+            else:
+                engine.close()
+                engine = Engine.open(directory, durability=1, **CONFIG)
+                continue
+            recorder.ack(info.gtid.seq, token)
+        engine.close()
+    finally:
+        recorder.uninstall()
+    return recorder
+
+
+def recovery_log(state: CrashState, workdir: str) -> tuple[dict[str, tuple[int, bytes]], list[Op]]:
+    """Record the recovery of ``state`` and two commits after it, in a forked child."""
+    directory = os.path.join(workdir, "recovering")
+    shutil.rmtree(directory, ignore_errors=True)
+    _write_state(directory, state.files)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        code = 0
+        try:
+            recorder = Recorder(directory)
+            recorder.install()
+            try:
+                for seq, token in state.acked.items():
+                    recorder.ack(seq, token)
+                engine = Engine.open(directory, durability=1, restart_marker=False, **CONFIG)
+                for _ in range(2):
+                    token = random.getrandbits(60)
+                    info = engine.commit(b"".join(crash_harness.group_events(token, 500)))
+                    recorder.ack(info.gtid.seq, token)
+                engine.close()
+            finally:
+                recorder.uninstall()
+            payload = pickle.dumps((recorder.initial, recorder.ops))
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            payload = pickle.dumps(traceback.format_exc())
+            code = 1
+        with os.fdopen(write_end, "wb") as out:
+            out.write(payload)
+        os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        result = pickle.loads(pipe.read())
+    os.waitpid(pid, 0)
+    if isinstance(result, str):
+        raise AssertionError(f"recording a recovery failed (model {state.model}, point {state.point}):\n{result}")
+    return result
+
+
+# ---------------------------------------------------------------------- checking
+
+
+def _write_state(directory: str, files: dict[str, bytes]) -> None:
+    os.makedirs(directory, exist_ok=True)
+    for name, data in files.items():
+        with open(os.path.join(directory, name), "wb") as handle:
+            handle.write(data)
+
+
+def _verify(directory: str, acked: dict[int, int]) -> None:
+    engine = Engine.open(directory, durability=1, restart_marker=False, **CONFIG)
+    try:
+        state = engine.gtid_state()
+        oldest = engine.initial_state().last(0)
+    finally:
+        engine.close()
+    report = check_directory(directory)
+    assert report.ok, f"engine check after recovery:\n{report.summary()}"
+    purged = oldest.seq if oldest else 0
+    groups = crash_harness.binlog_groups(directory)  # verifies every group's payload
+    seqs = [seq for seq, _ in groups]
+    assert seqs == list(range(purged + 1, purged + len(seqs) + 1)), f"not a gap-free run: {seqs[:8]}"
+    recovered = dict(groups)
+    for seq, token in acked.items():
+        assert seq <= purged or recovered.get(seq) == token, f"acknowledged commit {seq} lost"
+    last = state.last(0)
+    assert (last.seq if last else 0) == purged + len(seqs), f"state {state} != binlog end {purged + len(seqs)}"
+    engine = Engine.open(directory, durability=1, restart_marker=False, **CONFIG)
+    token = 424242
+    info = engine.commit(b"".join(crash_harness.group_events(token, 800)))
+    engine.close()
+    again = dict(crash_harness.binlog_groups(directory))
+    assert again.get(info.gtid.seq) == token, "a commit after the recovery did not survive a clean reopen"
+    report = check_directory(directory)
+    assert report.ok, f"engine check after writing on:\n{report.summary()}"
+
+
+def check_state(state: CrashState, workdir: str) -> str | None:
+    """Recover ``state`` in a forked child and verify it; the failure text, or None."""
+    directory = os.path.join(workdir, "state")
+    shutil.rmtree(directory, ignore_errors=True)
+    _write_state(directory, state.files)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            _verify(directory, state.acked)
+            message = b""
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            message = traceback.format_exc().encode()
+        with os.fdopen(write_end, "wb") as out:
+            out.write(message)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read()
+    os.waitpid(pid, 0)
+    return message.decode() or None
+
+
+@dataclass
+class Summary:
+    """Counts of one power-loss run."""
+
+    states: int = 0
+    failures: list[str] = field(default_factory=list)
+    models: dict[str, int] = field(default_factory=dict)
+    during_recovery: int = 0
+    acked: int = 0
+
+
+def run(workdir: str, *, steps: int, states: int, recovery_states: int, seed: int,
+        progress: Callable[[Summary], None] | None = None) -> Summary:
+    """Record a workload, check ``states`` crash states of it and ``recovery_states`` states of
+    recoveries of some of them (a power cut during recovery)."""
+    rnd = random.Random(seed)
+    summary = Summary()
+    recorder = workload(os.path.join(workdir, "workload"), steps, seed)
+    summary.acked = sum(op[0] == "ack" for op in recorder.ops)
+    needing: list[CrashState] = []
+    for state in crash_states(recorder.initial, recorder.ops, states, rnd):
+        _count(summary, state, check_state(state, workdir))
+        if state.model in ("kept", "torn") and len(needing) < 64 and rnd.random() < 0.3:
+            needing.append(state)
+        if progress is not None and summary.states % 100 == 0:
+            progress(summary)
+    per_base = max(1, recovery_states // max(1, len(needing)))
+    for base in needing:
+        if summary.during_recovery >= recovery_states:
+            break
+        initial, ops = recovery_log(base, workdir)
+        for state in crash_states(initial, ops, per_base, rnd):
+            state.model = f"recovery/{state.model}"
+            _count(summary, state, check_state(state, workdir))
+            summary.during_recovery += 1
+            if progress is not None and summary.states % 100 == 0:
+                progress(summary)
+    return summary
+
+
+def _count(summary: Summary, state: CrashState, failure: str | None) -> None:
+    summary.states += 1
+    summary.models[state.model] = summary.models.get(state.model, 0) + 1
+    if failure is not None:
+        summary.failures.append(f"model {state.model}, crash point {state.point}:\n{failure}")
