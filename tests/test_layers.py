@@ -6,7 +6,7 @@ absolute.  Layers, lowest first (a module may import its own package and any low
 
     errors < codec < schema | engine < tools | replication < spark < cli
 
-``mariabinlog/__init__.py``, ``__main__.py`` and ``cli.py`` are the top (cli).  Modules of
+``mariabinlog/__init__.py``, ``__main__.py``, ``cli.py`` and ``optionfiles.py`` are the top (cli).  Modules of
 the same rank in different packages (``schema``/``engine``, ``tools``/``replication``) are
 siblings and must not import each other.
 """
@@ -36,7 +36,7 @@ RANKS: dict[str, int] = {
 }
 
 #: The package's own top-level modules that form the cli (top) layer.
-TOP = ("__init__", "__main__", "cli")
+TOP = ("__init__", "__main__", "cli", "optionfiles")
 
 
 @dataclass(frozen=True)
