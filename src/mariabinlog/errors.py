@@ -102,3 +102,7 @@ class LogInUseError(EngineError):
 
 class ReplicationError(MariabinlogError):
     """A replication peer misbehaved or refused us (protocol, auth, unknown GTID)."""
+
+
+class OptionFileError(OptionError):
+    """An option file (``my.cnf``) that MariaDB's clients would refuse: the message is theirs."""
