@@ -133,3 +133,7 @@ class ServerError(ReplicationError):
         self.sql_state = sql_state
         self.message = message
         super().__init__(f"ERROR {code} ({sql_state}): {message}")
+
+
+class OptionFileError(OptionError):
+    """An option file (``my.cnf``) that MariaDB's clients would refuse: the message is theirs."""
