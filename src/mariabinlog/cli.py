@@ -54,16 +54,26 @@ def remote_events(opts: DumpOptions, start: str) -> Generator[StreamEvent, None,
     other; the command line is where the dump meets the client.
     """
     from mariabinlog.replication.client import BinlogClient
-    from mariabinlog.replication.net import ConnectionOptions
+    from mariabinlog.replication.net import ClientSettings, ConnectionOptions
 
+    settings = ClientSettings(
+        host=opts.host,
+        port=opts.port,
+        socket=opts.socket,
+        protocol=opts.protocol,
+        user=opts.user,
+        # As MariaDB's client library: MYSQL_PWD when no password was given.
+        password=opts.password if opts.password is not None else os.environ.get("MYSQL_PWD"),
+        ssl=opts.ssl,
+        ssl_ca=opts.ssl_ca,
+        ssl_capath=opts.ssl_capath,
+        ssl_cert=opts.ssl_cert,
+        ssl_key=opts.ssl_key,
+        ssl_cipher=opts.ssl_cipher,
+        ssl_verify_server_cert=opts.ssl_verify_server_cert,
+    )
     client = BinlogClient(
-        ConnectionOptions(
-            host=opts.host or "127.0.0.1",
-            port=opts.port or 3306,
-            socket=opts.socket,
-            user=opts.user or "root",
-            password=opts.password or "",
-        ),
+        ConnectionOptions.from_client_settings(settings),
         start=start,
         blocking=opts.stop_never,
         annotate=not opts.skip_annotate,
@@ -120,11 +130,80 @@ def _command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: The option-file groups each command reads, besides ``[client]``, ``[client-server]`` and
+#: ``[client-mariadb]`` (``dump`` reads ``mariadb-binlog``'s own groups).
+OWN_GROUPS: dict[str, tuple[str, ...]] = {
+    "archive": ("mariabinlog-archive",),
+    "replicate": ("mariabinlog-replicate",),
+}
+#: The connection options the replication commands take from ``[client]`` groups; the rest
+#: of those groups is meant for other clients and left alone.
+CLIENT_OPTIONS = (
+    "host", "port", "user", "password", "socket", "protocol", "ssl", "ssl-ca", "ssl-capath",
+    "ssl-cert", "ssl-key", "ssl-cipher", "ssl-verify-server-cert",
+)
+
+
+def _client_option(arg: str) -> bool:
+    """Whether a ``--name[=value]`` from a ``[client]`` group is one of :data:`CLIENT_OPTIONS`."""
+    name = arg[2:].partition("=")[0].replace("_", "-").removeprefix("loose-")
+    for prefix in ("skip-", "disable-", "enable-"):
+        name = name.removeprefix(prefix)
+    return name in CLIENT_OPTIONS
+
+
+def _with_defaults(command: str, argv: list[str]) -> list[str] | int:
+    """``argv`` (after the command's name) with the option files' options put first, as
+    MariaDB's ``load_defaults`` does; an exit status when ``--print-defaults`` or a broken
+    option file ends the run here."""
+    from mariabinlog.errors import OptionFileError
+    from mariabinlog.optionfiles import BINLOG_GROUPS, CLIENT_GROUPS, load_defaults, print_defaults_text
+
+    own = OWN_GROUPS.get(command, ())
+    groups = BINLOG_GROUPS if command == "dump" else (*CLIENT_GROUPS, *own)
+    try:
+        defaults = load_defaults(groups, argv)
+    except OptionFileError as err:
+        print(err, file=sys.stderr)
+        print("Fatal error in defaults handling. Program aborted", file=sys.stderr)
+        return 1
+    for warning in defaults.warnings:
+        print(warning, file=sys.stderr)
+    args = defaults.args
+    if command != "dump":
+        # Only the connection settings of the shared client groups concern us; our own group is all ours.
+        from_files = args[: len(args) - len(_rest_after_defaults(argv))]
+        own_only = load_defaults(own, argv).args if own else []
+        kept = [a for a in from_files if a in own_only or _client_option(a)]
+        args = kept + args[len(from_files):]
+    if defaults.print_requested:
+        program = "mariadb-binlog" if command == "dump" else f"mariabinlog {command}"
+        sys.stdout.write(print_defaults_text(program, args))
+        return 0
+    return args
+
+
+def _rest_after_defaults(argv: list[str]) -> list[str]:
+    """The arguments after the leading defaults options (the user's own)."""
+    from mariabinlog.optionfiles import split_defaults_options
+
+    return split_defaults_options(argv).rest
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand and return its exit status (2 = usage error, 1 = failure)."""
+    """Run one subcommand and return its exit status (2 = usage error, 1 = failure).
+
+    ``dump``, ``archive`` and ``replicate`` first read MariaDB's option files (see
+    :func:`_with_defaults`)."""
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(only=_command_name(argv))
+    command = _command_name(argv)
+    if command in ("dump", "archive", "replicate") and argv and argv[0] == command:
+        expanded = _with_defaults(command, argv[1:])
+        if isinstance(expanded, int):
+            return expanded
+        argv = [command, *expanded]
+    parser = build_parser(only=command)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:

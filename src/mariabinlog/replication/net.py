@@ -9,6 +9,7 @@ the replication client answers by reconnecting.
 
 from __future__ import annotations
 
+import getpass
 import socket
 import ssl
 from dataclasses import dataclass, replace
@@ -89,10 +90,88 @@ class ConnectionOptions:
         )
         return replace(options, **overrides) if overrides else options  # type: ignore[arg-type]
 
+    @classmethod
+    def from_client_settings(cls, settings: ClientSettings) -> ConnectionOptions:
+        """Options from a MariaDB client's settings (``--host``, ``--ssl-ca``...), as the real
+        client reads them: a ``--socket`` (or ``localhost`` without ``--protocol=TCP``) means the
+        Unix socket, any ``--ssl*`` option turns TLS on.  A ``--port`` without ``--socket``
+        means TCP, as in MariaDB's clients since 10.6 (MDEV-14974)."""
+        protocol = (settings.protocol or "").upper()
+        if protocol and protocol not in ("TCP", "SOCKET"):
+            raise OptionError(f"--protocol={settings.protocol}: only TCP and SOCKET are supported")
+        host = settings.host or "localhost"
+        use_socket = protocol == "SOCKET" or (
+            protocol != "TCP" and host == "localhost" and bool(settings.socket or not settings.port)
+        )
+        socket_path = (settings.socket or DEFAULT_SOCKET) if use_socket else None
+        return cls(
+            host="127.0.0.1" if host == "localhost" else host,
+            port=settings.port or 3306,
+            socket=socket_path,
+            user=settings.user if settings.user is not None else (getpass.getuser() or "root"),
+            password=settings.password or "",
+            ssl=settings.tls_context(),
+        )
+
     def describe(self) -> str:
         """``user@host:port`` or ``user@socket`` for messages (never the password)."""
         where = self.socket if self.socket else f"{self.host}:{self.port}"
         return f"{self.user}@{where}"
+
+
+#: Where MariaDB's clients look for the server's Unix socket by default (Debian's build).
+DEFAULT_SOCKET = "/run/mysqld/mysqld.sock"
+
+
+@dataclass
+class ClientSettings:
+    """A MariaDB client's connection options as given (command line, option files, MYSQL_PWD)."""
+
+    host: str | None = None
+    port: int = 0
+    socket: str | None = None
+    protocol: str | None = None
+    user: str | None = None
+    password: str | None = None
+    ssl: bool = False
+    ssl_ca: str | None = None
+    ssl_capath: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    ssl_cipher: str | None = None
+    ssl_verify_server_cert: bool = False
+
+    def wants_tls(self) -> bool:
+        """Any of ``--ssl``, ``--ssl-ca``, ``--ssl-capath``, ``--ssl-cert``, ``--ssl-key``,
+        ``--ssl-verify-server-cert`` asks for TLS, as in the real client."""
+        return bool(
+            self.ssl or self.ssl_ca or self.ssl_capath or self.ssl_cert or self.ssl_key
+            or self.ssl_verify_server_cert
+        )
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context these settings ask for (None: plain connection).
+
+        The server certificate is checked against ``--ssl-ca``/``--ssl-capath`` when one is
+        given, and its host name too with ``--ssl-verify-server-cert``; a client certificate
+        is presented with ``--ssl-cert``/``--ssl-key``."""
+        if not self.wants_tls():
+            return None
+        try:
+            if self.ssl_ca or self.ssl_capath:
+                context = ssl.create_default_context(cafile=self.ssl_ca, capath=self.ssl_capath)
+                context.check_hostname = self.ssl_verify_server_cert
+            else:
+                context = ssl.create_default_context()
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_REQUIRED if self.ssl_verify_server_cert else ssl.CERT_NONE
+            if self.ssl_cert:
+                context.load_cert_chain(self.ssl_cert, self.ssl_key or None)
+            if self.ssl_cipher:
+                context.set_ciphers(self.ssl_cipher)
+        except (OSError, ssl.SSLError) as err:
+            raise OptionError(f"TLS settings: {err}") from None
+        return context
 
 
 class Connection:
@@ -162,7 +241,8 @@ class Connection:
                 self._send(self.proto.send_auth_switch_response(event))
             elif isinstance(event, AuthMoreData):
                 raise ReplicationError(
-                    f"{options.describe()} wants more authentication data; only mysql_native_password is supported"
+                    f"{options.describe()} wants more authentication data than"
+                    " mysql_native_password or client_ed25519 send"
                 )
 
     # -- I/O ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ for ``--read-from-remote-server``.
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import sys
 from collections.abc import Callable
@@ -67,6 +68,9 @@ def dump_main(
         if opts.version:
             sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
             return 0
+        if opts.password_prompt:
+            # mariadb-binlog asks as soon as the options are read, on the terminal.
+            opts.password = getpass.getpass("Enter password: ")
         if not files and not (opts.remote and opts.start_position):
             err.write(_USAGE)
             return 1

@@ -64,7 +64,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("password", "p", "opt", "password"),
     ("plugin-dir", None, "str", "ignored"),
     ("port", "P", "int", "port"),
-    ("protocol", None, "str", "ignored"),
+    ("protocol", None, "str", "protocol"),
     ("read-from-remote-server", "R", "bool", "remote"),
     ("raw", None, "bool", "raw"),
     ("result-file", "r", "str", "result_file"),
@@ -78,16 +78,16 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("set-charset", None, "str", "set_charset"),
     ("short-form", "s", "bool", "short_form"),
     ("socket", "S", "str", "socket"),
-    ("ssl", None, "bool", "ignored"),
-    ("ssl-ca", None, "str", "ignored"),
-    ("ssl-capath", None, "str", "ignored"),
-    ("ssl-cert", None, "str", "ignored"),
-    ("ssl-cipher", None, "str", "ignored"),
-    ("ssl-key", None, "str", "ignored"),
+    ("ssl", None, "bool", "ssl"),
+    ("ssl-ca", None, "str", "ssl_ca"),
+    ("ssl-capath", None, "str", "ssl_capath"),
+    ("ssl-cert", None, "str", "ssl_cert"),
+    ("ssl-cipher", None, "str", "ssl_cipher"),
+    ("ssl-key", None, "str", "ssl_key"),
     ("ssl-crl", None, "str", "ignored"),
     ("ssl-crlpath", None, "str", "ignored"),
     ("tls-version", None, "str", "ignored"),
-    ("ssl-verify-server-cert", None, "bool", "ignored"),
+    ("ssl-verify-server-cert", None, "bool", "ssl_verify_server_cert"),
     ("start-datetime", None, "str", "start_datetime"),
     ("start-position", "j", "str", "start_position"),
     ("gtid-strict-mode", None, "bool", "gtid_strict_mode"),
@@ -143,6 +143,16 @@ class DumpOptions:
         self.socket: str | None = None
         self.user: str | None = None
         self.password: str | None = None
+        #: ``-p`` / ``--password`` without a value: ask on the terminal.
+        self.password_prompt = False
+        self.protocol: str | None = None
+        self.ssl = False
+        self.ssl_ca: str | None = None
+        self.ssl_capath: str | None = None
+        self.ssl_cert: str | None = None
+        self.ssl_cipher: str | None = None
+        self.ssl_key: str | None = None
+        self.ssl_verify_server_cert = False
         self.offset = 0
         self.remote = False
         self.raw = False
@@ -222,6 +232,20 @@ def _find_long(
     raise OptionExit(f"{PROG}: unknown option '{arg or '--' + name}'", 2)
 
 
+def _known(name: str) -> bool:
+    """Whether ``name`` (``_`` or ``-``, negation prefixes included) names one of our options."""
+    key = name.replace("_", "-")
+    for prefix in ("skip-", "disable-", "enable-"):
+        if key.startswith(prefix) and key not in _BY_NAME:
+            key = key[len(prefix):]
+            break
+    try:
+        _find_long(key)
+    except OptionExit:
+        return False
+    return True
+
+
 def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) -> None:
     name, _, kind, dest = spec
     if dest == "ignored":
@@ -237,6 +261,9 @@ def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) 
         opts.rewrite_db.append(value)
     elif kind == "int":
         setattr(opts, dest, _parse_int(name, value))
+    elif dest == "password":
+        opts.password = value
+        opts.password_prompt = value is None
     else:
         setattr(opts, dest, value)
 
@@ -268,7 +295,16 @@ def parse_options(argv: Sequence[str]) -> tuple[DumpOptions, list[str], list[str
         if arg.startswith("--") and len(arg) > 2:
             body = arg[2:]
             name, eq, value = body.partition("=")
-            name = name.removeprefix("loose-")
+            loose = name.startswith("loose-")
+            name = name.removeprefix("loose-").replace("_", "-")
+            if loose and not _known(name):
+                # my_getopt: an unknown loose option is a warning, never an error.
+                notices.append(
+                    f"Warning: {PROG}: unknown variable '{body}'"
+                    if eq
+                    else f"Warning: {PROG}: unknown option '{arg}'"
+                )
+                continue
             negate = None
             for prefix, neg in (
                 ("skip-", True),
