@@ -47,14 +47,19 @@ class LazyCommand:
         register(subparsers)
 
 
-def remote_events(opts: DumpOptions, start: str) -> Generator[StreamEvent, None, None]:
-    """``dump --read-from-remote-server``'s event source: the replication client's GTID dump.
+def remote_events(
+    opts: DumpOptions, start: str, binlog_file: str | None, position: int
+) -> Generator[StreamEvent, None, None]:
+    """``dump --read-from-remote-server``'s event source: the replication client's dump,
+    by GTID (``start``) or, when ``binlog_file`` is given, by file name and ``position``.
 
     The tools and the replication package are siblings that never import each
-    other; the command line is where the dump meets the client.
+    other; the command line is where the dump meets the client.  A failure to connect
+    or log in raises :class:`~mariabinlog.errors.ConnectFailedError` in the client's words.
     """
+    from mariabinlog.errors import ServerError
     from mariabinlog.replication.client import BinlogClient
-    from mariabinlog.replication.net import ClientSettings, ConnectionOptions
+    from mariabinlog.replication.net import ClientSettings, ConnectionLostError, ConnectionOptions
 
     settings = ClientSettings(
         host=opts.host,
@@ -79,10 +84,23 @@ def remote_events(opts: DumpOptions, start: str) -> Generator[StreamEvent, None,
         annotate=not opts.skip_annotate,
         register=False,
         checksum="NONE",
+        binlog_file=binlog_file,
+        binlog_position=position,
     )
+    events = client.events()
     try:
-        yield from client.events()
+        try:
+            first = next(events)
+        except StopIteration:
+            return
+        except (ConnectionLostError, ServerError) as err:
+            if client.connects:
+                raise
+            raise client.options.connect_failure(err) from None
+        yield first
+        yield from events
     finally:
+        events.close()
         client.close()
 
 

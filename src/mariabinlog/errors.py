@@ -135,5 +135,16 @@ class ServerError(ReplicationError):
         super().__init__(f"ERROR {code} ({sql_state}): {message}")
 
 
+class ConnectFailedError(ReplicationError):
+    """A client could not connect to or log in to a server; ``reason`` is the cause in
+    MariaDB's client words (``Can't connect to server on '127.0.0.1' (111)``, or the
+    server's own message), for tools that print it as the real ones do."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        self.reason = reason
+        self.where = where
+        super().__init__(f"cannot connect to {where}: {reason}")
+
+
 class OptionFileError(OptionError):
     """An option file (``my.cnf``) that MariaDB's clients would refuse: the message is theirs."""

@@ -33,13 +33,19 @@ from ..codec.protocol import (
     ResultSet,
     Row,
 )
-from ..errors import OptionError, ReplicationError
+from ..errors import ConnectFailedError, OptionError, ReplicationError, ServerError
 
 RECV_SIZE = 1 << 18
 
 
 class ConnectionLostError(ReplicationError):
-    """The connection broke, was closed by the peer, or stayed silent past the read timeout."""
+    """The connection broke, was closed by the peer, or stayed silent past the read timeout.
+
+    ``errno`` is the system error of a failed connect (None otherwise)."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,18 @@ class ConnectionOptions:
             password=settings.password or "",
             ssl=settings.tls_context(),
         )
+
+    def connect_failure(self, err: ConnectionLostError | ServerError) -> ConnectFailedError:
+        """``err`` (raised while connecting or logging in) in MariaDB's client words."""
+        if isinstance(err, ServerError):
+            return ConnectFailedError(err.message, self.describe())
+        if self.socket:
+            reason = f"Can't connect to local server through socket '{self.socket}' ({err.errno or 0})"
+        else:
+            # The C client connects without blocking and reports EINPROGRESS for a refused connect.
+            errno = 115 if err.errno == 111 else err.errno or 0
+            reason = f"Can't connect to server on '{self.host}' ({errno})"
+        return ConnectFailedError(reason, self.describe())
 
     def describe(self) -> str:
         """``user@host:port`` or ``user@socket`` for messages (never the password)."""
@@ -206,7 +224,7 @@ class Connection:
                 sock = socket.create_connection((options.host, options.port), timeout=options.connect_timeout)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as err:
-            raise ConnectionLostError(f"cannot connect to {options.describe()}: {err}") from None
+            raise ConnectionLostError(f"cannot connect to {options.describe()}: {err}", err.errno) from None
         conn = cls(sock, ClientProtocol(), options)
         try:
             conn._authenticate()

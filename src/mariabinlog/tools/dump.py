@@ -49,7 +49,7 @@ from ..codec.events import (
     event_type_name,
 )
 from ..codec.gtid import Gtid
-from ..errors import DecodeError, MariabinlogError, OptionError, OptionExit
+from ..errors import ConnectFailedError, DecodeError, MariabinlogError, OptionError, OptionExit, ServerError
 from . import printer as P
 from .dump_options import PROG, DumpOptions, base64_mode, parse_datetime, write_line
 from .gtid_filter import GtidFilter
@@ -81,10 +81,11 @@ class RemoteEvent(Protocol):
     position: int
 
 
-#: Opens a primary's GTID dump stream for ``--read-from-remote-server``: called with the
-#: options (host, port, user, ...) and the GTID list to start after; closing the
-#: generator closes the connection.
-RemoteSource = Callable[[DumpOptions, str], Generator[RemoteEvent, None, None]]
+#: Opens a primary's dump stream for ``--read-from-remote-server``: called with the
+#: options (host, port, user, ...), the GTID list to start after, and the file name and
+#: offset to start at (file None: by GTID); closing the generator closes the connection.
+#: A failure to connect raises :class:`~mariabinlog.errors.ConnectFailedError`.
+RemoteSource = Callable[[DumpOptions, str, "str | None", int], Generator[RemoteEvent, None, None]]
 
 
 class ReadError(MariabinlogError):
@@ -259,34 +260,57 @@ class Dumper:
         p.finish(not failed)
         return 1 if failed else 0
 
-    def run_remote(self, source: RemoteSource) -> int:
-        """``--read-from-remote-server``: the same output for a primary's GTID dump stream.
+    def run_remote(self, source: RemoteSource, files: list[str]) -> int:
+        """``--read-from-remote-server``: the same output for a primary's dump stream.
 
-        ``source`` opens the stream (the command line wires in the replication
-        client): from the GTID ``--start-position`` (one group per domain after
-        it, as a replica would), following the primary with ``--stop-never``.
+        As ``mariadb-binlog``: the named file from ``--start-position`` (an offset, 4
+        by default) to its end, on through the following files with ``--to-last-log``
+        or ``--stop-never`` (which also waits for more); a GTID ``--start-position``
+        dumps by GTID (one group per domain after it, as a replica would).  The
+        primary's artificial Rotate events name the file being sent and are not printed.
         """
         o = self.opts
         start = self.gtid_filter.start_gtids
-        if o.start_position and not start:
-            raise OptionExit(
-                "ERROR: mariabinlog dump reads from a remote server by GTID only: "
-                "give --start-position as a GTID list",
-                1,
-            )
-        events = source(o, ",".join(str(g) for g in start or ()))
+        binlog_file = None if start else (files[0] if files else None)
+        if binlog_file is None and not start:
+            raise OptionExit(f"ERROR: {PROG} needs a binlog file name or a GTID --start-position with -R", 1)
+        follow = o.to_last_log or o.stop_never
         p = self.printer
         if p.text_frame:
             self._prologue()
+            p.begin_file(binlog_file or "")
+        p.drain()
+        self.out_stream.flush()
+        events = source(o, ",".join(str(g) for g in start or ()), binlog_file, self.start_position)
         retval = OK_CONTINUE
         ctx: DecodeContext = DEFAULT_CONTEXT
+        # By file, the "# at" offset is mariadb-binlog's running count from --start-position
+        # (old_off): artificial events do not advance it, and it is not reset at a new file.
+        old_off = self.start_position
         try:
             for item in events:
                 raw = item.raw
                 code = raw[4]
                 if code == HEARTBEAT_LOG_EVENT:
                     continue
-                ev = P.view_at(raw, 0, item.position, 4 if item.has_checksum else 0, ctx)
+                at = item.position if binlog_file is None else old_off
+                ev = P.view_at(raw, 0, at, 4 if item.has_checksum else 0, ctx)
+                advance = len(raw)
+                if code == ROTATE_EVENT and item.position == 0:
+                    # The primary's artificial Rotate: which file comes now (printed only when following).
+                    new_file = ev.decoded().next_file.decode("utf-8", "replace")
+                    if binlog_file is not None and not follow:
+                        if new_file != binlog_file:
+                            break
+                        continue
+                    advance = 0
+                elif code == FORMAT_DESCRIPTION_EVENT and old_off != 4:
+                    advance = 0
+                if binlog_file is not None:
+                    old_off += advance
+                if self.stop_position is not None and at >= self.stop_position:
+                    self.stop_reached = True
+                    break
                 if code == FORMAT_DESCRIPTION_EVENT:
                     fde = ev.decoded()
                     ctx = fde.context()
@@ -298,12 +322,19 @@ class Dumper:
                 self.out_stream.flush()
                 if retval != OK_CONTINUE:
                     break
+        except ConnectFailedError as exc:
+            self.error(f"Failed on connect: {exc.reason}")
+            retval = ERROR_STOP
+        except ServerError as exc:
+            self.error(f"Got error reading packet from server: {exc.message}")
+            retval = ERROR_STOP
         except MariabinlogError as exc:
-            self.error(f"ERROR: Got error reading packet from server: {exc}")
+            self.error(f"Got error reading packet from server: {exc}")
             retval = ERROR_STOP
         finally:
             events.close()
         if retval != ERROR_STOP and p.text_frame:
+            p.end_file()
             self._epilogue()
         p.drain()
         self.out_stream.flush()

@@ -81,7 +81,7 @@ def dump_main(
                 "ERROR: --read-from-remote-server needs the mariabinlog command (mariabinlog dump)", 1
             )
         if opts.raw and opts.remote:
-            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump", 1)
+            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump yet", 1)
         if opts.raw:
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
@@ -107,7 +107,7 @@ def dump_main(
         )
         dumper.out_stream = out
         try:
-            status = dumper.run(files) if remote is None or not opts.remote else dumper.run_remote(remote)
+            status = dumper.run(files) if remote is None or not opts.remote else dumper.run_remote(remote, files)
         finally:
             out.flush()
             if close_out:
