@@ -50,12 +50,53 @@ def test_remote_dump_by_gtid_matches_the_real_tool(primary: MariaDBServer) -> No
     assert real_rows and [line for line in ours.stdout.splitlines() if line.startswith(b"###")] == real_rows
 
 
-def test_remote_dump_refuses_offsets_and_reports_a_dead_server(primary: MariaDBServer) -> None:
-    ours = _remote([sys.executable, "-m", "mariabinlog", "dump"], primary, "--start-position=4", "mysql-bin.000001")
-    assert ours.returncode != 0 and b"by GTID only" in ours.stderr
-    dead = subprocess.run(
-        [sys.executable, "-m", "mariabinlog", "dump", "-R", "--host=127.0.0.1", "--port=1", "--start-position=0-1-1"],
-        capture_output=True,
-        timeout=60,
+def _both(server: MariaDBServer, *options: str) -> tuple[subprocess.CompletedProcess[bytes], subprocess.CompletedProcess[bytes]]:
+    """The real tool and ours, each run once with the same ``-R`` options (no -v: whole output compared)."""
+
+    def run(tool: list[str]) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*tool, "-R", "--host=127.0.0.1", f"--port={server.port}", f"--user={REPL_USER}",
+             f"--password={REPL_PASSWORD}", *options],
+            capture_output=True, timeout=60, env={**os.environ, "TZ": "UTC"},
+        )
+
+    return run([program("mariadb-binlog"), "--no-defaults"]), run(
+        [sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"]
     )
-    assert dead.returncode != 0 and dead.stderr
+
+
+def test_remote_dump_by_file_is_byte_identical(primary: MariaDBServer) -> None:
+    """Offsets, stop position and --to-last-log across a rotation: stdout, stderr and status as the real tool."""
+    primary.sql("CREATE DATABASE IF NOT EXISTS bf; CREATE TABLE bf.t (id INT PRIMARY KEY, v TEXT);"
+                " INSERT INTO bf.t VALUES (1, 'x'), (2, 'y')")
+    first = primary.binlog_files()[-1].name
+    primary.flush_binlogs()
+    primary.sql("INSERT INTO bf.t VALUES (3, 'z')")
+    events = primary.binlog_events(first)
+    middle = events[len(events) // 2]["Pos"]
+    cases = [
+        [first],
+        [f"--start-position={middle}", first],
+        [f"--stop-position={middle}", first],
+        ["--to-last-log", first],
+        ["--to-last-log", "--base64-output=decode-rows", "-vv", first],
+        ["--result-file=/dev/stdout", first],
+        ["no-such-file.000009"],
+    ]
+    for case in cases:
+        real, ours = _both(primary, *case)
+        assert real.stdout.count(b"# at ") > 0 or real.returncode != 0, case
+        assert ours.stdout == real.stdout, case
+        assert ours.stderr == real.stderr, case
+        assert ours.returncode == real.returncode, case
+
+
+def test_remote_dump_reports_a_dead_server_as_the_real_tool() -> None:
+    def run(tool: list[str]) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([*tool, "-R", "--host=127.0.0.1", "--port=1", "mysql-bin.000001"],
+                              capture_output=True, timeout=60)
+
+    real = run([program("mariadb-binlog"), "--no-defaults"])
+    ours = run([sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"])
+    assert real.returncode == 1 and real.stderr.startswith(b"ERROR: Failed on connect: ")
+    assert (ours.returncode, ours.stdout, ours.stderr) == (real.returncode, real.stdout, real.stderr)
