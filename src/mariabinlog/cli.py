@@ -57,9 +57,9 @@ def remote_events(
     other; the command line is where the dump meets the client.  A failure to connect
     or log in raises :class:`~mariabinlog.errors.ConnectFailedError` in the client's words.
     """
-    from mariabinlog.errors import ServerError
+    from mariabinlog.errors import ConnectionLostError, ServerError
     from mariabinlog.replication.client import BinlogClient
-    from mariabinlog.replication.net import ClientSettings, ConnectionLostError, ConnectionOptions
+    from mariabinlog.replication.net import ClientSettings, ConnectionOptions
 
     settings = ClientSettings(
         host=opts.host,

@@ -76,6 +76,48 @@ class EncryptedBinlogError(DecodeError):
     """The binlog is encrypted (Start_encryption event); reading it needs the key."""
 
 
+class EventReadError(DecodeError):
+    """An event of a binlog file could not be framed or failed its checksum.
+
+    Besides file, offset and reason, it keeps what ``mariadb-binlog`` reports for the same
+    damage: ``c_reason`` is ``Log_event::read_log_event``'s own text (None where the C tool
+    has none), ``data_len`` and ``event_type`` the event length and type code it names.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int | None = None,
+        expected: str | None = None,
+        file: str | None = None,
+        c_reason: str | None = None,
+        data_len: int = 0,
+        event_type: int = 0,
+    ) -> None:
+        self.c_reason = c_reason
+        self.data_len = data_len
+        self.event_type = event_type
+        super().__init__(message, offset=offset, expected=expected, file=file)
+
+
+class MissingFormatDescription(DecodeError):
+    """A row event arrived before any Format_description was printed (base64 needs one)."""
+
+    def __init__(self, type_name: bytes) -> None:
+        super().__init__(
+            "malformed binlog: it does not contain any Format_description_log_event. Found a "
+            f"{type_name.decode()} event, which is not safe to process without a Format_description_log_event."
+        )
+
+
+class FlashbackError(DecodeError):
+    """--flashback met a row it cannot measure; the tool prints "Error row length: 0" and exits 1."""
+
+    def __init__(self) -> None:
+        super().__init__("Error row length: 0")
+
+
 class UnsupportedError(MariabinlogError):
     """Valid input that this operation refuses, e.g. unknown events where rows are applied."""
 
@@ -113,8 +155,41 @@ class LogInUseError(EngineError):
     """A purge would remove a file still needed (reader, OOB reference, pending XA)."""
 
 
+class ConvertError(MariabinlogError):
+    """A conversion between `.ibb` and legacy binlogs cannot go on (output file, engine directory)."""
+
+
 class ReplicationError(MariabinlogError):
     """A replication peer misbehaved or refused us (protocol, auth, unknown GTID)."""
+
+
+class ConnectionLostError(ReplicationError):
+    """The connection broke, was closed by the peer, or stayed silent past the read timeout.
+
+    ``errno`` is the system error of a failed connect (None otherwise)."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+class ApplyError(ReplicationError):
+    """The target refused a group; names the GTID, the statement and the server error."""
+
+    def __init__(self, gtid: object, statement: bytes, error: ServerError) -> None:
+        self.gtid = gtid
+        self.error = error
+        text = statement[:200].decode("utf-8", "replace")
+        super().__init__(f"applying GTID {gtid} failed: {error} (statement: {text!r})")
+
+
+class QueryRefusedError(ReplicationError):
+    """Our binlog server does not serve a client's query; it answers with ERR ``code``."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class MalformedPacketError(DecodeError, ReplicationError):

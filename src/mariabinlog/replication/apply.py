@@ -49,10 +49,10 @@ from typing import Any
 
 from ..codec import events as E
 from ..codec.gtid import ConnectState, Gtid, GtidList
-from ..errors import ReplicationError, ServerError, UnsupportedError
+from ..errors import ApplyError, ConnectionLostError, ServerError, UnsupportedError
 from .filters import Decision, GroupFilter
 from .groups import EventGroup
-from .net import Connection, ConnectionLostError, ConnectionOptions, sql_string
+from .net import Connection, ConnectionOptions, sql_string
 from .progress import Progress
 from .sources import GroupSource
 
@@ -103,16 +103,6 @@ def _uncompressed(event: E.RowsEvent) -> bytes:
         log_pos=event.log_pos,
         flags=event.flags,
     ).encode()
-
-
-class ApplyError(ReplicationError):
-    """The target refused a group; names the GTID, the statement and the server error."""
-
-    def __init__(self, gtid: Gtid, statement: bytes, error: ServerError) -> None:
-        self.gtid = gtid
-        self.error = error
-        text = statement[:200].decode("utf-8", "replace")
-        super().__init__(f"applying GTID {gtid} failed: {error} (statement: {text!r})")
 
 
 def _unlogged(statement: bytes) -> list[bytes]:

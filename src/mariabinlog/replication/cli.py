@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ..codec.gtid import ConnectState
-from ..errors import ReplicationError
+from ..errors import ConnectionLostError, ReplicationError
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
-from .net import ClientSettings, ConnectionLostError, ConnectionOptions
+from .net import ClientSettings, ConnectionOptions
 from .progress import Progress, Reporter
 from .sources import PrimarySource, open_source
 

@@ -48,9 +48,9 @@ from ..codec.protocol import (
     RegisterSlave,
 )
 from ..codec.stream import EventStreamDecoder
-from ..errors import DecodeError, OptionError, ServerError
+from ..errors import ConnectionLostError, DecodeError, OptionError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
-from .net import Connection, ConnectionLostError, ConnectionOptions, sql_string
+from .net import Connection, ConnectionOptions, sql_string
 
 #: Server errors after which reconnecting cannot help (bad position, auth, privileges).
 FATAL_SERVER_ERRORS = frozenset({1236, 1045, 1044, 1227, 1142, 1064, 1193})

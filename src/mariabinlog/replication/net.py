@@ -33,19 +33,9 @@ from ..codec.protocol import (
     ResultSet,
     Row,
 )
-from ..errors import ConnectFailedError, OptionError, ReplicationError, ServerError
+from ..errors import ConnectFailedError, ConnectionLostError, OptionError, ReplicationError, ServerError
 
 RECV_SIZE = 1 << 18
-
-
-class ConnectionLostError(ReplicationError):
-    """The connection broke, was closed by the peer, or stayed silent past the read timeout.
-
-    ``errno`` is the system error of a failed connect (None otherwise)."""
-
-    def __init__(self, message: str, errno: int | None = None) -> None:
-        super().__init__(message)
-        self.errno = errno
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ from ..codec.events import (
     reframe,
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
-from ..errors import GtidError, ReplicationError
+from ..errors import GtidError, QueryRefusedError, ReplicationError
 from .groups import EventGroup
 from .progress import Progress
 from .sources import ArchiveReader, ReadOnlyPages
@@ -220,15 +220,6 @@ def _split_commas(text: str) -> list[str]:
     return _split_top(text, ",")
 
 
-class _Unsupported(Exception):
-    """A query the server does not understand (answered with an ERR)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class _Session(threading.Thread):
     """One client connection."""
 
@@ -383,7 +374,7 @@ class _Session(threading.Thread):
         if lowered.startswith("@@"):
             name = re.sub(r"^@@(global\.|session\.|local\.)?", "", lowered)
             if name not in variables:
-                raise _Unsupported(P.ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
+                raise QueryRefusedError(P.ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
             return variables[name]
         if lowered.startswith("@"):
             return self.user_vars.get(lowered[1:].strip("`"))
@@ -396,7 +387,7 @@ class _Session(threading.Thread):
             return str(self.connection_id)
         if lowered in ("database()", "user()", "current_user()"):
             return None if lowered == "database()" else f"{self.proto.auth.user}@%"
-        raise _Unsupported(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support '{text}'")
+        raise QueryRefusedError(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support '{text}'")
 
     def _query(self, sql: str) -> None:
         """Answer a query; a multi-statement query gets one result per statement."""
@@ -405,7 +396,7 @@ class _Session(threading.Thread):
         for index, statement in enumerate(statements):
             try:
                 out += self._answer(statement.strip(), more=index + 1 < len(statements))
-            except _Unsupported as err:
+            except QueryRefusedError as err:
                 out += self.proto.send_error(P.ErrPacket(err.code, err.message, "42000"))
                 break
         self._send(bytes(out))
@@ -419,7 +410,7 @@ class _Session(threading.Thread):
                     continue
                 assign = _ASSIGN.match(part)
                 if not assign:
-                    raise _Unsupported(P.ER_PARSE_ERROR, f"You have an error in your SQL syntax near '{part[:40]}'")
+                    raise QueryRefusedError(P.ER_PARSE_ERROR, f"You have an error in your SQL syntax near '{part[:40]}'")
                 prefix, name, expr = assign.groups()
                 if prefix == "@":
                     self.user_vars[name.lower()] = self._value(expr, variables)
@@ -443,7 +434,7 @@ class _Session(threading.Thread):
                 value = self._value(expr, variables)
                 values.append(None if value is None else value.encode())
             return self.proto.send_result_set(tuple(names), (tuple(values),), more=more)
-        raise _Unsupported(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support this statement: {sql[:60]}")
+        raise QueryRefusedError(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support this statement: {sql[:60]}")
 
     # -- the dump -------------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
-from ..errors import DecodeError, MariabinlogError, OptionExit
+from ..errors import ConvertError, DecodeError, OptionExit
 from .dump_options import DumpOptions, write_line
 from .sink import EventSink
 
@@ -73,10 +73,6 @@ MIN_MAX_SIZE = 4096
 MAX_MAX_SIZE = 1 << 32
 _LOG_POS = struct.Struct("<I")
 _BINLOG_MAGIC = b"\xfebin"
-
-
-class ConvertError(MariabinlogError):
-    """A conversion cannot go on (output file, engine directory)."""
 
 
 def conversion_sink(

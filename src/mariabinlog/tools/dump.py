@@ -49,7 +49,17 @@ from ..codec.events import (
     event_type_name,
 )
 from ..codec.gtid import Gtid
-from ..errors import ConnectFailedError, DecodeError, MariabinlogError, OptionError, OptionExit, ServerError
+from ..errors import (
+    ConnectFailedError,
+    DecodeError,
+    EventReadError,
+    FlashbackError,
+    MariabinlogError,
+    MissingFormatDescription,
+    OptionError,
+    OptionExit,
+    ServerError,
+)
 from . import printer as P
 from .dump_options import PROG, DumpOptions, base64_mode, parse_datetime, write_line
 from .gtid_filter import GtidFilter
@@ -86,36 +96,6 @@ class RemoteEvent(Protocol):
 #: offset to start at (file None: by GTID); closing the generator closes the connection.
 #: A failure to connect raises :class:`~mariabinlog.errors.ConnectFailedError`.
 RemoteSource = Callable[[DumpOptions, str, "str | None", int], Generator[RemoteEvent, None, None]]
-
-
-class ReadError(MariabinlogError):
-    """A file could not be read as a binlog (message as the tool prints it).
-
-    ``c_reason`` is Log_event::read_log_event's own text for the problem (when
-    it has one), which the tool prints even where it then treats the damage as
-    the end of an in-use binlog.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        c_reason: str | None = None,
-        data_len: int = 0,
-        event_type: int = 0,
-    ) -> None:
-        super().__init__(message)
-        self.c_reason = c_reason
-        self.data_len = data_len
-        self.event_type = event_type
-
-    def c_message(self) -> str | None:
-        """The ``ERROR: Error in Log_event::read_log_event(): ...`` line, if any."""
-        if self.c_reason is None:
-            return None
-        return (
-            f"ERROR: Error in Log_event::read_log_event(): '{self.c_reason}', "
-            f"data_len: {self.data_len}, event_type: {self.event_type}"
-        )
 
 
 # --------------------------------------------------------------------------- the dump
@@ -446,6 +426,13 @@ class Dumper:
         try:
             size = os.fstat(fd).st_size
             data: Any = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:  # not a regular file (a directory, a pipe): not mappable
+            p.drain()
+            write_line(
+                self.err,
+                f"{PROG}: Can't read file '{name}' (Errcode: {exc.errno} \"{exc.strerror}\")",
+            )
+            return ERROR_STOP
         finally:
             os.close(fd)
         try:
@@ -496,8 +483,8 @@ class Dumper:
                         ev = self._frame(
                             name, data, pos, size, CHECKSUM_OFF, verify, ctx
                         )
-                    except ReadError as exc:
-                        self.error(str(exc))
+                    except EventReadError as exc:
+                        self.error(self._read_error_text(name, pos, exc.reason))
                         return ERROR_STOP
                     fde = ev.decoded()
                     ctx = fde.context()
@@ -541,7 +528,7 @@ class Dumper:
                 if code == FORMAT_DESCRIPTION_EVENT or length < 23 or end > size:
                     try:
                         ev = self._frame(name, data, pos, size, alg, verify, ctx)
-                    except ReadError as exc:
+                    except EventReadError as exc:
                         return self._read_failed(exc, in_use)
                     if code == FORMAT_DESCRIPTION_EVENT:
                         try:
@@ -560,7 +547,7 @@ class Dumper:
                     if verify and crc != crc32(mv[pos : end - 4]):
                         try:
                             self._frame(name, data, pos, size, alg, verify, ctx)
-                        except ReadError as exc:
+                        except EventReadError as exc:
                             return self._read_failed(exc, in_use)
                     ev = view(
                         data,
@@ -598,10 +585,10 @@ class Dumper:
                     # process_event with nothing to filter: straight to the printer.
                     try:
                         print_event(ev)
-                    except P.MissingFormatDescription as exc:
+                    except MissingFormatDescription as exc:
                         self.error(exc.reason)
                         return ERROR_STOP
-                    except P.FlashbackError:
+                    except FlashbackError:
                         return self._flashback_error()
                     except DecodeError as exc:
                         self.error(
@@ -627,19 +614,22 @@ class Dumper:
             mv.release()
         return OK_CONTINUE
 
-    def _read_failed(self, exc: ReadError, in_use: bool) -> int:
-        """A damaged event: the end of an in-use binlog (as the tool treats it), else an error."""
+    def _read_failed(self, exc: EventReadError, in_use: bool) -> int:
+        """A damaged event: the end of an in-use binlog (as the tool treats it), else an error.
+
+        Log_event::read_log_event's own line (``ERROR: Error in ...``), where the C tool has
+        one, comes first either way.
+        """
+        if exc.c_reason is not None:
+            self.printer.drain()
+            write_line(
+                self.err,
+                f"ERROR: Error in Log_event::read_log_event(): '{exc.c_reason}', "
+                f"data_len: {exc.data_len}, event_type: {exc.event_type}",
+            )
         if in_use:
-            self.printer.drain()
-            message = exc.c_message()
-            if message is not None:
-                write_line(self.err, message)
             return OK_CONTINUE
-        message = exc.c_message()
-        if message is not None:
-            self.printer.drain()
-            write_line(self.err, message)
-        self.error(str(exc))
+        self.error(self._read_error_text(exc.file or "", exc.offset or 0, exc.reason))
         return ERROR_STOP
 
     def _read_error_text(self, name: str, pos: int, detail: str) -> str:
@@ -655,31 +645,25 @@ class Dumper:
         verify: bool,
         ctx: DecodeContext,
     ) -> P.EventView:
-        """Frame (and CRC-check) the event at ``pos``; ReadError names the file and offset."""
+        """Frame (and CRC-check) the event at ``pos``; EventReadError names the file and offset."""
         if pos + 19 > size:
-            raise ReadError(
-                self._read_error_text(
-                    name, pos, f"truncated event header: {size - pos} of 19 bytes"
-                )
+            raise EventReadError(
+                f"truncated event header: {size - pos} of 19 bytes", offset=pos, file=name
             )
         length = _U32.unpack_from(data, pos + 9)[0]
         if length < 19:
-            raise ReadError(
-                self._read_error_text(
-                    name, pos, f"event length {length} is below the 19-byte header"
-                )
+            raise EventReadError(
+                f"event length {length} is below the 19-byte header", offset=pos, file=name
             )
         if pos + length > size:
-            raise ReadError(
-                self._read_error_text(
-                    name,
-                    pos,
-                    f"event truncated: {event_type_name(data[pos + 4])} event of {length} bytes, "
-                    f"only {size - pos} left in the file",
-                ),
-                "Event truncated",
-                length,
-                data[pos + 4],
+            raise EventReadError(
+                f"event truncated: {event_type_name(data[pos + 4])} event of {length} bytes, "
+                f"only {size - pos} left in the file",
+                offset=pos,
+                file=name,
+                c_reason="Event truncated",
+                data_len=length,
+                event_type=data[pos + 4],
             )
         code = data[pos + 4]
         if code == FORMAT_DESCRIPTION_EVENT:
@@ -689,25 +673,21 @@ class Dumper:
             ev_alg = alg
             crc_len = 4 if alg == CHECKSUM_CRC32 else 0
             if crc_len and length < 23:
-                raise ReadError(
-                    self._read_error_text(
-                        name, pos, f"event length {length} leaves no room for its CRC32"
-                    )
+                raise EventReadError(
+                    f"event length {length} leaves no room for its CRC32", offset=pos, file=name
                 )
         if verify and ev_alg == CHECKSUM_CRC32:
             stored = _U32.unpack_from(data, pos + length - 4)[0]
             actual = zlib.crc32(data[pos : pos + length - 4])
             if stored != actual:
-                raise ReadError(
-                    self._read_error_text(
-                        name,
-                        pos,
-                        f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
-                        f"computed 0x{actual:08x}",
-                    ),
-                    "Event crc check failed! Most likely there is event corruption.",
-                    length,
-                    code,
+                raise EventReadError(
+                    f"event crc check failed: {event_type_name(code)} event stored CRC32 0x{stored:08x}, "
+                    f"computed 0x{actual:08x}",
+                    offset=pos,
+                    file=name,
+                    c_reason="Event crc check failed! Most likely there is event corruption.",
+                    data_len=length,
+                    event_type=code,
                 )
         return P.view_at(data, pos, pos, crc_len, ctx)
 
@@ -733,10 +713,10 @@ class Dumper:
                 ):
                     return ERROR_STOP
                 self.printer.print_event(ev)
-            except P.MissingFormatDescription as exc:
+            except MissingFormatDescription as exc:
                 self.error(exc.reason)
                 return ERROR_STOP
-            except P.FlashbackError:
+            except FlashbackError:
                 return self._flashback_error()
             except DecodeError as exc:
                 self.error(self._read_error_text(name, ev.position, str(exc.reason)))
@@ -776,10 +756,10 @@ class Dumper:
                 ):
                     return OK_CONTINUE
                 self.printer.print_event(ev)
-        except P.MissingFormatDescription as exc:
+        except MissingFormatDescription as exc:
             self.error(exc.reason)
             return ERROR_STOP
-        except P.FlashbackError:
+        except FlashbackError:
             return self._flashback_error()
         except DecodeError as exc:
             self.error(self._read_error_text(name, ev.position, str(exc.reason)))

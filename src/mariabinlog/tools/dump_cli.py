@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..errors import MariabinlogError
-from . import convert
 from .dump import Dumper, RemoteSource
 from .dump_options import PROG, DumpOptions, OptionExit, parse_options, write_line
 from .progress import progress_for
@@ -74,6 +73,8 @@ def dump_main(
         if not files and not (opts.remote and opts.start_position):
             err.write(_USAGE)
             return 1
+        if not opts.remote:
+            files = _expand_directories(files)
         if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
             return _convert(opts, files, err)
         if opts.remote and remote is None:
@@ -125,8 +126,32 @@ def dump_main(
         return 1
 
 
+def _expand_directories(files: list[str]) -> list[str]:
+    """Each directory named becomes its binlog files, in the order SHOW BINARY LOGS lists them.
+
+    mariadb-binlog itself takes files only; a directory holding no binlog is refused
+    with one line (exit 1) rather than read as one.
+    """
+    if not any(name != "-" and os.path.isdir(name) for name in files):
+        return files
+    from .binlog_dir import binary_logs
+
+    expanded: list[str] = []
+    for name in files:
+        if name == "-" or not os.path.isdir(name):
+            expanded.append(name)
+            continue
+        logs = binary_logs(name)
+        if not logs:
+            raise OptionExit(f"{PROG}: '{name}' is a directory without binlog files (legacy or .ibb)", 1)
+        expanded.extend(os.path.join(name, log) for log, _ in logs)
+    return expanded
+
+
 def _convert(opts: DumpOptions, files: list[str], err: Any) -> int:
     """Run one of the two conversions: the dumper reads, the converter writes files."""
+    from . import convert  # imports the engine: slow, and only conversions need it
+
     dumper = Dumper(opts, err, convert.conversion_sink(opts, files, err), progress_for(err, None))
     dumper.out_stream = _NoOutput()
     try:

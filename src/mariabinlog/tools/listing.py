@@ -18,11 +18,7 @@ and ends: all events of one group share them.  ``End_log_pos`` is an offset in
 the next file when the record continues there.
 
 ``files`` prints ``SHOW BINARY LOGS`` for a directory: ``Log_name`` and
-``File_size`` of its binlog files in order.  Legacy directories: the names in
-the ``*.index`` file when there is one, else every file that starts with the
-binlog magic, by name.  `.ibb` directories: every ``binlog-NNNNNN.ibb`` up to
-the last one with a header (pre-allocated empty files after it are not logs
-yet), with its size on disk, as ``mariabinlog engine files`` shows them.
+``File_size`` of its binlog files in order (:func:`.binlog_dir.binary_logs`).
 """
 
 from __future__ import annotations
@@ -66,6 +62,7 @@ from ..codec.events import (
     serialize_xid,
 )
 from . import charsets
+from .binlog_dir import binary_logs
 from .printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,
     OPTION_RELAXED_UNIQUE_CHECKS,
@@ -246,39 +243,6 @@ def events_main(argv: list[str]) -> int:
 
 
 # ------------------------------------------------------------------------------ files
-
-
-def binary_logs(directory: str) -> list[tuple[str, int]]:
-    """SHOW BINARY LOGS for ``directory``: (name, size) of each binlog file, in order."""
-    from ..engine.files import binlog_kind, ibb_file_no
-
-    names = sorted(os.listdir(directory))
-    ibb = sorted((n for n in names if ibb_file_no(n) is not None), key=ibb_file_no)  # type: ignore[arg-type,return-value]
-    if ibb:
-        written = [n for n in ibb if binlog_kind(os.path.join(directory, n)) == "ibb"]
-        if written:
-            last = ibb.index(written[-1])
-            ibb = ibb[: last + 1]
-        else:
-            ibb = []
-        return [(n, os.path.getsize(os.path.join(directory, n))) for n in ibb]
-    listed = _index_names(directory, names)
-    if listed is None:
-        listed = [n for n in names if binlog_kind(os.path.join(directory, n)) == "legacy"]
-    return [(n, os.path.getsize(os.path.join(directory, n))) for n in listed]
-
-
-def _index_names(directory: str, names: list[str]) -> list[str] | None:
-    """The binlog names of the directory's ``*.index`` file (as the server keeps it), if any."""
-    for name in names:
-        if name.endswith(".index"):
-            path = os.path.join(directory, name)
-            with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                entries = [line.strip() for line in f if line.strip()]
-            return [
-                os.path.basename(e) for e in entries if os.path.isfile(os.path.join(directory, os.path.basename(e)))
-            ]
-    return None
 
 
 def files_main(args: argparse.Namespace) -> int:

@@ -110,7 +110,7 @@ from ..codec.events import (
     serialize_xid,
 )
 from ..codec.native import load_fast
-from ..errors import DecodeError
+from ..errors import DecodeError, FlashbackError, MissingFormatDescription
 from . import charsets
 
 #: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
@@ -597,13 +597,6 @@ def _flashback_rows(
     except (DecodeError, IndexError):
         raise FlashbackError() from None
     return b"".join(reversed(rows))
-
-
-class FlashbackError(DecodeError):
-    """--flashback met a row it cannot measure; the tool prints "Error row length: 0" and exits 1."""
-
-    def __init__(self) -> None:
-        super().__init__("Error row length: 0")
 
 
 # --------------------------------------------------------------------------- printer
@@ -1986,16 +1979,6 @@ class _QueryParts:
         self.status = status
         self.database = database
         self.query = query
-
-
-class MissingFormatDescription(DecodeError):
-    """A row event arrived before any Format_description was printed (base64 needs one)."""
-
-    def __init__(self, type_name: bytes) -> None:
-        super().__init__(
-            "malformed binlog: it does not contain any Format_description_log_event. Found a "
-            f"{type_name.decode()} event, which is not safe to process without a Format_description_log_event."
-        )
 
 
 def _event_description(code: int) -> bytes:
