@@ -106,9 +106,10 @@ def remote_events(
 
 def add_dump_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``dump`` with the replication client as its remote event source."""
+    from mariabinlog.optionfiles import BINLOG_GROUPS, describe_defaults
     from mariabinlog.tools.dump_cli import add_dump_parser
 
-    add_dump_parser(subparsers, remote=remote_events)
+    add_dump_parser(subparsers, remote=remote_events, defaults_help=lambda: describe_defaults(BINLOG_GROUPS))
 
 
 #: Subcommand registrars, in the order ``--help`` lists them.

@@ -18,25 +18,10 @@ from typing import Any, BinaryIO
 
 from ..errors import MariabinlogError
 from .dump import Dumper, RemoteSource
-from .dump_options import PROG, DumpOptions, OptionExit, parse_options, write_line
+from .dump_help import VERSION_TEXT, help_text
+from .dump_options import DumpOptions, OptionExit, parse_options, write_line
 from .progress import progress_for
 
-_USAGE = f"""{PROG} (mariabinlog) for MariaDB binary logs (legacy and .ibb)
-Dumps a MariaDB binary log in a format usable for viewing or for piping to
-the mysql command line client.
-
-Usage: {PROG} [options] log-files
-
-mariadb-binlog's options, plus:
-  --format=text|json            text as mariadb-binlog prints it (default), or one
-                                JSON object per event (rows decoded, typed values)
-  --convert-engine-binlog       write the .ibb input as legacy binlog files
-                                BASE.000001... (BASE: --result-file, default legacy_log)
-  --max-binlog-size=N           size at which a converted file is rotated (1G)
-  --convert-to-engine-binlog=DIR
-                                write legacy input into DIR as .ibb files (the engine)
-A progress bar is shown on stderr when it is a terminal and stdout is not.
-"""
 
 
 def dump_main(
@@ -46,6 +31,7 @@ def dump_main(
     stderr: Any = None,
     sink: Callable[[Callable[[bytes], Any]], Any] | None = None,
     remote: RemoteSource | None = None,
+    defaults_help: Callable[[], str] | None = None,
 ) -> int:
     """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status.
 
@@ -54,7 +40,8 @@ def dump_main(
     ``--convert-to-engine-binlog`` choose one from the command line.  ``remote``
     opens a primary's dump stream for ``--read-from-remote-server`` (the
     ``mariabinlog`` command wires in the replication client; without it the
-    option is refused).
+    option is refused).  ``defaults_help`` gives ``--help`` its option-file paragraph
+    (the command line reads option files, so it knows which).
     """
     err = stderr if stderr is not None else sys.stderr
     try:
@@ -62,17 +49,18 @@ def dump_main(
         for note in notices:
             write_line(err, note)
         if opts.help:
-            sys.stdout.write(_USAGE)
+            sys.stdout.write(help_text(defaults_help() if defaults_help is not None else ""))
             return 0
         if opts.version:
-            sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
+            sys.stdout.write(VERSION_TEXT)
             return 0
         if opts.password_prompt:
             # mariadb-binlog asks as soon as the options are read, on the terminal.
             opts.password = getpass.getpass("Enter password: ")
         if not files and not (opts.remote and opts.start_position):
-            err.write(_USAGE)
-            return 1
+            raise OptionExit(
+                "ERROR: Please provide the log file(s). Run with '--help' for usage instructions.", 1
+            )
         if not opts.remote:
             files = _expand_directories(files)
         if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
@@ -187,6 +175,7 @@ def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
 def add_dump_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     remote: RemoteSource | None = None,
+    defaults_help: Callable[[], str] | None = None,
 ) -> None:
     """Register ``dump``: every argument after it goes to :func:`dump_main` untouched."""
     parser = subparsers.add_parser(
@@ -196,7 +185,9 @@ def add_dump_parser(
         prefix_chars="\x01",
     )
     parser.add_argument("dump_argv", nargs="*", metavar="ARGS")
-    parser.set_defaults(handler=lambda args: dump_main(list(args.dump_argv), remote=remote))
+    parser.set_defaults(
+        handler=lambda args: dump_main(list(args.dump_argv), remote=remote, defaults_help=defaults_help)
+    )
 
 
 def main() -> None:

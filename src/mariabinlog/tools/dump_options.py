@@ -24,6 +24,7 @@ PROG = "mariadb-binlog"
 
 __all__ = [
     "PROG",
+    "OPTIONS",
     "DumpOptions",
     "OptionExit",
     "base64_mode",
@@ -45,7 +46,7 @@ def write_line(stream: Any, message: str) -> None:
 #: (name, short, kind, dest) — kind: "bool" (no argument, negatable), "str"
 #: (required argument), "opt" (optional argument), "int" (number with K/M/G
 #: suffixes), "count" (-v), "ignore" (accepted, no effect), "ignore_arg".
-_OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
+OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("help", "?", "bool", "help"),
     ("base64-output", None, "str", "base64_output"),
     ("character-sets-dir", None, "str", "ignored"),
@@ -113,8 +114,8 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("format", None, "str", "format"),
     ("convert-to-engine-binlog", None, "str", "convert_to_engine_binlog"),
 )
-_BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
-_BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
+_BY_NAME = {name: spec for spec in OPTIONS for name in (spec[0],)}
+_BY_SHORT = {spec[1]: spec for spec in OPTIONS if spec[1]}
 _DEFAULTS_OPTIONS = (
     "no-defaults",
     "defaults-file",
@@ -216,7 +217,7 @@ def _find_long(
     spec = _BY_NAME.get(key)
     if spec is not None:
         return spec, None
-    matches = [s for s in _OPTIONS if s[0].startswith(key)]
+    matches = [s for s in OPTIONS if s[0].startswith(key)]
     if len(matches) == 1:
         return matches[0], (
             f"Info: Using unique option prefix '{key}' is error-prone and can break in the future. "
