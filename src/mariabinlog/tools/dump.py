@@ -190,6 +190,7 @@ class Dumper:
         )
         self.rec_count = 0
         self.stop_reached = False
+        self.stop_datetime_reached = False
         self.ibb: _IbbStream | None = None
         self.first_file = True
         self.exit_now = False
@@ -234,6 +235,11 @@ class Dumper:
         if self.exit_now:
             return 1
         diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
+        if self.opts.stop_datetime is not None and not self.stop_datetime_reached and retval != ERROR_STOP:
+            write_line(
+                self.err,
+                f"WARNING: Did not reach stop datetime '{self.opts.stop_datetime}' before end of input",
+            )
         for line in diag.lines:
             write_line(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
@@ -733,6 +739,7 @@ class Dumper:
                     self.start_datetime = None
                     self.offset = 0
                 if self.stop_datetime is not None and ev.when >= self.stop_datetime:
+                    self.stop_datetime_reached = True
                     return OK_STOP
                 filt = self.gtid_filter
                 if code == GTID_EVENT:
