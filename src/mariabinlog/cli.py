@@ -83,7 +83,8 @@ def remote_events(
         blocking=opts.stop_never,
         annotate=not opts.skip_annotate,
         register=False,
-        checksum="NONE",
+        # --raw writes the files as the primary keeps them: with their checksums.
+        checksum="server" if opts.raw else "NONE",
         binlog_file=binlog_file,
         binlog_position=position,
     )

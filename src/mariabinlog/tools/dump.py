@@ -262,7 +262,7 @@ class Dumper:
             raise OptionExit(f"ERROR: {PROG} needs a binlog file name or a GTID --start-position with -R", 1)
         follow = o.to_last_log or o.stop_never
         p = self.printer
-        if p.text_frame:
+        if p.text_frame and not o.raw:
             self._prologue()
             p.begin_file(binlog_file or "")
         p.drain()
@@ -273,6 +273,11 @@ class Dumper:
         # By file, the "# at" offset is mariadb-binlog's running count from --start-position
         # (old_off): artificial events do not advance it, and it is not reset at a new file.
         old_off = self.start_position
+        raw_out: BinaryIO | None = None  # --raw: the file being written
+        stop_position = self.stop_position
+        if o.raw and stop_position is not None:
+            write_line(self.err, "WARNING: The --stop-position option is ignored in raw mode")
+            stop_position = None
         try:
             for item in events:
                 raw = item.raw
@@ -285,18 +290,24 @@ class Dumper:
                 if code == ROTATE_EVENT and item.position == 0:
                     # The primary's artificial Rotate: which file comes now (printed only when following).
                     new_file = ev.decoded().next_file.decode("utf-8", "replace")
+                    if binlog_file is not None and not follow and new_file != binlog_file:
+                        break
+                    if o.raw:
+                        raw_out = self._raw_file(raw_out, new_file)
+                        continue
                     if binlog_file is not None and not follow:
-                        if new_file != binlog_file:
-                            break
                         continue
                     advance = 0
                 elif code == FORMAT_DESCRIPTION_EVENT and old_off != 4:
                     advance = 0
                 if binlog_file is not None:
                     old_off += advance
-                if self.stop_position is not None and at >= self.stop_position:
+                if stop_position is not None and at >= stop_position:
                     self.stop_reached = True
                     break
+                if raw_out is not None:
+                    raw_out.write(raw)
+                    continue
                 if code == FORMAT_DESCRIPTION_EVENT:
                     fde = ev.decoded()
                     ctx = fde.context()
@@ -308,6 +319,8 @@ class Dumper:
                 self.out_stream.flush()
                 if retval != OK_CONTINUE:
                     break
+        except OptionExit:
+            raise
         except ConnectFailedError as exc:
             self.error(f"Failed on connect: {exc.reason}")
             retval = ERROR_STOP
@@ -319,17 +332,32 @@ class Dumper:
             retval = ERROR_STOP
         finally:
             events.close()
-        if retval != ERROR_STOP and p.text_frame:
+            if raw_out is not None:
+                raw_out.close()
+        if retval != ERROR_STOP and p.text_frame and not o.raw:
             p.end_file()
             self._epilogue()
         p.drain()
         self.out_stream.flush()
-        diag = self.gtid_filter.finish(offset_stop_reached=True)
+        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
         for line in diag.lines:
             write_line(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
         p.finish(not failed)
         return 1 if failed else 0
+
+    def _raw_file(self, current: BinaryIO | None, name: str) -> BinaryIO:
+        """``--raw``: close ``current`` and start ``name`` (after the ``--result-file`` prefix)
+        with the binlog magic, as ``mariadb-binlog`` names and begins the files it writes."""
+        if current is not None:
+            current.close()
+        path = (self.opts.result_file or "") + name
+        try:
+            out = open(path, "wb")  # noqa: SIM115 - closed at the next file or the end
+        except OSError:
+            raise OptionExit(f"ERROR: Could not create log file '{path}'", 1) from None
+        out.write(BINLOG_MAGIC)
+        return out
 
     def _prologue(self) -> None:
         out = self.printer.out

@@ -69,9 +69,7 @@ def dump_main(
             raise OptionExit(
                 "ERROR: --read-from-remote-server needs the mariabinlog command (mariabinlog dump)", 1
             )
-        if opts.raw and opts.remote:
-            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump yet", 1)
-        if opts.raw:
+        if opts.raw and not opts.remote:
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
@@ -81,7 +79,7 @@ def dump_main(
             raise OptionExit("ERROR: --flashback works only with the text output", 1)
         out: BinaryIO
         close_out = False
-        if opts.result_file:
+        if opts.result_file and not opts.raw:  # with --raw it is the prefix of the files written
             try:
                 out = open(opts.result_file, "wb")  # noqa: SIM115 - closed in the finally below
             except OSError:
