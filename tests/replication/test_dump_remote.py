@@ -6,9 +6,11 @@ import os
 import re
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from mariadb_server import MariaDBServer, program
-from replication_helpers import REPL_PASSWORD, REPL_USER
+from mariadb_server import MariaDBServer, MariaDBServerFactory, program
+from replication_helpers import PRIMARY_OPTIONS, REPL_PASSWORD, REPL_USER, create_repl_user
 
 ROWS_SQL = (
     "CREATE DATABASE rd; CREATE TABLE rd.t (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(8,2));"
@@ -100,3 +102,65 @@ def test_remote_dump_reports_a_dead_server_as_the_real_tool() -> None:
     ours = run([sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"])
     assert real.returncode == 1 and real.stderr.startswith(b"ERROR: Failed on connect: ")
     assert (ours.returncode, ours.stdout, ours.stderr) == (real.returncode, real.stdout, real.stderr)
+
+
+def test_remote_raw_writes_the_real_tools_files(primary: MariaDBServer, tmp_path: Path) -> None:
+    """--raw (with --to-last-log, a --result-file prefix, an ignored --stop-position): same files, same bytes."""
+    first = primary.binlog_files()[0].name
+    primary.flush_binlogs()
+    primary.sql("CREATE DATABASE IF NOT EXISTS rw; CREATE TABLE IF NOT EXISTS rw.t (id INT PRIMARY KEY); INSERT INTO rw.t VALUES (1)")
+    cases = [["--raw", first], ["--raw", "--to-last-log", "--result-file=pfx-", first],
+             ["--raw", "--stop-position=300", first]]
+    for index, case in enumerate(cases):
+        folders = []
+        for who, tool in (("real", [program("mariadb-binlog"), "--no-defaults"]),
+                          ("ours", [sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"])):
+            folder = tmp_path / f"{who}{index}"
+            folder.mkdir()
+            result = subprocess.run(
+                [*tool, "-R", "--host=127.0.0.1", f"--port={primary.port}", f"--user={REPL_USER}",
+                 f"--password={REPL_PASSWORD}", *case], capture_output=True, timeout=60, cwd=folder)
+            folders.append((folder, result))
+        (real_dir, real), (our_dir, ours) = folders
+        assert real.returncode == 0, real.stderr
+        assert (ours.returncode, ours.stdout, ours.stderr) == (real.returncode, real.stdout, real.stderr), case
+        real_files = {p.name: p.read_bytes() for p in real_dir.iterdir()}
+        assert real_files and {p.name: p.read_bytes() for p in our_dir.iterdir()} == real_files, case
+        assert real_files[next(iter(sorted(real_files)))] == (primary.binlog_basename().parent / first).read_bytes()
+
+
+def test_remote_stop_never_across_a_server_restart(
+    mariadb_server_factory: MariaDBServerFactory, tmp_path: Path
+) -> None:
+    """--stop-never follows the primary; a restart of the primary ends both tools the same way."""
+    server = mariadb_server_factory(*PRIMARY_OPTIONS, "--server-id=1", name="restart")
+    create_repl_user(server)
+    server.sql("CREATE DATABASE sn; CREATE TABLE sn.t (id INT PRIMARY KEY); INSERT INTO sn.t VALUES (1)")
+    log = server.binlog_files()[0].name
+    procs = []
+    for who, tool in (("real", [program("mariadb-binlog"), "--no-defaults"]),
+                      ("ours", [sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"])):
+        out = (tmp_path / f"{who}.out").open("wb")
+        err = (tmp_path / f"{who}.err").open("wb")
+        procs.append((subprocess.Popen(
+            [*tool, "-R", "--stop-never", "--host=127.0.0.1", f"--port={server.port}", f"--user={REPL_USER}",
+             f"--password={REPL_PASSWORD}", log], stdout=out, stderr=err, env={**os.environ, "TZ": "UTC"}), out, err))
+    time.sleep(2)
+    server.sql("INSERT INTO sn.t VALUES (2)")
+    time.sleep(1)
+    server.stop()
+    server.start()
+    server.sql("INSERT INTO sn.t VALUES (3)")
+    codes = []
+    for proc, out, err in procs:
+        try:
+            codes.append(proc.wait(timeout=20))
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            codes.append(proc.wait(timeout=20))
+        out.close()
+        err.close()
+    real_out, ours_out = ((tmp_path / f"{w}.out").read_bytes() for w in ("real", "ours"))
+    real_err, ours_err = ((tmp_path / f"{w}.err").read_bytes() for w in ("real", "ours"))
+    assert b"INSERT INTO sn.t VALUES (2)" in real_out
+    assert (codes[1], ours_out, ours_err) == (codes[0], real_out, real_err)

@@ -51,6 +51,7 @@ from ..codec.events import (
 from ..codec.gtid import Gtid
 from ..errors import (
     ConnectFailedError,
+    ConnectionLostError,
     DecodeError,
     EventReadError,
     FlashbackError,
@@ -326,6 +327,10 @@ class Dumper:
             retval = ERROR_STOP
         except ServerError as exc:
             self.error(f"Got error reading packet from server: {exc.message}")
+            retval = ERROR_STOP
+        except ConnectionLostError:
+            # The C client's CR_SERVER_LOST: mariadb-binlog does not reconnect, even with --stop-never.
+            self.error("Got error reading packet from server: Lost connection to server during query")
             retval = ERROR_STOP
         except MariabinlogError as exc:
             self.error(f"Got error reading packet from server: {exc}")
