@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -163,5 +164,41 @@ def test_serve_accepts_ed25519_logins(login_primary: MariaDBServer, tmp_path: Pa
         bad = ConnectionOptions(host=host, port=port, user=ED_USER, password="wrong")
         with pytest.raises(ServerError, match="Access denied"):
             list(BinlogClient(bad, blocking=False, reconnect=0).groups())
+    finally:
+        server.stop()
+
+
+def test_a_real_replica_logs_in_to_serve_with_ed25519(
+    login_primary: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, tmp_path: Path
+) -> None:
+    directory = tmp_path / "arch"
+    assert cli_main(["archive", "--no-defaults", "--quiet", "--dir", str(directory), "--host=127.0.0.1",
+                     f"--port={login_primary.port}", f"--user={REPL_USER}", f"--password={REPL_PASSWORD}"]) == 0
+    server = BinlogServer(ServerConfig(str(directory), ed25519_accounts={ED_USER: ed25519_key(ED_PASSWORD)})).start()
+    # The replica's I/O thread loads client_ed25519.so from its plugin_dir; Debian ships that
+    # client plugin with libmariadb3, beside (not in) the server's plugins.
+    client_plugin = next(Path("/usr/lib").glob("*/libmariadb3/plugin/client_ed25519.so"), None)
+    assert client_plugin is not None, "client_ed25519.so is missing: apt-get install libmariadb3"
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    for plugin in (*Path("/usr/lib/mysql/plugin").glob("*.so"), client_plugin):
+        (plugins / plugin.name).symlink_to(plugin)
+    replica = mariadb_server_factory("--server-id=5", f"--plugin-dir={plugins}", "--plugin-load-add=auth_ed25519",
+                                     name="ed-replica")
+    try:
+        host, port = server.address
+        replica.sql(f"CHANGE MASTER TO MASTER_HOST='{host}', MASTER_PORT={port}, MASTER_USER='{ED_USER}',"
+                    f" MASTER_PASSWORD='{ED_PASSWORD}', MASTER_USE_GTID=slave_pos; START SLAVE")
+        wanted = login_primary.rows("SELECT @@gtid_binlog_pos")[0][0]
+        deadline = time.monotonic() + 60
+        while replica.rows("SELECT @@gtid_slave_pos")[0][0] != wanted:
+            status = replica.records("SHOW SLAVE STATUS")[0]
+            assert time.monotonic() < deadline, (
+                f"replica did not catch up to {wanted}: {status['Slave_IO_Running']} {status['Last_IO_Error']}"
+                f" {status['Slave_SQL_Running']} {status['Last_SQL_Error']} {status['Gtid_IO_Pos']}"
+            )
+            time.sleep(0.2)
+        assert replica.rows("SELECT id, v FROM lg.t") == [("1", "a")]
+        replica.sql("STOP SLAVE")
     finally:
         server.stop()
