@@ -202,3 +202,38 @@ def test_a_real_replica_logs_in_to_serve_with_ed25519(
         replica.sql("STOP SLAVE")
     finally:
         server.stop()
+
+
+def _on_a_terminal(command: list[str], answer: str) -> bytes:
+    """Run ``command`` on a new pseudo-terminal, answer its password prompt; everything it wrote there."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec, never return
+        os.environ["TZ"] = "UTC"
+        os.execvp(command[0], command)
+    output = b""
+    answered = False
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+        if not answered and b"Enter password: " in output:
+            os.write(fd, answer.encode() + b"\n")
+            answered = True
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return output + f"\nexit {os.waitstatus_to_exitcode(status)}".encode()
+
+
+def test_dump_remote_asks_for_the_password_on_the_terminal(login_primary: MariaDBServer) -> None:
+    log = login_primary.binlog_files()[-1].name
+    args = ["--no-defaults", "-R", "--host=127.0.0.1", f"--port={login_primary.port}", f"--user={ED_USER}", "-p", log]
+    real = _on_a_terminal([program("mariadb-binlog"), *args], ED_PASSWORD)
+    ours = _on_a_terminal([sys.executable, "-m", "mariabinlog", "dump", *args], ED_PASSWORD)
+    assert real.startswith(b"Enter password: ") and real.endswith(b"exit 0"), real[-500:]
+    assert ours == real
