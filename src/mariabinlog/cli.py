@@ -9,12 +9,19 @@ Startup time matters (``mariabinlog dump`` is run once per file in pipelines
 and by the corpus checker hundreds of times), so the modules are imported
 lazily: a run of one subcommand imports only that subcommand's module; only
 ``--help`` without a command, or an unknown command, imports them all.
+
+Diagnostics go through the standard :mod:`logging` module: every module logs to
+``logging.getLogger(__name__)`` (the ``mariabinlog`` hierarchy) and :func:`main`
+sends that hierarchy to stderr, at WARNING by default; ``-v`` (INFO), ``-vv``
+(DEBUG) or ``--log-level=LEVEL`` before the command change it.  ``dump`` keeps
+``-v`` for mariadb-binlog's row verbosity and takes ``--log-level`` itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Generator, Sequence
@@ -135,6 +142,13 @@ def build_parser(
         description="Read, store, replicate and analyse MariaDB binary logs.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more diagnostics on stderr (-v info, -vv debug)"
+    )
+    parser.add_argument(
+        "--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+        help=f"diagnostics from this level on ({', '.join(LOG_LEVELS)}; default WARNING)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = [c for c in commands if getattr(c, "name", None) == only] if only else []
     for register in chosen or commands:
@@ -143,9 +157,14 @@ def build_parser(
 
 
 def _command_name(argv: Sequence[str]) -> str | None:
-    """The subcommand named in ``argv``: its first argument that is not an option."""
+    """The subcommand named in ``argv``: its first argument that is not an option (or its value)."""
+    after_option = False
     for arg in argv:
-        if not arg.startswith("-"):
+        if after_option:
+            after_option = False
+        elif arg == "--log-level":
+            after_option = True
+        elif not arg.startswith("-"):
             return arg
     return None
 
@@ -210,6 +229,43 @@ def _rest_after_defaults(argv: list[str]) -> list[str]:
     return split_defaults_options(argv).rest
 
 
+#: The levels ``--log-level`` accepts.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record (tests swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        """The current ``sys.stderr``."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
+
+
+def configure_logging(level: int) -> None:
+    """Send the ``mariabinlog`` logger hierarchy to stderr from ``level`` on (once per process)."""
+    logger = logging.getLogger("mariabinlog")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        logger.addHandler(_StderrHandler())
+        logger.propagate = False
+    logger.setLevel(level)
+
+
+def _level(args: argparse.Namespace) -> int:
+    """The log level the options ask for: ``--log-level``, else WARNING lowered by each ``-v``."""
+    if args.log_level:
+        return int(getattr(logging, args.log_level))
+    return max(logging.WARNING - 10 * args.verbose, logging.DEBUG)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand and return its exit status (2 = usage error, 1 = failure).
 
@@ -218,13 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     command = _command_name(argv)
-    if command in ("dump", "archive", "replicate") and argv and argv[0] == command:
-        expanded = _with_defaults(command, argv[1:])
+    if command in ("dump", "archive", "replicate"):
+        at = argv.index(command)
+        expanded = _with_defaults(command, argv[at + 1 :])
         if isinstance(expanded, int):
             return expanded
-        argv = [command, *expanded]
+        argv = [*argv[: at + 1], *expanded]
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
+    configure_logging(_level(args))
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -37,7 +37,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from ..errors import DecodeError, LocalProtocolError, MalformedPacketError, ReplicationError, ServerError
 from .ed25519 import ED25519
@@ -348,14 +348,17 @@ _ANY: Final[dict[Trigger, str]] = {ConnectionClosed: "closed", "send_quit": "clo
 # --------------------------------------------------------------------------- both sides
 
 
-class _Machine(ABC):
+StateT = TypeVar("StateT", ClientState, ServerState)
+
+
+class _Machine(ABC, Generic[StateT]):
     """What both sides share: the receive buffer, sequence ids and moves through the table."""
 
     __slots__ = ("state", "framer", "_seq", "_closed", "_table")
 
-    def __init__(self, state: Enum, table: dict, max_packet: int) -> None:  # type: ignore[type-arg]
-        self.state: Enum = state
-        self._table = table
+    def __init__(self, state: StateT, table: dict[StateT, dict[Trigger, StateT]], max_packet: int) -> None:
+        self.state: StateT = state
+        self._table: dict[StateT, dict[Trigger, StateT]] = table
         self.framer = PacketFramer(max_packet)
         self._seq = 0
         self._closed = False
@@ -367,13 +370,13 @@ class _Machine(ABC):
             return
         self.framer.receive(data)
 
-    def _next_state(self, trigger: Trigger) -> Enum:
+    def _next_state(self, trigger: Trigger) -> StateT:
         """The state ``trigger`` leads to from the current one (the tables above)."""
         if trigger in _ANY:
             return type(self.state)(_ANY[trigger])
         target = self._table[self.state].get(trigger)
         if target is not None:
-            return target  # type: ignore[no-any-return]
+            return target
         name = trigger if isinstance(trigger, str) else trigger.__name__
         if isinstance(trigger, str):
             allowed = ", ".join(s.value for s, row in self._table.items() if trigger in row)
@@ -418,7 +421,7 @@ class _Machine(ABC):
 # --------------------------------------------------------------------------- client
 
 
-class ClientProtocol(_Machine):
+class ClientProtocol(_Machine[ClientState]):
     """The client side: handshake, authentication, queries, registration and a binlog dump.
 
     Typical driver loop::
@@ -434,8 +437,6 @@ class ClientProtocol(_Machine):
     """
 
     __slots__ = ("handshake", "capabilities", "semi_sync", "_password", "_columns", "_rows", "_column_count", "_phase")
-
-    state: ClientState
 
     def __init__(self, *, max_packet: int = DEFAULT_MAX_PACKET) -> None:
         super().__init__(ClientState.AWAIT_HANDSHAKE, CLIENT_TRANSITIONS, max_packet)
@@ -666,7 +667,7 @@ class _ServerAuth:
     attributes: tuple[tuple[str, str], ...] = field(default=())
 
 
-class ServerProtocol(_Machine):
+class ServerProtocol(_Machine[ServerState]):
     """The server (primary) side: handshake, authentication, commands, a dump stream.
 
     The driver sends :meth:`send_handshake`, then handles events: :class:`SslRequest` (wrap
@@ -680,8 +681,6 @@ class ServerProtocol(_Machine):
     """
 
     __slots__ = ("capabilities", "auth", "server_version", "connection_id")
-
-    state: ServerState
 
     def __init__(self, *, max_packet: int = 1 << 24) -> None:
         super().__init__(ServerState.START, SERVER_TRANSITIONS, max_packet)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -23,6 +24,8 @@ from .filters import GroupFilter, option_ids
 from .net import ClientSettings, ConnectionOptions
 from .progress import Progress, Reporter
 from .sources import PrimarySource, open_source
+
+log = logging.getLogger(__name__)
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -214,7 +217,7 @@ def replicate_main(args: argparse.Namespace) -> int:
             if not stopping.is_set():
                 raise
     for gtid in group_filter.unreached():
-        print(f"mariabinlog replicate: WARNING: did not reach stop position {gtid}", file=sys.stderr)
+        log.warning("did not reach stop position %s", gtid)
     return 0
 
 

@@ -22,6 +22,7 @@ Two ways to read:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +52,8 @@ from ..codec.stream import EventStreamDecoder
 from ..errors import ConnectionLostError, DecodeError, OptionError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string
+
+log = logging.getLogger(__name__)
 
 #: Server errors after which reconnecting cannot help (bad position, auth, privileges).
 FATAL_SERVER_ERRORS = frozenset({1236, 1045, 1044, 1227, 1142, 1064, 1193})
@@ -299,14 +302,13 @@ class BinlogClient:
                         failures = 0
                         yield group
                 return
-            except ConnectionLostError:
-                failures += 1
-                if failures > self.reconnect:
-                    raise
-            except ServerError as err:
-                if err.code in FATAL_SERVER_ERRORS:
+            except (ConnectionLostError, ServerError) as err:
+                if isinstance(err, ServerError) and err.code in FATAL_SERVER_ERRORS:
                     raise
                 failures += 1
                 if failures > self.reconnect:
                     raise
-            time.sleep(min(self.reconnect_delay * (2 ** (failures - 1)), 10.0))
+                delay = min(self.reconnect_delay * (2 ** (failures - 1)), 10.0)
+                log.info("%s; reconnecting in %.1f s from %s (attempt %d of %d)",
+                         err, delay, self.position or "the start", failures, self.reconnect)
+                time.sleep(delay)

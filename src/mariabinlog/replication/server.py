@@ -31,6 +31,7 @@ of the stream is one unbroken GTID sequence.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -60,6 +61,8 @@ from ..errors import GtidError, QueryRefusedError, ReplicationError
 from .groups import EventGroup
 from .progress import Progress
 from .sources import ArchiveReader, ReadOnlyPages
+
+log = logging.getLogger(__name__)
 
 SERVER_VERSION = "10.11.19-MariaDB-mariabinlog"
 ENGINE_BINLOG_REQUIRES_GTID = "Slave must enable GTID mode when master uses --binlog-storage-engine"
@@ -139,7 +142,8 @@ class BinlogServer:
                 sock, peer = self._listener.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError as err:
+                log.debug("listener closed: %s", err)
                 return
             with self._lock:
                 connection_id = self._next_id
@@ -265,8 +269,8 @@ class _Session(threading.Thread):
         try:
             self.sock.settimeout(1.0)
             self._serve()
-        except (OSError, P.MalformedPacketError, P.LocalProtocolError):
-            pass
+        except (OSError, P.MalformedPacketError, P.LocalProtocolError) as err:
+            log.info("connection %d from %s ended: %s", self.connection_id, self.peer, err)
         finally:
             try:
                 self.sock.close()

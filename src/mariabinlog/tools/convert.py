@@ -256,7 +256,7 @@ class IbbToLegacy(EventSink):
         fd = fd[:13] + _LOG_POS.pack(self.position + len(fd)) + fd[17:]
         self._append(fd[:-4] + _LOG_POS.pack(zlib.crc32(fd[:-4])))
         assert self.state is not None
-        gtid_list = GtidListEvent(gtids=[tuple(g) for g in self.state.to_list()], **header)
+        gtid_list = GtidListEvent(gtids=[(g.domain, g.server, g.seq) for g in self.state.to_list()], **header)
         self._synthesized(gtid_list)
         self._synthesized(BinlogCheckpointEvent(filename=os.path.basename(self.name).encode(), **header))
 

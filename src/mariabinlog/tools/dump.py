@@ -22,10 +22,16 @@ EVENTS listing (:mod:`.listing`), for ``--convert-engine-binlog`` and
 are mapped, printed in bounded steps (the pages already read are handed back,
 so memory does not grow with the file) and, when stderr is a terminal, a
 progress bar follows the reading (:mod:`.progress`).
+
+This module is the reader loop.  The options are parsed in :mod:`.dump_options`
+(GTID positions and id filters in :mod:`.gtid_filter`), the command that picks
+the sink and runs the loop is :mod:`.dump_cli`; ``--read-from-remote-server``
+reads a :data:`RemoteSource` that the ``mariabinlog`` command wires in.
 """
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import re
@@ -74,9 +80,9 @@ _GTID_HEAD = struct.Struct("<QI")
 OK_CONTINUE = 0
 ERROR_STOP = 1
 OK_STOP = 2
-OK_EOF = 3
 
-_MAX_POS = (1 << 64) - 1
+log = logging.getLogger(__name__)
+
 #: Bytes of a mapped binlog between two releases of the pages already printed.
 _RELEASE_STEP = 4 << 20
 #: Input bytes between two writes of the pending output (and progress updates).
@@ -474,6 +480,7 @@ class Dumper:
             return ERROR_STOP
         finally:
             os.close(fd)
+        log.debug("reading '%s' (%d bytes)", name, size)
         try:
             head = bytes(data[:4])
             if len(head) < 4:

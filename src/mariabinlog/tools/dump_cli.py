@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from typing import Any, BinaryIO
 from ..errors import MariabinlogError
 from .dump import Dumper, RemoteSource
 from .dump_help import VERSION_TEXT, help_text
-from .dump_options import DumpOptions, OptionExit, parse_options, write_line
+from .dump_options import PROG, DumpOptions, OptionExit, log_level, parse_options, write_line
 from .progress import progress_for
 
 
@@ -54,6 +55,8 @@ def dump_main(
         if opts.version:
             sys.stdout.write(VERSION_TEXT)
             return 0
+        if opts.log_level is not None:
+            logging.getLogger("mariabinlog").setLevel(log_level(opts.log_level))
         if opts.password_prompt:
             # mariadb-binlog asks as soon as the options are read, on the terminal.
             opts.password = getpass.getpass("Enter password: ")
@@ -139,24 +142,14 @@ def _convert(opts: DumpOptions, files: list[str], err: Any) -> int:
     from . import convert  # imports the engine: slow, and only conversions need it
 
     dumper = Dumper(opts, err, convert.conversion_sink(opts, files, err), progress_for(err, None))
-    dumper.out_stream = _NoOutput()
-    try:
-        return dumper.run(files)
-    except MariabinlogError as exc:
-        write_line(err, f"ERROR: {exc}")
-        dumper.printer.finish(False)
-        return 1
-
-
-class _NoOutput:
-    """stdout stand-in: the conversions write files, never standard output."""
-
-    def write(self, data: bytes) -> int:
-        """Discard ``data``."""
-        return len(data)
-
-    def flush(self) -> None:
-        """Nothing to flush."""
+    with open(os.devnull, "wb") as nowhere:  # the conversions write files, never stdout
+        dumper.out_stream = nowhere
+        try:
+            return dumper.run(files)
+        except MariabinlogError as exc:
+            write_line(err, f"ERROR: {exc}")
+            dumper.printer.finish(False)
+            return 1
 
 
 def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:

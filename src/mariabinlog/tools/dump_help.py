@@ -90,6 +90,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
          "(BASE: --result-file, default legacy_log)."),
         ("max-binlog-size", "#", "Size at which a converted file is rotated (1G)."),
         ("convert-to-engine-binlog", "name", "Write legacy input into this directory as .ibb files (the engine)."),
+        ("log-level", "name", "mariabinlog's diagnostics on stderr from this level on (DEBUG, INFO, WARNING, "
+         "ERROR; -v stays the row verbosity)."),
     )),
 )
 

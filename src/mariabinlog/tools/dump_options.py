@@ -11,6 +11,7 @@ they print the tool's own stderr lines.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ __all__ = [
     "OptionExit",
     "base64_mode",
     "leading_defaults_options",
+    "log_level",
     "parse_datetime",
     "parse_options",
     "write_line",
@@ -113,6 +115,7 @@ OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     # mariabinlog's own.
     ("format", None, "str", "format"),
     ("convert-to-engine-binlog", None, "str", "convert_to_engine_binlog"),
+    ("log-level", None, "str", "log_level"),
 )
 _BY_NAME = {name: spec for spec in OPTIONS for name in (spec[0],)}
 _BY_SHORT = {spec[1]: spec for spec in OPTIONS if spec[1]}
@@ -183,6 +186,7 @@ class DumpOptions:
         self.max_binlog_size = 1 << 30
         self.format = "text"
         self.convert_to_engine_binlog: str | None = None
+        self.log_level: str | None = None
         self.ignored: Any = None
         #: The GTID filter options in command-line order (they override each other).
         self.gtid_options: list[tuple[str, str | None]] = []
@@ -429,6 +433,16 @@ def parse_datetime(value: str) -> int:
         raise OptionExit(f"ERROR: Incorrect date and time argument: {value}", 1)
     return int(time.mktime((year, month, day, hour, minute, second, 0, 0, -1)))
 
+
+
+def log_level(value: str) -> int:
+    """``--log-level``'s value (a level name of :mod:`logging`) as a level number."""
+    names = ("DEBUG", "INFO", "WARNING", "ERROR")
+    if value.upper() not in names:
+        raise OptionExit(
+            f"ERROR: Unknown log level '{value}'. Alternatives are: {','.join(repr(n) for n in names)}", 1
+        )
+    return int(getattr(logging, value.upper()))
 
 
 def base64_mode(value: str) -> int:
