@@ -82,6 +82,7 @@ def test_remote_dump_by_file_is_byte_identical(primary: MariaDBServer) -> None:
         [f"--stop-position={middle}", first],
         ["--to-last-log", first],
         ["--to-last-log", "--base64-output=decode-rows", "-vv", first],
+        ["--to-last-log", f"--start-position={middle}", first],
         ["--result-file=/dev/stdout", first],
         ["no-such-file.000009"],
     ]
