@@ -183,6 +183,10 @@ CLIENT_OPTIONS = (
 )
 
 
+#: The boolean ones among them (``ssl=0``, ``skip-ssl``... in files).
+_CLIENT_FLAGS = ("ssl", "ssl-verify-server-cert")
+
+
 def _client_option(arg: str) -> bool:
     """Whether a ``--name[=value]`` from a ``[client]`` group is one of :data:`CLIENT_OPTIONS`."""
     name = arg[2:].partition("=")[0].replace("_", "-").removeprefix("loose-")
@@ -191,42 +195,59 @@ def _client_option(arg: str) -> bool:
     return name in CLIENT_OPTIONS
 
 
+def _argparse_form(arg: str) -> list[str]:
+    """An option-file ``--name[=value]`` in the spelling our argparse commands take: ``-`` for
+    ``_``, no ``loose-``, and MariaDB's boolean forms of the TLS flags (``skip-ssl``, ``ssl=0``,
+    ``enable-ssl``, ``ssl=ON``) as a flag or nothing (off is the default)."""
+    name, eq, value = arg[2:].partition("=")
+    name = name.replace("_", "-").removeprefix("loose-")
+    on = not eq or value.upper() not in ("0", "OFF", "FALSE")
+    for prefix, negates in (("skip-", True), ("disable-", True), ("enable-", False)):
+        if name.startswith(prefix) and name[len(prefix):] in _CLIENT_FLAGS:
+            name, on = name[len(prefix):], not negates
+    if name in _CLIENT_FLAGS:
+        return [f"--{name}"] if on else []
+    return [f"--{name}{eq}{value}"]
+
+
 def _with_defaults(command: str, argv: list[str]) -> list[str] | int:
     """``argv`` (after the command's name) with the option files' options put first, as
     MariaDB's ``load_defaults`` does; an exit status when ``--print-defaults`` or a broken
     option file ends the run here."""
     from mariabinlog.errors import OptionFileError
-    from mariabinlog.optionfiles import BINLOG_GROUPS, CLIENT_GROUPS, load_defaults, print_defaults_text
+    from mariabinlog.optionfiles import (
+        BINLOG_GROUPS,
+        CLIENT_GROUPS,
+        load_defaults,
+        print_defaults_text,
+        split_defaults_options,
+    )
 
     own = OWN_GROUPS.get(command, ())
-    groups = BINLOG_GROUPS if command == "dump" else (*CLIENT_GROUPS, *own)
     try:
-        defaults = load_defaults(groups, argv)
+        if command == "dump":
+            defaults = load_defaults(BINLOG_GROUPS, argv)
+            args = defaults.args
+        else:
+            # Of the shared client groups, only the connection settings concern us (the rest
+            # is for other clients); our own group is all ours and comes after them.
+            defaults = load_defaults(CLIENT_GROUPS, argv)
+            user_args = split_defaults_options(argv).rest
+            shared = defaults.args[: len(defaults.args) - len(user_args)]
+            mine = load_defaults(own, argv).args
+            from_files = [a for a in shared if _client_option(a)] + mine[: len(mine) - len(user_args)]
+            args = [form for a in from_files for form in _argparse_form(a)] + user_args
     except OptionFileError as err:
         print(err, file=sys.stderr)
         print("Fatal error in defaults handling. Program aborted", file=sys.stderr)
         return 1
     for warning in defaults.warnings:
         print(warning, file=sys.stderr)
-    args = defaults.args
-    if command != "dump":
-        # Only the connection settings of the shared client groups concern us; our own group is all ours.
-        from_files = args[: len(args) - len(_rest_after_defaults(argv))]
-        own_only = load_defaults(own, argv).args if own else []
-        kept = [a for a in from_files if a in own_only or _client_option(a)]
-        args = kept + args[len(from_files):]
     if defaults.print_requested:
         program = "mariadb-binlog" if command == "dump" else f"mariabinlog {command}"
         sys.stdout.write(print_defaults_text(program, args))
         return 0
     return args
-
-
-def _rest_after_defaults(argv: list[str]) -> list[str]:
-    """The arguments after the leading defaults options (the user's own)."""
-    from mariabinlog.optionfiles import split_defaults_options
-
-    return split_defaults_options(argv).rest
 
 
 #: The levels ``--log-level`` accepts.

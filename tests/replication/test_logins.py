@@ -237,3 +237,14 @@ def test_dump_remote_asks_for_the_password_on_the_terminal(login_primary: MariaD
     ours = _on_a_terminal([sys.executable, "-m", "mariabinlog", "dump", *args], ED_PASSWORD)
     assert real.startswith(b"Enter password: ") and real.endswith(b"exit 0"), real[-500:]
     assert ours == real
+
+
+def test_archive_print_defaults_keeps_the_connection_settings_and_its_own_group(tmp_path: Path) -> None:
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[client]\nuser=u\ndefault-character-set=utf8mb4\nssl_ca=/ca.pem\nskip-ssl\nloose-ssl-verify-server-cert=ON\n"
+                   "[mariabinlog-archive]\nstop_never\n[mariabinlog-replicate]\nparallel=2\n")
+    result = subprocess.run([sys.executable, "-m", "mariabinlog", "archive", f"--defaults-file={cnf}", "--print-defaults",
+                             "--dir", "d"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ("mariabinlog archive would have been started with the following arguments:\n"
+                             "--user=u --ssl-ca=/ca.pem --ssl-verify-server-cert --stop-never --dir d \n")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
+import os
 import logging
 import signal
 import sys
@@ -69,9 +71,6 @@ PROMPT = "\0prompt"
 
 def _client_connection(args: argparse.Namespace) -> ConnectionOptions:
     """The connection the client options (and option files, MYSQL_PWD, a prompt) describe."""
-    import getpass
-    import os
-
     password = args.password
     if password == PROMPT:
         password = getpass.getpass("Enter password: ")
@@ -365,8 +364,6 @@ def serve_main(args: argparse.Namespace) -> int:
     if args.port_file:
         with open(args.port_file + ".tmp", "w", encoding="ascii") as handle:
             handle.write(f"{port}\n")
-        import os
-
         os.replace(args.port_file + ".tmp", args.port_file)
     with _stop_signals(server.stop):
         server.serve_forever()
