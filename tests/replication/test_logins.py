@@ -67,6 +67,8 @@ def _logins(server: MariaDBServer, ca_cert: Path) -> dict[str, list[str]]:
         "tls": [*tcp, f"--user={ED_USER}", f"--password={ED_PASSWORD}", f"--ssl-ca={ca_cert}",
                 "--ssl-verify-server-cert"],
         "socket": [f"--socket={server.socket}", f"--user={REPL_USER}", f"--password={REPL_PASSWORD}"],
+        "protocol": ["--protocol=SOCKET", "--host=localhost", f"--socket={server.socket}", f"--port={server.port}",
+                     f"--user={REPL_USER}", f"--password={REPL_PASSWORD}"],
     }
 
 

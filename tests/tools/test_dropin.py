@@ -163,3 +163,21 @@ def test_option_file_forms(form: str, corpus_dir: Path, tmp_path: Path) -> None:
                            env={**os.environ, "TZ": "UTC", "PATH": _env_path()})
             for tool in (real_tool(), [sys.executable, "-m", "mariabinlog", "dump"])]
     assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
+
+
+def test_each_command_has_its_own_help_and_the_version_says_what_it_follows() -> None:
+    from mariabinlog.cli import COMMANDS
+
+    helps = {}
+    for command in COMMANDS:
+        result = subprocess.run([sys.executable, "-m", "mariabinlog", command.name, "--help"], capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0, (command.name, result.stderr)
+        helps[command.name] = result.stdout
+    assert len(set(helps.values())) == len(helps), "two commands print the same help"
+    assert "SHOW BINLOG EVENTS" in helps["events"]
+    version = subprocess.run([sys.executable, "-m", "mariabinlog", "dump", "--version"], capture_output=True,
+                             text=True, timeout=60)
+    real = subprocess.run([program("mariadb-binlog"), "--version"], capture_output=True, text=True, timeout=60)
+    real_version = real.stdout.split()[2]  # "mariadb-binlog Ver 3.5 for ..."
+    assert version.returncode == 0 and f"mariadb-binlog {real_version}" in version.stdout, version.stdout
