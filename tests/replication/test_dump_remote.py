@@ -68,7 +68,9 @@ def _both(server: MariaDBServer, *options: str) -> tuple[subprocess.CompletedPro
 
 
 def test_remote_dump_by_file_is_byte_identical(primary: MariaDBServer) -> None:
-    """Offsets, stop position and --to-last-log across a rotation: stdout, stderr and status as the real tool."""
+    """Offsets, GTIDs, stop positions and --to-last-log across a rotation: stdout, stderr and
+    status as the real tool."""
+    before = primary.rows("SELECT @@gtid_binlog_pos")[0][0] or "0-1-0"
     primary.sql("CREATE DATABASE IF NOT EXISTS bf; CREATE TABLE bf.t (id INT PRIMARY KEY, v TEXT);"
                 " INSERT INTO bf.t VALUES (1, 'x'), (2, 'y')")
     first = primary.binlog_files()[-1].name
@@ -84,6 +86,8 @@ def test_remote_dump_by_file_is_byte_identical(primary: MariaDBServer) -> None:
         ["--to-last-log", "--base64-output=decode-rows", "-vv", first],
         ["--to-last-log", f"--start-position={middle}", first],
         ["--result-file=/dev/stdout", first],
+        [f"--start-position={before}", first],
+        [f"--start-position={before}", "--to-last-log", "-v", "--base64-output=decode-rows", first],
         ["no-such-file.000009"],
     ]
     for case in cases:

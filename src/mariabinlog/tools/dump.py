@@ -260,25 +260,28 @@ class Dumper:
         by default) to its end, on through the following files with ``--to-last-log``
         or ``--stop-never`` (which also waits for more); a GTID ``--start-position``
         dumps by GTID (one group per domain after it, as a replica would).  The
-        primary's artificial Rotate events name the file being sent and are not printed.
+        primary's artificial Rotate events name the file being sent; they are printed only
+        when following on (as the real tool does), and without ``--to-last-log`` the first
+        one naming another file than the requested one ends the run.
         """
         o = self.opts
         start = self.gtid_filter.start_gtids
-        binlog_file = None if start else (files[0] if files else None)
+        requested = files[0] if files else None
+        binlog_file = None if start else requested
         if binlog_file is None and not start:
             raise OptionExit(f"ERROR: {PROG} needs a binlog file name or a GTID --start-position with -R", 1)
         follow = o.to_last_log or o.stop_never
         p = self.printer
         if p.text_frame and not o.raw:
             self._prologue()
-            p.begin_file(binlog_file or "")
+            p.begin_file(requested or "")
         p.drain()
         self.out_stream.flush()
         events = source(o, ",".join(str(g) for g in start or ()), binlog_file, self.start_position)
         retval = OK_CONTINUE
         ctx: DecodeContext = DEFAULT_CONTEXT
-        # By file, the "# at" offset is mariadb-binlog's running count from --start-position
-        # (old_off): artificial events do not advance it, and it is not reset at a new file.
+        # The "# at" offset is mariadb-binlog's running count from --start-position (old_off,
+        # 4 when starting by GTID): artificial events do not advance it, nor does a new file reset it.
         old_off = self.start_position
         raw_out: BinaryIO | None = None  # --raw: the file being written
         stop_position = self.stop_position
@@ -291,24 +294,23 @@ class Dumper:
                 code = raw[4]
                 if code == HEARTBEAT_LOG_EVENT:
                     continue
-                at = item.position if binlog_file is None else old_off
+                at = old_off
                 ev = P.view_at(raw, 0, at, 4 if item.has_checksum else 0, ctx)
                 advance = len(raw)
                 if code == ROTATE_EVENT and item.position == 0:
                     # The primary's artificial Rotate: which file comes now (printed only when following).
                     new_file = ev.decoded().next_file.decode("utf-8", "replace")
-                    if binlog_file is not None and not follow and new_file != binlog_file:
+                    if requested is not None and not follow and new_file != requested:
                         break
                     if o.raw:
                         raw_out = self._raw_file(raw_out, new_file)
                         continue
-                    if binlog_file is not None and not follow:
+                    if not follow:
                         continue
                     advance = 0
                 elif code == FORMAT_DESCRIPTION_EVENT and old_off != 4:
                     advance = 0
-                if binlog_file is not None:
-                    old_off += advance
+                old_off += advance
                 if stop_position is not None and at >= stop_position:
                     self.stop_reached = True
                     break
