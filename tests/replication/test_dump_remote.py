@@ -98,15 +98,17 @@ def test_remote_dump_by_file_is_byte_identical(primary: MariaDBServer) -> None:
         assert ours.returncode == real.returncode, case
 
 
-def test_remote_dump_reports_a_dead_server_as_the_real_tool() -> None:
-    def run(tool: list[str]) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([*tool, "-R", "--host=127.0.0.1", "--port=1", "mysql-bin.000001"],
-                              capture_output=True, timeout=60)
+def test_remote_dump_reports_a_dead_server_and_a_missing_file_name_as_the_real_tool() -> None:
+    for args, first_words in ((["mysql-bin.000001"], b"ERROR: Failed on connect: "),
+                              (["--start-position=0-1-1"], b"ERROR: Please provide the log file(s)")):
+        def run(tool: list[str]) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run([*tool, "-R", "--host=127.0.0.1", "--port=1", *args],  # noqa: B023
+                                  capture_output=True, timeout=60)
 
-    real = run([program("mariadb-binlog"), "--no-defaults"])
-    ours = run([sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"])
-    assert real.returncode == 1 and real.stderr.startswith(b"ERROR: Failed on connect: ")
-    assert (ours.returncode, ours.stdout, ours.stderr) == (real.returncode, real.stdout, real.stderr)
+        real = run([program("mariadb-binlog"), "--no-defaults"])
+        ours = run([sys.executable, "-m", "mariabinlog", "dump", "--no-defaults"])
+        assert real.returncode == 1 and real.stderr.startswith(first_words), real.stderr
+        assert (ours.returncode, ours.stdout, ours.stderr) == (real.returncode, real.stdout, real.stderr)
 
 
 def test_remote_raw_writes_the_real_tools_files(primary: MariaDBServer, tmp_path: Path) -> None:

@@ -266,15 +266,13 @@ class Dumper:
         """
         o = self.opts
         start = self.gtid_filter.start_gtids
-        requested = files[0] if files else None
+        requested = files[0]
         binlog_file = None if start else requested
-        if binlog_file is None and not start:
-            raise OptionExit(f"ERROR: {PROG} needs a binlog file name or a GTID --start-position with -R", 1)
         follow = o.to_last_log or o.stop_never
         p = self.printer
         if p.text_frame and not o.raw:
             self._prologue()
-            p.begin_file(requested or "")
+            p.begin_file(requested)
         p.drain()
         self.out_stream.flush()
         events = source(o, ",".join(str(g) for g in start or ()), binlog_file, self.start_position)
@@ -300,7 +298,7 @@ class Dumper:
                 if code == ROTATE_EVENT and item.position == 0:
                     # The primary's artificial Rotate: which file comes now (printed only when following).
                     new_file = ev.decoded().next_file.decode("utf-8", "replace")
-                    if requested is not None and not follow and new_file != requested:
+                    if not follow and new_file != requested:
                         break
                     if o.raw:
                         raw_out = self._raw_file(raw_out, new_file)

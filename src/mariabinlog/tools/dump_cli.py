@@ -60,7 +60,7 @@ def dump_main(
         if opts.password_prompt:
             # mariadb-binlog asks as soon as the options are read, on the terminal.
             opts.password = getpass.getpass("Enter password: ")
-        if not files and not (opts.remote and opts.start_position):
+        if not files:
             raise OptionExit(
                 "ERROR: Please provide the log file(s). Run with '--help' for usage instructions.", 1
             )
