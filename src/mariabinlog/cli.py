@@ -94,6 +94,7 @@ def remote_events(
         checksum="server" if opts.raw else "NONE",
         binlog_file=binlog_file,
         binlog_position=position,
+        server_id=opts.stop_never_server_id or None,
     )
     events = client.events()
     try:

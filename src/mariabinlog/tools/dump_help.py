@@ -30,6 +30,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
         ("offset", "#", "Skip this many entries first."),
         ("to-last-log", "", "With -R: go on through the server's later binlog files up to the last one."),
         ("stop-never", "", "With -R: wait for new events at the end of the last file (implies --to-last-log)."),
+        ("stop-never-slave-server-id", "#", "With -R: the server id announced to the server (default: one "
+         "derived from the process id)."),
         ("gtid-strict-mode", "", "Stop with an error when GTIDs of a domain are out of order "
          "(default on; --skip-gtid-strict-mode to warn only)."),
     )),
@@ -104,7 +106,6 @@ IGNORED: tuple[tuple[str, str], ...] = (
     ("plugin-dir", "no client plugins are loaded"),
     ("local-load", "LOAD DATA LOCAL is never run"),
     ("open-files-limit", "files are read one at a time"),
-    ("stop-never-slave-server-id", "the server id announced comes from the process id"),
     ("binlog-row-event-max-size", "row events of any size are read"),
     ("ssl-crl", "certificate revocation lists are not checked"),
     ("ssl-crlpath", "certificate revocation lists are not checked"),

@@ -96,7 +96,7 @@ OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("gtid-strict-mode", None, "bool", "gtid_strict_mode"),
     ("stop-datetime", None, "str", "stop_datetime"),
     ("stop-never", None, "bool", "stop_never"),
-    ("stop-never-slave-server-id", None, "int", "ignored"),
+    ("stop-never-slave-server-id", None, "int", "stop_never_server_id"),
     ("stop-position", None, "str", "stop_position"),
     ("table", "T", "str", "table"),
     ("to-last-log", "t", "bool", "to_last_log"),
@@ -176,6 +176,8 @@ class DumpOptions:
         self.stop_position: str | None = None
         self.gtid_strict_mode = True
         self.stop_never = False
+        #: The server id a -R dump announces (0: one derived from the process id).
+        self.stop_never_server_id = 0
         self.to_last_log = False
         self.verbose = 0
         self.verify_checksum = True
