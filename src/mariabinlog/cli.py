@@ -83,6 +83,7 @@ def remote_events(
         ssl_key=opts.ssl_key,
         ssl_cipher=opts.ssl_cipher,
         ssl_verify_server_cert=opts.ssl_verify_server_cert,
+        tls_version=opts.tls_version,
     )
     client = BinlogClient(
         ConnectionOptions.from_client_settings(settings),
@@ -180,7 +181,7 @@ OWN_GROUPS: dict[str, tuple[str, ...]] = {
 #: of those groups is meant for other clients and left alone.
 CLIENT_OPTIONS = (
     "host", "port", "user", "password", "socket", "protocol", "ssl", "ssl-ca", "ssl-capath",
-    "ssl-cert", "ssl-key", "ssl-cipher", "ssl-verify-server-cert",
+    "ssl-cert", "ssl-key", "ssl-cipher", "ssl-verify-server-cert", "tls-version",
 )
 
 

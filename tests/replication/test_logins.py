@@ -18,7 +18,7 @@ from replication_helpers import PRIMARY_OPTIONS, REPL_PASSWORD, REPL_USER, binlo
 from mariabinlog.cli import main as cli_main
 from mariabinlog.errors import ServerError
 from mariabinlog.replication.client import BinlogClient
-from mariabinlog.replication.net import ConnectionOptions
+from mariabinlog.replication.net import ClientSettings, Connection, ConnectionOptions
 from mariabinlog.replication.server import BinlogServer, ServerConfig, ed25519_key
 
 ED_USER, ED_PASSWORD = "edrepl", "ed-pässword"
@@ -66,6 +66,8 @@ def _logins(server: MariaDBServer, ca_cert: Path) -> dict[str, list[str]]:
         "wrong password": [*tcp, f"--user={ED_USER}", "--password=wrong"],
         "tls": [*tcp, f"--user={ED_USER}", f"--password={ED_PASSWORD}", f"--ssl-ca={ca_cert}",
                 "--ssl-verify-server-cert"],
+        "tls 1.3": [*tcp, f"--user={REPL_USER}", f"--password={REPL_PASSWORD}", f"--ssl-ca={ca_cert}",
+                    "--tls-version=TLSv1.3"],
         "socket": [f"--socket={server.socket}", f"--user={REPL_USER}", f"--password={REPL_PASSWORD}"],
         "protocol": ["--protocol=SOCKET", "--host=localhost", f"--socket={server.socket}", f"--port={server.port}",
                      f"--user={REPL_USER}", f"--password={REPL_PASSWORD}"],
@@ -250,3 +252,11 @@ def test_archive_print_defaults_keeps_the_connection_settings_and_its_own_group(
     assert result.returncode == 0, result.stderr
     assert result.stdout == ("mariabinlog archive would have been started with the following arguments:\n"
                              "--user=u --ssl-ca=/ca.pem --ssl-verify-server-cert --stop-never --dir d \n")
+
+
+def test_tls_settings_choose_the_version(login_primary: MariaDBServer, ca: tuple[Path, Path, Path]) -> None:
+    for version in ("TLSv1.2", "TLSv1.3"):
+        settings = ClientSettings(host="127.0.0.1", port=login_primary.port, user=ED_USER, password=ED_PASSWORD,
+                                  ssl_ca=str(ca[0]), ssl_verify_server_cert=True, tls_version=version)
+        with Connection.open(ConnectionOptions.from_client_settings(settings)) as conn:
+            assert conn.rows("SHOW SESSION STATUS LIKE 'Ssl_version'")[0][1] == version.encode()

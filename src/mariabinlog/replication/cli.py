@@ -63,6 +63,7 @@ def _client_options(parser: argparse.ArgumentParser, purpose: str) -> None:
     group.add_argument("--ssl-cipher", help="TLS ciphers to allow")
     group.add_argument("--ssl-verify-server-cert", action="store_true",
                        help="also check the server certificate's host name (implies --ssl)")
+    group.add_argument("--tls-version", metavar="VERSIONS", help="TLS versions allowed, e.g. TLSv1.2,TLSv1.3")
 
 
 #: ``-p`` without a value.
@@ -81,7 +82,7 @@ def _client_connection(args: argparse.Namespace) -> ConnectionOptions:
             host=args.host, port=args.port, socket=args.socket, protocol=args.protocol, user=args.user,
             password=password, ssl=args.ssl, ssl_ca=args.ssl_ca, ssl_capath=args.ssl_capath,
             ssl_cert=args.ssl_cert, ssl_key=args.ssl_key, ssl_cipher=args.ssl_cipher,
-            ssl_verify_server_cert=args.ssl_verify_server_cert,
+            ssl_verify_server_cert=args.ssl_verify_server_cert, tls_version=args.tls_version,
         )
     )
 

@@ -127,6 +127,14 @@ class ConnectionOptions:
         return f"{self.user}@{where}"
 
 
+#: ``--tls-version``'s names.
+_TLS_VERSIONS = {
+    "TLSv1.0": ssl.TLSVersion.TLSv1,
+    "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSv1.2": ssl.TLSVersion.TLSv1_2,
+    "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+}
+
 #: Where MariaDB's clients look for the server's Unix socket by default (Debian's build).
 DEFAULT_SOCKET = "/run/mysqld/mysqld.sock"
 
@@ -148,13 +156,15 @@ class ClientSettings:
     ssl_key: str | None = None
     ssl_cipher: str | None = None
     ssl_verify_server_cert: bool = False
+    #: ``--tls-version``: the TLS versions allowed, e.g. ``TLSv1.2,TLSv1.3``.
+    tls_version: str | None = None
 
     def wants_tls(self) -> bool:
         """Any of ``--ssl``, ``--ssl-ca``, ``--ssl-capath``, ``--ssl-cert``, ``--ssl-key``,
-        ``--ssl-verify-server-cert`` asks for TLS, as in the real client."""
+        ``--ssl-verify-server-cert``, ``--tls-version`` asks for TLS."""
         return bool(
             self.ssl or self.ssl_ca or self.ssl_capath or self.ssl_cert or self.ssl_key
-            or self.ssl_verify_server_cert
+            or self.ssl_verify_server_cert or self.tls_version
         )
 
     def tls_context(self) -> ssl.SSLContext | None:
@@ -177,6 +187,11 @@ class ClientSettings:
                 context.load_cert_chain(self.ssl_cert, self.ssl_key or None)
             if self.ssl_cipher:
                 context.set_ciphers(self.ssl_cipher)
+            if self.tls_version:
+                versions = [_TLS_VERSIONS[v.strip()] for v in self.tls_version.split(",") if v.strip()]
+                context.minimum_version, context.maximum_version = min(versions), max(versions)
+        except KeyError as err:
+            raise OptionError(f"--tls-version: unknown version {err}; known: {', '.join(_TLS_VERSIONS)}") from None
         except (OSError, ssl.SSLError) as err:
             raise OptionError(f"TLS settings: {err}") from None
         return context

@@ -80,6 +80,7 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
         ("ssl-key", "name", "Client certificate's key (implies --ssl)."),
         ("ssl-cipher", "name", "TLS ciphers to allow (implies --ssl)."),
         ("ssl-verify-server-cert", "", "Also check that the certificate names the host."),
+        ("tls-version", "name", "TLS versions allowed, e.g. TLSv1.2,TLSv1.3."),
     )),
     ("Help", (
         ("help", "", "-?: this help."),
@@ -109,7 +110,6 @@ IGNORED: tuple[tuple[str, str], ...] = (
     ("binlog-row-event-max-size", "row events of any size are read"),
     ("ssl-crl", "certificate revocation lists are not checked"),
     ("ssl-crlpath", "certificate revocation lists are not checked"),
-    ("tls-version", "Python's ssl module picks the TLS version"),
 )
 
 _WIDTH = 78

@@ -89,7 +89,7 @@ OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("ssl-key", None, "str", "ssl_key"),
     ("ssl-crl", None, "str", "ignored"),
     ("ssl-crlpath", None, "str", "ignored"),
-    ("tls-version", None, "str", "ignored"),
+    ("tls-version", None, "str", "tls_version"),
     ("ssl-verify-server-cert", None, "bool", "ssl_verify_server_cert"),
     ("start-datetime", None, "str", "start_datetime"),
     ("start-position", "j", "str", "start_position"),
@@ -157,6 +157,7 @@ class DumpOptions:
         self.ssl_cipher: str | None = None
         self.ssl_key: str | None = None
         self.ssl_verify_server_cert = False
+        self.tls_version: str | None = None
         self.offset = 0
         self.remote = False
         self.raw = False
