@@ -54,40 +54,72 @@ class LazyCommand:
         register(subparsers)
 
 
-def remote_events(opts: DumpOptions, start: str) -> Generator[StreamEvent, None, None]:
-    """``dump --read-from-remote-server``'s event source: the replication client's GTID dump.
+def remote_events(
+    opts: DumpOptions, start: str, binlog_file: str | None, position: int
+) -> Generator[StreamEvent, None, None]:
+    """``dump --read-from-remote-server``'s event source: the replication client's dump,
+    by GTID (``start``) or, when ``binlog_file`` is given, by file name and ``position``.
 
     The tools and the replication package are siblings that never import each
-    other; the command line is where the dump meets the client.
+    other; the command line is where the dump meets the client.  A failure to connect
+    or log in raises :class:`~mariabinlog.errors.ConnectFailedError` in the client's words.
     """
+    from mariabinlog.errors import ConnectionLostError, ServerError
     from mariabinlog.replication.client import BinlogClient
-    from mariabinlog.replication.net import ConnectionOptions
+    from mariabinlog.replication.net import ClientSettings, ConnectionOptions
 
+    settings = ClientSettings(
+        host=opts.host,
+        port=opts.port,
+        socket=opts.socket,
+        protocol=opts.protocol,
+        user=opts.user,
+        # As MariaDB's client library: MYSQL_PWD when no password was given.
+        password=opts.password if opts.password is not None else os.environ.get("MYSQL_PWD"),
+        ssl=opts.ssl,
+        ssl_ca=opts.ssl_ca,
+        ssl_capath=opts.ssl_capath,
+        ssl_cert=opts.ssl_cert,
+        ssl_key=opts.ssl_key,
+        ssl_cipher=opts.ssl_cipher,
+        ssl_verify_server_cert=opts.ssl_verify_server_cert,
+        tls_version=opts.tls_version,
+    )
     client = BinlogClient(
-        ConnectionOptions(
-            host=opts.host or "127.0.0.1",
-            port=opts.port or 3306,
-            socket=opts.socket,
-            user=opts.user or "root",
-            password=opts.password or "",
-        ),
+        ConnectionOptions.from_client_settings(settings),
         start=start,
         blocking=opts.stop_never,
         annotate=not opts.skip_annotate,
         register=False,
-        checksum="NONE",
+        # --raw writes the files as the primary keeps them: with their checksums.
+        checksum="server" if opts.raw else "NONE",
+        binlog_file=binlog_file,
+        binlog_position=position,
+        server_id=opts.stop_never_server_id or None,
     )
+    events = client.events()
     try:
-        yield from client.events()
+        try:
+            first = next(events)
+        except StopIteration:
+            return
+        except (ConnectionLostError, ServerError) as err:
+            if client.connects:
+                raise
+            raise client.options.connect_failure(err) from None
+        yield first
+        yield from events
     finally:
+        events.close()
         client.close()
 
 
 def add_dump_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``dump`` with the replication client as its remote event source."""
+    from mariabinlog.optionfiles import BINLOG_GROUPS, describe_defaults
     from mariabinlog.tools.dump_cli import add_dump_parser
 
-    add_dump_parser(subparsers, remote=remote_events)
+    add_dump_parser(subparsers, remote=remote_events, defaults_help=lambda: describe_defaults(BINLOG_GROUPS))
 
 
 #: Subcommand registrars, in the order ``--help`` lists them.
@@ -139,6 +171,87 @@ def _command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: The option-file groups each command reads, besides ``[client]``, ``[client-server]`` and
+#: ``[client-mariadb]`` (``dump`` reads ``mariadb-binlog``'s own groups).
+OWN_GROUPS: dict[str, tuple[str, ...]] = {
+    "archive": ("mariabinlog-archive",),
+    "replicate": ("mariabinlog-replicate",),
+}
+#: The connection options the replication commands take from ``[client]`` groups; the rest
+#: of those groups is meant for other clients and left alone.
+CLIENT_OPTIONS = (
+    "host", "port", "user", "password", "socket", "protocol", "ssl", "ssl-ca", "ssl-capath",
+    "ssl-cert", "ssl-key", "ssl-cipher", "ssl-verify-server-cert", "tls-version",
+)
+
+
+#: The boolean ones among them (``ssl=0``, ``skip-ssl``... in files).
+_CLIENT_FLAGS = ("ssl", "ssl-verify-server-cert")
+
+
+def _client_option(arg: str) -> bool:
+    """Whether a ``--name[=value]`` from a ``[client]`` group is one of :data:`CLIENT_OPTIONS`."""
+    name = arg[2:].partition("=")[0].replace("_", "-").removeprefix("loose-")
+    for prefix in ("skip-", "disable-", "enable-"):
+        name = name.removeprefix(prefix)
+    return name in CLIENT_OPTIONS
+
+
+def _argparse_form(arg: str) -> list[str]:
+    """An option-file ``--name[=value]`` in the spelling our argparse commands take: ``-`` for
+    ``_``, no ``loose-``, and MariaDB's boolean forms of the TLS flags (``skip-ssl``, ``ssl=0``,
+    ``enable-ssl``, ``ssl=ON``) as a flag or nothing (off is the default)."""
+    name, eq, value = arg[2:].partition("=")
+    name = name.replace("_", "-").removeprefix("loose-")
+    on = not eq or value.upper() not in ("0", "OFF", "FALSE")
+    for prefix, negates in (("skip-", True), ("disable-", True), ("enable-", False)):
+        if name.startswith(prefix) and name[len(prefix):] in _CLIENT_FLAGS:
+            name, on = name[len(prefix):], not negates
+    if name in _CLIENT_FLAGS:
+        return [f"--{name}"] if on else []
+    return [f"--{name}{eq}{value}"]
+
+
+def _with_defaults(command: str, argv: list[str]) -> list[str] | int:
+    """``argv`` (after the command's name) with the option files' options put first, as
+    MariaDB's ``load_defaults`` does; an exit status when ``--print-defaults`` or a broken
+    option file ends the run here."""
+    from mariabinlog.errors import OptionFileError
+    from mariabinlog.optionfiles import (
+        BINLOG_GROUPS,
+        CLIENT_GROUPS,
+        load_defaults,
+        print_defaults_text,
+        split_defaults_options,
+    )
+
+    own = OWN_GROUPS.get(command, ())
+    try:
+        if command == "dump":
+            defaults = load_defaults(BINLOG_GROUPS, argv)
+            args = defaults.args
+        else:
+            # Of the shared client groups, only the connection settings concern us (the rest
+            # is for other clients); our own group is all ours and comes after them.
+            defaults = load_defaults(CLIENT_GROUPS, argv)
+            user_args = split_defaults_options(argv).rest
+            shared = defaults.args[: len(defaults.args) - len(user_args)]
+            mine = load_defaults(own, argv).args
+            from_files = [a for a in shared if _client_option(a)] + mine[: len(mine) - len(user_args)]
+            args = [form for a in from_files for form in _argparse_form(a)] + user_args
+    except OptionFileError as err:
+        print(err, file=sys.stderr)
+        print("Fatal error in defaults handling. Program aborted", file=sys.stderr)
+        return 1
+    for warning in defaults.warnings:
+        print(warning, file=sys.stderr)
+    if defaults.print_requested:
+        program = "mariadb-binlog" if command == "dump" else f"mariabinlog {command}"
+        sys.stdout.write(print_defaults_text(program, args))
+        return 0
+    return args
+
+
 #: The levels ``--log-level`` accepts.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -177,10 +290,20 @@ def _level(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand and return its exit status (2 = usage error, 1 = failure)."""
+    """Run one subcommand and return its exit status (2 = usage error, 1 = failure).
+
+    ``dump``, ``archive`` and ``replicate`` first read MariaDB's option files (see
+    :func:`_with_defaults`)."""
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(only=_command_name(argv))
+    command = _command_name(argv)
+    if command in ("dump", "archive", "replicate"):
+        at = argv.index(command)
+        expanded = _with_defaults(command, argv[at + 1 :])
+        if isinstance(expanded, int):
+            return expanded
+        argv = [*argv[: at + 1], *expanded]
+    parser = build_parser(only=command)
     args = parser.parse_args(argv)
     configure_logging(_level(args))
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)

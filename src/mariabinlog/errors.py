@@ -164,7 +164,13 @@ class ReplicationError(MariabinlogError):
 
 
 class ConnectionLostError(ReplicationError):
-    """The connection broke, was closed by the peer, or stayed silent past the read timeout."""
+    """The connection broke, was closed by the peer, or stayed silent past the read timeout.
+
+    ``errno`` is the system error of a failed connect (None otherwise)."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 class ApplyError(ReplicationError):
@@ -215,3 +221,17 @@ class UnparsedDDLError(SchemaHistoryError):
         super().__init__(reason)
         self.reason = reason
         self.tables = tables
+
+class ConnectFailedError(ReplicationError):
+    """A client could not connect to or log in to a server; ``reason`` is the cause in
+    MariaDB's client words (``Can't connect to server on '127.0.0.1' (111)``, or the
+    server's own message), for tools that print it as the real ones do."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        self.reason = reason
+        self.where = where
+        super().__init__(f"cannot connect to {where}: {reason}")
+
+
+class OptionFileError(OptionError):
+    """An option file (``my.cnf``) that MariaDB's clients would refuse: the message is theirs."""

@@ -125,8 +125,27 @@ def test_auth_switch_round_trip() -> None:
     (again,) = _drain(server)
     assert isinstance(again, P.HandshakeResponse)
     assert server.check_password(P.native_password_hash(b"pw"))
-    with pytest.raises(ReplicationError, match="only mysql_native_password"):
-        client.send_auth_switch_response(P.AuthSwitchRequest("client_ed25519", b"x"))
+    with pytest.raises(ReplicationError, match="supported are mysql_native_password and client_ed25519"):
+        client.send_auth_switch_response(P.AuthSwitchRequest("dialog", b"x"))
+
+
+def test_ed25519_auth_switch_round_trip() -> None:
+    """The server asks for client_ed25519 with a 32-byte nonce; the client signs it with the password."""
+    from mariabinlog.codec.ed25519 import password_hash
+
+    client, server = P.ClientProtocol(), P.ServerProtocol()
+    client.receive_data(server.send_handshake("10.11.19", 1, NONCE))
+    _drain(client)
+    server.receive_data(client.send_handshake_response("u", "pw"))
+    _drain(server)
+    nonce = bytes(range(32))
+    client.receive_data(server.send_auth_switch(nonce, "client_ed25519"))
+    (switch,) = _drain(client)
+    assert switch == P.AuthSwitchRequest("client_ed25519", nonce)
+    server.receive_data(client.send_auth_switch_response(switch))
+    _drain(server)
+    assert server.check_ed25519(password_hash(b"pw"))
+    assert not server.check_ed25519(password_hash(b"other"))
 
 
 @given(

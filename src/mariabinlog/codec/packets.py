@@ -311,18 +311,21 @@ class AuthSwitchRequest:
     nonce: bytes
 
     def encode(self) -> bytes:
-        """``fe`` + plugin name + NUL + data + NUL."""
-        return b"\xfe" + self.plugin.encode() + b"\0" + self.nonce + b"\0"
+        """``fe`` + plugin name + NUL + data; ``mysql_native_password``'s scramble ends with a
+        NUL, ``client_ed25519``'s 32-byte nonce does not (the client checks its length)."""
+        end = b"\0" if self.plugin == NATIVE_PASSWORD else b""
+        return b"\xfe" + self.plugin.encode() + b"\0" + self.nonce + end
 
     @classmethod
     @_malformed("auth switch request")
     def decode(cls, payload: Buffer) -> AuthSwitchRequest:
         """Parse an auth switch request (``fe`` first byte, more than 5 bytes)."""
         name, pos = _cstring(payload, 1, "auth plugin name")
+        plugin = name.decode("ascii", "replace")
         data = bytes(payload[pos:])
-        if data.endswith(b"\0"):
+        if plugin == NATIVE_PASSWORD and data.endswith(b"\0"):
             data = data[:-1]
-        return cls(name.decode("ascii", "replace"), data)
+        return cls(plugin, data)
 
 
 @dataclass(frozen=True, slots=True)

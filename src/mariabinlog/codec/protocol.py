@@ -40,6 +40,9 @@ from enum import Enum
 from typing import Final, Generic, TypeVar
 
 from ..errors import DecodeError, LocalProtocolError, MalformedPacketError, ReplicationError, ServerError
+from .ed25519 import ED25519
+from .ed25519 import sign as ed25519_sign
+from .ed25519 import verify as ed25519_verify
 from .packets import (
     AuthMoreData,
     AuthSwitchRequest,
@@ -581,14 +584,20 @@ class ClientProtocol(_Machine[ClientState]):
         return self._packet(response.encode())
 
     def send_auth_switch_response(self, request: AuthSwitchRequest) -> bytes:
-        """Answer an auth switch to ``mysql_native_password`` with the password given before."""
+        """Answer an auth switch with the password given before, signed as the plugin asks.
+
+        ``mysql_native_password`` scrambles it with the nonce; ``client_ed25519`` signs the
+        nonce with it (the accounts ``IDENTIFIED VIA ed25519`` use).
+        """
         self._move("send_auth_switch_response")
-        if request.plugin != NATIVE_PASSWORD:
-            raise ReplicationError(
-                f"the server asks for authentication plugin {request.plugin!r};"
-                f" only {NATIVE_PASSWORD} is supported"
-            )
-        return self._packet(scramble_native_password(self._password, request.nonce))
+        if request.plugin == NATIVE_PASSWORD:
+            return self._packet(scramble_native_password(self._password, request.nonce))
+        if request.plugin == ED25519:
+            return self._packet(ed25519_sign(self._password, request.nonce))
+        raise ReplicationError(
+            f"the server asks for authentication plugin {request.plugin!r};"
+            f" supported are {NATIVE_PASSWORD} and {ED25519}"
+        )
 
     def send_query(self, sql: str | bytes) -> bytes:
         """COM_QUERY; events until READY: OK / ERR / ResultSet (several with multi-statements)."""
@@ -750,12 +759,18 @@ class ServerProtocol(_Machine[ServerState]):
         """Whether the client's ``mysql_native_password`` response matches SHA1(SHA1(password))."""
         return check_native_password(stored_hash, self.auth.nonce, self.auth.response)
 
-    def send_auth_switch(self, nonce: bytes) -> bytes:
-        """Ask the client to answer again with ``mysql_native_password`` and a new nonce."""
+    def check_ed25519(self, stored_key: str) -> bool:
+        """Whether the client's ``client_ed25519`` signature of the nonce matches the stored
+        base64 public key (what ``auth_ed25519`` keeps for the account)."""
+        return ed25519_verify(stored_key, self.auth.nonce, self.auth.response)
+
+    def send_auth_switch(self, nonce: bytes, plugin: str = NATIVE_PASSWORD) -> bytes:
+        """Ask the client to answer again with ``plugin`` (``mysql_native_password``: a 20-byte
+        nonce; ``client_ed25519``: a 32-byte one) and a new nonce."""
         self._move("send_auth_switch")
         self.auth.nonce = nonce
         self.auth.switched = True
-        return self._packet(AuthSwitchRequest(NATIVE_PASSWORD, nonce).encode())
+        return self._packet(AuthSwitchRequest(plugin, nonce).encode())
 
     def send_auth_ok(self) -> bytes:
         """Authentication succeeded; the client may send commands."""

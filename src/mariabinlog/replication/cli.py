@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
+import os
 import logging
 import signal
 import sys
@@ -21,7 +23,7 @@ from ..codec.gtid import ConnectState
 from ..errors import ConnectionLostError, ReplicationError
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
-from .net import ConnectionOptions
+from .net import ClientSettings, ConnectionOptions
 from .progress import Progress, Reporter
 from .sources import PrimarySource, open_source
 
@@ -37,6 +39,52 @@ def _state(option: str, text: str | None) -> ConnectState | None:
         return ConnectState.parse(text.strip())
     except ValueError as err:
         raise ReplicationError(f"--{option}: {err}") from None
+
+
+def _client_options(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """MariaDB's client connection options (also read from option files' [client] groups)."""
+    group = parser.add_argument_group(
+        "connection (as MariaDB's clients name them; also from option files' [client] groups)",
+        f"used for {purpose} when no URL is given",
+    )
+    group.add_argument("--host", help="server host (localhost: the Unix socket)")
+    group.add_argument("-P", "--port", type=int, default=0, help="TCP port (3306)")
+    group.add_argument("-S", "--socket", help="Unix socket file")
+    group.add_argument("--protocol", choices=("TCP", "SOCKET", "tcp", "socket"), help="TCP or SOCKET")
+    group.add_argument("-u", "--user", help="user name (default: the login name)")
+    group.add_argument("-p", "--password", nargs="?", const=PROMPT,
+                       help="password; without a value it is asked on the terminal (MYSQL_PWD is used when absent)")
+    group.add_argument("--ssl", action=argparse.BooleanOptionalAction, default=False, help="use TLS")
+    group.add_argument("--skip-ssl", dest="ssl", action="store_false", help=argparse.SUPPRESS)
+    group.add_argument("--ssl-ca", metavar="FILE", help="CA file to verify the server certificate (implies --ssl)")
+    group.add_argument("--ssl-capath", metavar="DIR", help="CA directory (implies --ssl)")
+    group.add_argument("--ssl-cert", metavar="FILE", help="client certificate (implies --ssl)")
+    group.add_argument("--ssl-key", metavar="FILE", help="client key (implies --ssl)")
+    group.add_argument("--ssl-cipher", help="TLS ciphers to allow")
+    group.add_argument("--ssl-verify-server-cert", action="store_true",
+                       help="also check the server certificate's host name (implies --ssl)")
+    group.add_argument("--tls-version", metavar="VERSIONS", help="TLS versions allowed, e.g. TLSv1.2,TLSv1.3")
+
+
+#: ``-p`` without a value.
+PROMPT = "\0prompt"
+
+
+def _client_connection(args: argparse.Namespace) -> ConnectionOptions:
+    """The connection the client options (and option files, MYSQL_PWD, a prompt) describe."""
+    password = args.password
+    if password == PROMPT:
+        password = getpass.getpass("Enter password: ")
+    elif password is None:
+        password = os.environ.get("MYSQL_PWD")
+    return ConnectionOptions.from_client_settings(
+        ClientSettings(
+            host=args.host, port=args.port, socket=args.socket, protocol=args.protocol, user=args.user,
+            password=password, ssl=args.ssl, ssl_ca=args.ssl_ca, ssl_capath=args.ssl_capath,
+            ssl_cert=args.ssl_cert, ssl_key=args.ssl_key, ssl_cipher=args.ssl_cipher,
+            ssl_verify_server_cert=args.ssl_verify_server_cert, tls_version=args.tls_version,
+        )
+    )
 
 
 def _common_source_options(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +152,8 @@ def add_replicate_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-
     )
     parser.add_argument("--from", dest="sources", nargs="+", required=True, metavar="SOURCE",
                         help="mariadb://user:pw@host:port, an .ibb archive directory, or binlog files")
-    parser.add_argument("--to", dest="target", required=True, metavar="URL", help="target server URL")
+    parser.add_argument("--to", dest="target", metavar="URL",
+                        help="target server URL (default: the connection options below)")
     parser.add_argument("--channel", default="default", help="name of this replication stream (default 'default')")
     parser.add_argument("--position-table", default="mariabinlog.gtid_slave_pos", metavar="DB.TABLE",
                         help="where the applied position is kept in the target")
@@ -128,6 +177,7 @@ def add_replicate_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-
     parser.add_argument("--no-preserve-gtids", dest="preserve_gtids", action="store_false",
                         help="let the target give applied groups its own GTIDs")
     _common_source_options(parser)
+    _client_options(parser, "the target")
     parser.set_defaults(handler=replicate_main)
 
 
@@ -137,7 +187,7 @@ def replicate_main(args: argparse.Namespace) -> int:
     if not table:
         raise ReplicationError("--position-table must be DB.TABLE")
     replicator = Replicator(
-        ConnectionOptions.from_url(args.target),
+        ConnectionOptions.from_url(args.target) if args.target else _client_connection(args),
         table=PositionTable(database, table, args.channel),
         workers=args.parallel,
         preserve_gtids=args.preserve_gtids,
@@ -193,7 +243,8 @@ def add_archive_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-ty
         description="Stream a primary's binlog by GTID into an .ibb directory written by the binlog engine."
         " The directory's GTID state is the position: a restart continues exactly where it stopped.",
     )
-    parser.add_argument("--from", dest="source", required=True, metavar="URL", help="the primary")
+    parser.add_argument("--from", dest="source", metavar="URL",
+                        help="the primary (default: the connection options below)")
     parser.add_argument("--dir", dest="directory", required=True, help="the .ibb directory")
     parser.add_argument("--start-position", metavar="GTIDS",
                         help="where to start when the directory is empty (default: the primary's first binlog)")
@@ -212,6 +263,7 @@ def add_archive_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-ty
     parser.add_argument("--schema-from", metavar="URL",
                         help="start the archive's schema history from this server's tables (mariadb://user@host:port)")
     _common_source_options(parser)
+    _client_options(parser, "the primary")
     parser.set_defaults(handler=archive_main)
 
 
@@ -240,7 +292,7 @@ def archive_main(args: argparse.Namespace) -> int:
         if not len(engine.gtid_state()) and args.start_position:
             archiver.progress.position = _state("start-position", args.start_position) or ConnectState()
         client = BinlogClient(
-            ConnectionOptions.from_url(args.source),
+            ConnectionOptions.from_url(args.source) if args.source else _client_connection(args),
             heartbeat=args.heartbeat,
             blocking=args.stop_never,
             reconnect=args.reconnect,
@@ -285,7 +337,9 @@ def add_serve_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-type
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=3306, help="port to listen on (default 3306; 0 = any free)")
     parser.add_argument("--account", dest="accounts", type=_account, action="append", default=[],
-                        metavar="USER:PASSWORD", help="an account replicas may use (repeatable)")
+                        metavar="USER:PASSWORD", help="a mysql_native_password account replicas may use (repeatable)")
+    parser.add_argument("--ed25519-account", dest="ed25519_accounts", type=_account, action="append", default=[],
+                        metavar="USER:PASSWORD", help="an account identified via ed25519 (repeatable)")
     parser.add_argument("--server-id", type=int, default=1, help="server id the server reports (default 1)")
     parser.add_argument("--ssl-cert", metavar="FILE", help="certificate for TLS (with --ssl-key)")
     parser.add_argument("--ssl-key", metavar="FILE", help="private key for TLS")
@@ -297,10 +351,10 @@ def serve_main(args: argparse.Namespace) -> int:
     """Run ``serve`` until SIGTERM/SIGINT."""
     import ssl
 
-    from .server import BinlogServer, ServerConfig, hash_password
+    from .server import BinlogServer, ServerConfig, ed25519_key, hash_password
 
-    if not args.accounts:
-        raise ReplicationError("serve needs at least one --account USER:PASSWORD")
+    if not args.accounts and not args.ed25519_accounts:
+        raise ReplicationError("serve needs at least one --account or --ed25519-account USER:PASSWORD")
     context = None
     if args.ssl_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -308,6 +362,7 @@ def serve_main(args: argparse.Namespace) -> int:
     config = ServerConfig(
         directory=args.directory,
         accounts={user: hash_password(password) for user, password in args.accounts},
+        ed25519_accounts={user: ed25519_key(password) for user, password in args.ed25519_accounts},
         host=args.host,
         port=args.port,
         server_id=args.server_id,
@@ -319,8 +374,6 @@ def serve_main(args: argparse.Namespace) -> int:
     if args.port_file:
         with open(args.port_file + ".tmp", "w", encoding="ascii") as handle:
             handle.write(f"{port}\n")
-        import os
-
         os.replace(args.port_file + ".tmp", args.port_file)
     with _stop_signals(server.stop):
         server.serve_forever()

@@ -117,6 +117,8 @@ class BinlogClient:
         reconnect: int = 10,
         reconnect_delay: float = 0.5,
         until: ConnectState | str | None = None,
+        binlog_file: str | None = None,
+        binlog_position: int = 4,
     ) -> None:
         if checksum.upper() not in ("SERVER", "NONE", "CRC32"):
             raise OptionError(f"checksum must be server, NONE or CRC32, not {checksum!r}")
@@ -134,6 +136,9 @@ class BinlogClient:
         self.reconnect = reconnect
         self.reconnect_delay = reconnect_delay
         self.until = until if until is None or isinstance(until, ConnectState) else ConnectState.parse(until)
+        #: Dump by file name and offset (as ``mariadb-binlog -R`` does) instead of by GTID.
+        self.binlog_file = binlog_file
+        self.binlog_position = binlog_position
         #: Primary's file name and offset after the last event (offset 0 for engine binlogs).
         self.file = ""
         self.file_position = 0
@@ -159,10 +164,13 @@ class BinlogClient:
             statements.append(f"SET @master_heartbeat_period= {int(self.heartbeat * 1e9)}")
         statements += [
             f"SET @mariadb_slave_capability= {self.capability}",
-            f"SET @slave_connect_state= {sql_string(str(self.position))}",
-            f"SET @slave_gtid_strict_mode= {1 if self.strict else 0}",
-            "SET @slave_gtid_ignore_duplicates= 0",
         ]
+        if self.binlog_file is None:
+            statements += [
+                f"SET @slave_connect_state= {sql_string(str(self.position))}",
+                f"SET @slave_gtid_strict_mode= {1 if self.strict else 0}",
+                "SET @slave_gtid_ignore_duplicates= 0",
+            ]
         if self.until is not None:
             statements.append(f"SET @slave_until_gtid= {sql_string(str(self.until))}")
         statements.append("SELECT @master_binlog_checksum, @@global.server_id, UNIX_TIMESTAMP(6)")
@@ -183,7 +191,11 @@ class BinlogClient:
             flags = (BINLOG_SEND_ANNOTATE_ROWS_EVENT if self.annotate else 0) | (
                 0 if self.blocking else BINLOG_DUMP_NON_BLOCK
             )
-            conn.start_dump(BinlogDump(self.server_id, 4, flags, b""))
+            if self.binlog_file is None:
+                conn.start_dump(BinlogDump(self.server_id, 4, flags, b""))
+            else:
+                self.file = self.binlog_file
+                conn.start_dump(BinlogDump(self.server_id, self.binlog_position, flags, self.binlog_file.encode()))
             if self.blocking:
                 conn.settimeout(2 * self.heartbeat + 5 if self.heartbeat > 0 else self.options.read_timeout)
         except BaseException:

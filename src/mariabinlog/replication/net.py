@@ -9,6 +9,7 @@ the replication client answers by reconnecting.
 
 from __future__ import annotations
 
+import getpass
 import socket
 import ssl
 from dataclasses import dataclass, replace
@@ -32,7 +33,7 @@ from ..codec.protocol import (
     ResultSet,
     Row,
 )
-from ..errors import ConnectionLostError, OptionError, ReplicationError
+from ..errors import ConnectFailedError, ConnectionLostError, OptionError, ReplicationError, ServerError
 
 RECV_SIZE = 1 << 18
 
@@ -85,10 +86,115 @@ class ConnectionOptions:
         )
         return replace(options, **overrides) if overrides else options  # type: ignore[arg-type]
 
+    @classmethod
+    def from_client_settings(cls, settings: ClientSettings) -> ConnectionOptions:
+        """Options from a MariaDB client's settings (``--host``, ``--ssl-ca``...), as the real
+        client reads them: a ``--socket`` (or ``localhost`` without ``--protocol=TCP``) means the
+        Unix socket, any ``--ssl*`` option turns TLS on.  A ``--port`` without ``--socket``
+        means TCP, as in MariaDB's clients since 10.6 (MDEV-14974)."""
+        protocol = (settings.protocol or "").upper()
+        if protocol and protocol not in ("TCP", "SOCKET"):
+            raise OptionError(f"--protocol={settings.protocol}: only TCP and SOCKET are supported")
+        host = settings.host or "localhost"
+        use_socket = protocol == "SOCKET" or (
+            protocol != "TCP" and host == "localhost" and bool(settings.socket or not settings.port)
+        )
+        socket_path = (settings.socket or DEFAULT_SOCKET) if use_socket else None
+        return cls(
+            host="127.0.0.1" if host == "localhost" else host,
+            port=settings.port or 3306,
+            socket=socket_path,
+            user=settings.user if settings.user is not None else (getpass.getuser() or "root"),
+            password=settings.password or "",
+            ssl=settings.tls_context(),
+        )
+
+    def connect_failure(self, err: ConnectionLostError | ServerError) -> ConnectFailedError:
+        """``err`` (raised while connecting or logging in) in MariaDB's client words."""
+        if isinstance(err, ServerError):
+            return ConnectFailedError(err.message, self.describe())
+        if self.socket:
+            reason = f"Can't connect to local server through socket '{self.socket}' ({err.errno or 0})"
+        else:
+            # The C client connects without blocking and reports EINPROGRESS for a refused connect.
+            errno = 115 if err.errno == 111 else err.errno or 0
+            reason = f"Can't connect to server on '{self.host}' ({errno})"
+        return ConnectFailedError(reason, self.describe())
+
     def describe(self) -> str:
         """``user@host:port`` or ``user@socket`` for messages (never the password)."""
         where = self.socket if self.socket else f"{self.host}:{self.port}"
         return f"{self.user}@{where}"
+
+
+#: ``--tls-version``'s names.
+_TLS_VERSIONS = {
+    "TLSv1.0": ssl.TLSVersion.TLSv1,
+    "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSv1.2": ssl.TLSVersion.TLSv1_2,
+    "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+}
+
+#: Where MariaDB's clients look for the server's Unix socket by default (Debian's build).
+DEFAULT_SOCKET = "/run/mysqld/mysqld.sock"
+
+
+@dataclass
+class ClientSettings:
+    """A MariaDB client's connection options as given (command line, option files, MYSQL_PWD)."""
+
+    host: str | None = None
+    port: int = 0
+    socket: str | None = None
+    protocol: str | None = None
+    user: str | None = None
+    password: str | None = None
+    ssl: bool = False
+    ssl_ca: str | None = None
+    ssl_capath: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    ssl_cipher: str | None = None
+    ssl_verify_server_cert: bool = False
+    #: ``--tls-version``: the TLS versions allowed, e.g. ``TLSv1.2,TLSv1.3``.
+    tls_version: str | None = None
+
+    def wants_tls(self) -> bool:
+        """Any of ``--ssl``, ``--ssl-ca``, ``--ssl-capath``, ``--ssl-cert``, ``--ssl-key``,
+        ``--ssl-verify-server-cert``, ``--tls-version`` asks for TLS."""
+        return bool(
+            self.ssl or self.ssl_ca or self.ssl_capath or self.ssl_cert or self.ssl_key
+            or self.ssl_verify_server_cert or self.tls_version
+        )
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The TLS context these settings ask for (None: plain connection).
+
+        The server certificate is checked against ``--ssl-ca``/``--ssl-capath`` when one is
+        given, and its host name too with ``--ssl-verify-server-cert``; a client certificate
+        is presented with ``--ssl-cert``/``--ssl-key``."""
+        if not self.wants_tls():
+            return None
+        try:
+            if self.ssl_ca or self.ssl_capath:
+                context = ssl.create_default_context(cafile=self.ssl_ca, capath=self.ssl_capath)
+                context.check_hostname = self.ssl_verify_server_cert
+            else:
+                context = ssl.create_default_context()
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_REQUIRED if self.ssl_verify_server_cert else ssl.CERT_NONE
+            if self.ssl_cert:
+                context.load_cert_chain(self.ssl_cert, self.ssl_key or None)
+            if self.ssl_cipher:
+                context.set_ciphers(self.ssl_cipher)
+            if self.tls_version:
+                versions = [_TLS_VERSIONS[v.strip()] for v in self.tls_version.split(",") if v.strip()]
+                context.minimum_version, context.maximum_version = min(versions), max(versions)
+        except KeyError as err:
+            raise OptionError(f"--tls-version: unknown version {err}; known: {', '.join(_TLS_VERSIONS)}") from None
+        except (OSError, ssl.SSLError) as err:
+            raise OptionError(f"TLS settings: {err}") from None
+        return context
 
 
 class Connection:
@@ -123,7 +229,7 @@ class Connection:
                 sock = socket.create_connection((options.host, options.port), timeout=options.connect_timeout)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as err:
-            raise ConnectionLostError(f"cannot connect to {options.describe()}: {err}") from None
+            raise ConnectionLostError(f"cannot connect to {options.describe()}: {err}", err.errno) from None
         conn = cls(sock, ClientProtocol(), options)
         try:
             conn._authenticate()
@@ -158,7 +264,8 @@ class Connection:
                 self._send(self.proto.send_auth_switch_response(event))
             elif isinstance(event, AuthMoreData):
                 raise ReplicationError(
-                    f"{options.describe()} wants more authentication data; only mysql_native_password is supported"
+                    f"{options.describe()} wants more authentication data than"
+                    " mysql_native_password or client_ed25519 send"
                 )
 
     # -- I/O ------------------------------------------------------------------------------------

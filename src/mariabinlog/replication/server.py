@@ -41,6 +41,9 @@ import time
 from dataclasses import dataclass, field
 
 from ..codec import protocol as P
+from ..codec.ed25519 import ED25519
+from ..codec.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
+from ..codec.ed25519 import password_hash as ed25519_password_hash
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
     CHECKSUM_CRC32,
@@ -72,6 +75,8 @@ class ServerConfig:
 
     directory: str
     accounts: dict[str, bytes] = field(default_factory=dict)  # user -> SHA1(SHA1(password)) (b"" = none)
+    #: Accounts identified via ``ed25519``: user -> base64 public key (``ed25519_key``).
+    ed25519_accounts: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
     port: int = 0
     server_id: int = 1
@@ -88,6 +93,11 @@ class ServerConfig:
 def hash_password(password: str) -> bytes:
     """What an account stores: SHA1(SHA1(password)), b"" for an empty password."""
     return P.native_password_hash(password.encode())
+
+
+def ed25519_key(password: str) -> str:
+    """What an ``ed25519`` account stores: the base64 public key derived from the password."""
+    return ed25519_password_hash(password.encode())
 
 
 class BinlogServer:
@@ -283,14 +293,23 @@ class _Session(threading.Thread):
             event = self._next()
         if not isinstance(event, P.HandshakeResponse):
             return
-        if event.auth_plugin != P.NATIVE_PASSWORD:
+        if event.auth_plugin != P.NATIVE_PASSWORD and self.proto.auth.user not in config.ed25519_accounts:
             self._send(self.proto.send_auth_switch(nonce))
             event = self._next()
             if not isinstance(event, P.HandshakeResponse):
                 return
         user = self.proto.auth.user
-        stored = config.accounts.get(user)
-        if stored is None or not self.proto.check_password(stored):
+        if user in config.ed25519_accounts:
+            # As auth_ed25519 does: whatever the client began with, it signs a fresh 32-byte nonce.
+            self._send(self.proto.send_auth_switch(os.urandom(ED25519_NONCE_LENGTH), ED25519))
+            event = self._next()
+            if not isinstance(event, P.HandshakeResponse):
+                return
+            accepted = self.proto.check_ed25519(config.ed25519_accounts[user])
+        else:
+            stored = config.accounts.get(user)
+            accepted = stored is not None and self.proto.check_password(stored)
+        if not accepted:
             using = "YES" if self.proto.auth.response else "NO"
             host = self.peer[0] if isinstance(self.peer, tuple) else "localhost"
             self._send(

@@ -57,6 +57,8 @@ from ..codec.events import (
 from ..codec.gtid import Gtid
 from ..codec.stream import crc_mismatch, footer_len
 from ..errors import (
+    ConnectFailedError,
+    ConnectionLostError,
     DecodeError,
     EventReadError,
     FlashbackError,
@@ -64,6 +66,7 @@ from ..errors import (
     MissingFormatDescription,
     OptionError,
     OptionExit,
+    ServerError,
 )
 from . import printer as P
 from .dump_options import PROG, DumpOptions, base64_mode, parse_datetime, write_line
@@ -96,10 +99,11 @@ class RemoteEvent(Protocol):
     position: int
 
 
-#: Opens a primary's GTID dump stream for ``--read-from-remote-server``: called with the
-#: options (host, port, user, ...) and the GTID list to start after; closing the
-#: generator closes the connection.
-RemoteSource = Callable[[DumpOptions, str], Generator[RemoteEvent, None, None]]
+#: Opens a primary's dump stream for ``--read-from-remote-server``: called with the
+#: options (host, port, user, ...), the GTID list to start after, and the file name and
+#: offset to start at (file None: by GTID); closing the generator closes the connection.
+#: A failure to connect raises :class:`~mariabinlog.errors.ConnectFailedError`.
+RemoteSource = Callable[[DumpOptions, str, "str | None", int], Generator[RemoteEvent, None, None]]
 
 
 # --------------------------------------------------------------------------- the dump
@@ -195,6 +199,7 @@ class Dumper:
         )
         self.rec_count = 0
         self.stop_reached = False
+        self.stop_datetime_reached = False
         self.ibb: _IbbStream | None = None
         self.first_file = True
         self.exit_now = False
@@ -239,40 +244,79 @@ class Dumper:
         if self.exit_now:
             return 1
         diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
+        if self.opts.stop_datetime is not None and not self.stop_datetime_reached and retval != ERROR_STOP:
+            write_line(
+                self.err,
+                f"WARNING: Did not reach stop datetime '{self.opts.stop_datetime}' before end of input",
+            )
         for line in diag.lines:
             write_line(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
         p.finish(not failed)
         return 1 if failed else 0
 
-    def run_remote(self, source: RemoteSource) -> int:
-        """``--read-from-remote-server``: the same output for a primary's GTID dump stream.
+    def run_remote(self, source: RemoteSource, files: list[str]) -> int:
+        """``--read-from-remote-server``: the same output for a primary's dump stream.
 
-        ``source`` opens the stream (the command line wires in the replication
-        client): from the GTID ``--start-position`` (one group per domain after
-        it, as a replica would), following the primary with ``--stop-never``.
+        As ``mariadb-binlog``: the named file from ``--start-position`` (an offset, 4
+        by default) to its end, on through the following files with ``--to-last-log``
+        or ``--stop-never`` (which also waits for more); a GTID ``--start-position``
+        dumps by GTID (one group per domain after it, as a replica would).  The
+        primary's artificial Rotate events name the file being sent; they are printed only
+        when following on (as the real tool does), and without ``--to-last-log`` the first
+        one naming another file than the requested one ends the run.
         """
         o = self.opts
         start = self.gtid_filter.start_gtids
-        if o.start_position and not start:
-            raise OptionExit(
-                "ERROR: mariabinlog dump reads from a remote server by GTID only: "
-                "give --start-position as a GTID list",
-                1,
-            )
-        events = source(o, ",".join(str(g) for g in start or ()))
+        requested = files[0]
+        binlog_file = None if start else requested
+        follow = o.to_last_log or o.stop_never
         p = self.printer
-        if p.text_frame:
+        if p.text_frame and not o.raw:
             self._prologue()
+            p.begin_file(requested)
+        p.drain()
+        self.out_stream.flush()
+        events = source(o, ",".join(str(g) for g in start or ()), binlog_file, self.start_position)
         retval = OK_CONTINUE
         ctx: DecodeContext = DEFAULT_CONTEXT
+        # The "# at" offset is mariadb-binlog's running count from --start-position (old_off,
+        # 4 when starting by GTID): artificial events do not advance it, nor does a new file reset it.
+        old_off = self.start_position
+        raw_out: BinaryIO | None = None  # --raw: the file being written
+        stop_position = self.stop_position
+        if o.raw and stop_position is not None:
+            write_line(self.err, "WARNING: The --stop-position option is ignored in raw mode")
+            stop_position = None
         try:
             for item in events:
                 raw = item.raw
                 code = raw[4]
                 if code == HEARTBEAT_LOG_EVENT:
                     continue
-                ev = P.view_at(raw, 0, item.position, 4 if item.has_checksum else 0, ctx)
+                at = old_off
+                ev = P.view_at(raw, 0, at, 4 if item.has_checksum else 0, ctx)
+                advance = len(raw)
+                if code == ROTATE_EVENT and item.position == 0:
+                    # The primary's artificial Rotate: which file comes now (printed only when following).
+                    new_file = ev.decoded().next_file.decode("utf-8", "replace")
+                    if not follow and new_file != requested:
+                        break
+                    if o.raw:
+                        raw_out = self._raw_file(raw_out, new_file)
+                        continue
+                    if not follow:
+                        continue
+                    advance = 0
+                elif code == FORMAT_DESCRIPTION_EVENT and old_off != 4:
+                    advance = 0
+                old_off += advance
+                if stop_position is not None and at >= stop_position:
+                    self.stop_reached = True
+                    break
+                if raw_out is not None:
+                    raw_out.write(raw)
+                    continue
                 if code == FORMAT_DESCRIPTION_EVENT:
                     fde = ev.decoded()
                     ctx = fde.context()
@@ -284,21 +328,49 @@ class Dumper:
                 self.out_stream.flush()
                 if retval != OK_CONTINUE:
                     break
+        except OptionExit:
+            raise
+        except ConnectFailedError as exc:
+            self.error(f"Failed on connect: {exc.reason}")
+            retval = ERROR_STOP
+        except ServerError as exc:
+            self.error(f"Got error reading packet from server: {exc.message}")
+            retval = ERROR_STOP
+        except ConnectionLostError:
+            # The C client's CR_SERVER_LOST: mariadb-binlog does not reconnect, even with --stop-never.
+            self.error("Got error reading packet from server: Lost connection to server during query")
+            retval = ERROR_STOP
         except MariabinlogError as exc:
-            self.error(f"ERROR: Got error reading packet from server: {exc}")
+            self.error(f"Got error reading packet from server: {exc}")
             retval = ERROR_STOP
         finally:
             events.close()
-        if retval != ERROR_STOP and p.text_frame:
+            if raw_out is not None:
+                raw_out.close()
+        if retval != ERROR_STOP and p.text_frame and not o.raw:
+            p.end_file()
             self._epilogue()
         p.drain()
         self.out_stream.flush()
-        diag = self.gtid_filter.finish(offset_stop_reached=True)
+        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
         for line in diag.lines:
             write_line(self.err, line)
         failed = retval == ERROR_STOP or bool(diag.exit_code)
         p.finish(not failed)
         return 1 if failed else 0
+
+    def _raw_file(self, current: BinaryIO | None, name: str) -> BinaryIO:
+        """``--raw``: close ``current`` and start ``name`` (after the ``--result-file`` prefix)
+        with the binlog magic, as ``mariadb-binlog`` names and begins the files it writes."""
+        if current is not None:
+            current.close()
+        path = (self.opts.result_file or "") + name
+        try:
+            out = open(path, "wb")  # noqa: SIM115 - closed at the next file or the end
+        except OSError:
+            raise OptionExit(f"ERROR: Could not create log file '{path}'", 1) from None
+        out.write(BINLOG_MAGIC)
+        return out
 
     def _prologue(self) -> None:
         out = self.printer.out
@@ -729,6 +801,7 @@ class Dumper:
                     self.start_datetime = None
                     self.offset = 0
                 if self.stop_datetime is not None and ev.when >= self.stop_datetime:
+                    self.stop_datetime_reached = True
                     return OK_STOP
                 filt = self.gtid_filter
                 if code == GTID_EVENT:

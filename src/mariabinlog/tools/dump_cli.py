@@ -10,6 +10,7 @@ for ``--read-from-remote-server``.
 from __future__ import annotations
 
 import argparse
+import getpass
 import logging
 import os
 import sys
@@ -18,37 +19,10 @@ from typing import Any, BinaryIO
 
 from ..errors import MariabinlogError
 from .dump import Dumper, RemoteSource
+from .dump_help import VERSION_TEXT, help_text
 from .dump_options import PROG, DumpOptions, OptionExit, log_level, parse_options, write_line
 from .progress import progress_for
 
-_USAGE = f"""{PROG} (mariabinlog) for MariaDB binary logs (legacy and .ibb)
-Dumps a MariaDB binary log in a format usable for viewing or for piping to
-the mysql command line client.
-
-Usage: {PROG} [options] log-files
-
-mariadb-binlog's options, plus:
-  --format=text|json|debezium|schema-history
-                                text as mariadb-binlog prints it (default), one
-                                JSON object per event (rows decoded, typed values),
-                                one Debezium-shaped change event per row, or the
-                                schema history of the files (for --schema-history)
-  --schema-from=mariadb://user@host:port
-  --schema-file=DUMP.sql        starting schema of the tables created before the
-  --schema-history=FILE.json    binlog (json/debezium): a live server, a
-                                mariadb-dump --no-data file, or a saved history
-  --schema-metadata             text output: --print-table-metadata shows what the
-                                schema history knows where the binlog lacks it
-  --topic-prefix=NAME           debezium: the logical server name (default mariabinlog)
-  --convert-engine-binlog       write the .ibb input as legacy binlog files
-                                BASE.000001... (BASE: --result-file, default legacy_log)
-  --max-binlog-size=N           size at which a converted file is rotated (1G)
-  --convert-to-engine-binlog=DIR
-                                write legacy input into DIR as .ibb files (the engine)
-  --log-level=LEVEL             mariabinlog's diagnostics on stderr from LEVEL on
-                                (DEBUG, INFO, WARNING, ERROR; -v stays row verbosity)
-A progress bar is shown on stderr when it is a terminal and stdout is not.
-"""
 
 
 def dump_main(
@@ -58,6 +32,7 @@ def dump_main(
     stderr: Any = None,
     sink: Callable[[Callable[[bytes], Any]], Any] | None = None,
     remote: RemoteSource | None = None,
+    defaults_help: Callable[[], str] | None = None,
 ) -> int:
     """Run ``mariadb-binlog`` with ``argv`` (options and files); returns the exit status.
 
@@ -66,7 +41,8 @@ def dump_main(
     ``--convert-to-engine-binlog`` choose one from the command line.  ``remote``
     opens a primary's dump stream for ``--read-from-remote-server`` (the
     ``mariabinlog`` command wires in the replication client; without it the
-    option is refused).
+    option is refused).  ``defaults_help`` gives ``--help`` its option-file paragraph
+    (the command line reads option files, so it knows which).
     """
     err = stderr if stderr is not None else sys.stderr
     try:
@@ -74,16 +50,20 @@ def dump_main(
         for note in notices:
             write_line(err, note)
         if opts.help:
-            sys.stdout.write(_USAGE)
+            sys.stdout.write(help_text(defaults_help() if defaults_help is not None else ""))
             return 0
         if opts.version:
-            sys.stdout.write(f"{PROG} Ver 3.5 (mariabinlog)\n")
+            sys.stdout.write(VERSION_TEXT)
             return 0
         if opts.log_level is not None:
             logging.getLogger("mariabinlog").setLevel(log_level(opts.log_level))
-        if not files and not (opts.remote and opts.start_position):
-            err.write(_USAGE)
-            return 1
+        if opts.password_prompt:
+            # mariadb-binlog asks as soon as the options are read, on the terminal.
+            opts.password = getpass.getpass("Enter password: ")
+        if not files:
+            raise OptionExit(
+                "ERROR: Please provide the log file(s). Run with '--help' for usage instructions.", 1
+            )
         if not opts.remote:
             files = _expand_directories(files)
         if opts.convert_engine_binlog or opts.convert_to_engine_binlog is not None:
@@ -92,9 +72,7 @@ def dump_main(
             raise OptionExit(
                 "ERROR: --read-from-remote-server needs the mariabinlog command (mariabinlog dump)", 1
             )
-        if opts.raw and opts.remote:
-            raise OptionExit("ERROR: --raw is not supported by mariabinlog dump", 1)
-        if opts.raw:
+        if opts.raw and not opts.remote:
             raise OptionExit(
                 "ERROR: The --raw mode only works with --read-from-remote-server", 1
             )
@@ -111,7 +89,7 @@ def dump_main(
             raise OptionExit("ERROR: --flashback works only with the text output", 1)
         out: BinaryIO
         close_out = False
-        if opts.result_file:
+        if opts.result_file and not opts.raw:  # with --raw it is the prefix of the files written
             try:
                 out = open(opts.result_file, "wb")  # noqa: SIM115 - closed in the finally below
             except OSError:
@@ -128,7 +106,7 @@ def dump_main(
         if opts.schema_metadata and sink is None:
             dumper.printer.schema = _schema_tracker(opts)
         try:
-            status = dumper.run(files) if remote is None or not opts.remote else dumper.run_remote(remote)
+            status = dumper.run(files) if remote is None or not opts.remote else dumper.run_remote(remote, files)
         finally:
             out.flush()
             if close_out:
@@ -219,6 +197,7 @@ def _format_sink(opts: DumpOptions) -> Callable[[Callable[[bytes], Any]], Any]:
 def add_dump_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     remote: RemoteSource | None = None,
+    defaults_help: Callable[[], str] | None = None,
 ) -> None:
     """Register ``dump``: every argument after it goes to :func:`dump_main` untouched."""
     parser = subparsers.add_parser(
@@ -228,7 +207,9 @@ def add_dump_parser(
         prefix_chars="\x01",
     )
     parser.add_argument("dump_argv", nargs="*", metavar="ARGS")
-    parser.set_defaults(handler=lambda args: dump_main(list(args.dump_argv), remote=remote))
+    parser.set_defaults(
+        handler=lambda args: dump_main(list(args.dump_argv), remote=remote, defaults_help=defaults_help)
+    )
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ PROG = "mariadb-binlog"
 
 __all__ = [
     "PROG",
+    "OPTIONS",
     "DumpOptions",
     "OptionExit",
     "base64_mode",
@@ -47,7 +48,7 @@ def write_line(stream: Any, message: str) -> None:
 #: (name, short, kind, dest) — kind: "bool" (no argument, negatable), "str"
 #: (required argument), "opt" (optional argument), "int" (number with K/M/G
 #: suffixes), "count" (-v), "ignore" (accepted, no effect), "ignore_arg".
-_OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
+OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("help", "?", "bool", "help"),
     ("base64-output", None, "str", "base64_output"),
     ("character-sets-dir", None, "str", "ignored"),
@@ -66,7 +67,7 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("password", "p", "opt", "password"),
     ("plugin-dir", None, "str", "ignored"),
     ("port", "P", "int", "port"),
-    ("protocol", None, "str", "ignored"),
+    ("protocol", None, "str", "protocol"),
     ("read-from-remote-server", "R", "bool", "remote"),
     ("raw", None, "bool", "raw"),
     ("result-file", "r", "str", "result_file"),
@@ -80,22 +81,22 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("set-charset", None, "str", "set_charset"),
     ("short-form", "s", "bool", "short_form"),
     ("socket", "S", "str", "socket"),
-    ("ssl", None, "bool", "ignored"),
-    ("ssl-ca", None, "str", "ignored"),
-    ("ssl-capath", None, "str", "ignored"),
-    ("ssl-cert", None, "str", "ignored"),
-    ("ssl-cipher", None, "str", "ignored"),
-    ("ssl-key", None, "str", "ignored"),
+    ("ssl", None, "bool", "ssl"),
+    ("ssl-ca", None, "str", "ssl_ca"),
+    ("ssl-capath", None, "str", "ssl_capath"),
+    ("ssl-cert", None, "str", "ssl_cert"),
+    ("ssl-cipher", None, "str", "ssl_cipher"),
+    ("ssl-key", None, "str", "ssl_key"),
     ("ssl-crl", None, "str", "ignored"),
     ("ssl-crlpath", None, "str", "ignored"),
-    ("tls-version", None, "str", "ignored"),
-    ("ssl-verify-server-cert", None, "bool", "ignored"),
+    ("tls-version", None, "str", "tls_version"),
+    ("ssl-verify-server-cert", None, "bool", "ssl_verify_server_cert"),
     ("start-datetime", None, "str", "start_datetime"),
     ("start-position", "j", "str", "start_position"),
     ("gtid-strict-mode", None, "bool", "gtid_strict_mode"),
     ("stop-datetime", None, "str", "stop_datetime"),
     ("stop-never", None, "bool", "stop_never"),
-    ("stop-never-slave-server-id", None, "int", "ignored"),
+    ("stop-never-slave-server-id", None, "int", "stop_never_server_id"),
     ("stop-position", None, "str", "stop_position"),
     ("table", "T", "str", "table"),
     ("to-last-log", "t", "bool", "to_last_log"),
@@ -121,8 +122,8 @@ _OPTIONS: tuple[tuple[str, str | None, str, str], ...] = (
     ("topic-prefix", None, "str", "topic_prefix"),
     ("log-level", None, "str", "log_level"),
 )
-_BY_NAME = {name: spec for spec in _OPTIONS for name in (spec[0],)}
-_BY_SHORT = {spec[1]: spec for spec in _OPTIONS if spec[1]}
+_BY_NAME = {name: spec for spec in OPTIONS for name in (spec[0],)}
+_BY_SHORT = {spec[1]: spec for spec in OPTIONS if spec[1]}
 _DEFAULTS_OPTIONS = (
     "no-defaults",
     "defaults-file",
@@ -151,6 +152,17 @@ class DumpOptions:
         self.socket: str | None = None
         self.user: str | None = None
         self.password: str | None = None
+        #: ``-p`` / ``--password`` without a value: ask on the terminal.
+        self.password_prompt = False
+        self.protocol: str | None = None
+        self.ssl = False
+        self.ssl_ca: str | None = None
+        self.ssl_capath: str | None = None
+        self.ssl_cert: str | None = None
+        self.ssl_cipher: str | None = None
+        self.ssl_key: str | None = None
+        self.ssl_verify_server_cert = False
+        self.tls_version: str | None = None
         self.offset = 0
         self.remote = False
         self.raw = False
@@ -170,6 +182,8 @@ class DumpOptions:
         self.stop_position: str | None = None
         self.gtid_strict_mode = True
         self.stop_never = False
+        #: The server id a -R dump announces (0: one derived from the process id).
+        self.stop_never_server_id = 0
         self.to_last_log = False
         self.verbose = 0
         self.verify_checksum = True
@@ -224,7 +238,7 @@ def _find_long(
     spec = _BY_NAME.get(key)
     if spec is not None:
         return spec, None
-    matches = [s for s in _OPTIONS if s[0].startswith(key)]
+    matches = [s for s in OPTIONS if s[0].startswith(key)]
     if len(matches) == 1:
         return matches[0], (
             f"Info: Using unique option prefix '{key}' is error-prone and can break in the future. "
@@ -238,6 +252,20 @@ def _find_long(
     if arg is not None and "=" in arg:
         raise OptionExit(f"{PROG}: unknown variable '{arg[2:]}'", 7)
     raise OptionExit(f"{PROG}: unknown option '{arg or '--' + name}'", 2)
+
+
+def _known(name: str) -> bool:
+    """Whether ``name`` (``_`` or ``-``, negation prefixes included) names one of our options."""
+    key = name.replace("_", "-")
+    for prefix in ("skip-", "disable-", "enable-"):
+        if key.startswith(prefix) and key not in _BY_NAME:
+            key = key[len(prefix):]
+            break
+    try:
+        _find_long(key)
+    except OptionExit:
+        return False
+    return True
 
 
 def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) -> None:
@@ -255,6 +283,9 @@ def _set(opts: DumpOptions, spec: tuple[str, str | None, str, str], value: Any) 
         opts.rewrite_db.append(value)
     elif kind == "int":
         setattr(opts, dest, _parse_int(name, value))
+    elif dest == "password":
+        opts.password = value
+        opts.password_prompt = value is None
     else:
         setattr(opts, dest, value)
 
@@ -286,7 +317,16 @@ def parse_options(argv: Sequence[str]) -> tuple[DumpOptions, list[str], list[str
         if arg.startswith("--") and len(arg) > 2:
             body = arg[2:]
             name, eq, value = body.partition("=")
-            name = name.removeprefix("loose-")
+            loose = name.startswith("loose-")
+            name = name.removeprefix("loose-").replace("_", "-")
+            if loose and not _known(name):
+                # my_getopt: an unknown loose option is a warning, never an error.
+                notices.append(
+                    f"Warning: {PROG}: unknown variable '{body}'"
+                    if eq
+                    else f"Warning: {PROG}: unknown option '{arg}'"
+                )
+                continue
             negate = None
             for prefix, neg in (
                 ("skip-", True),

@@ -510,6 +510,8 @@ class GtidFilter:
         """Feed the GTID event that starts a group; True if the group is to be printed."""
         if self._stopped:
             return False
+        # A Gtid_list after groups (a later file of -R from an offset) is not the logs' initial state.
+        self._list_seen = True
         if self._group_filter:
             if self.all_stops_reached:
                 self._stopped = True

@@ -222,6 +222,23 @@ class ListingSink(EventSink):
         )
 
 
+#: ``mariabinlog events --help``.
+EVENTS_HELP = """Usage: mariabinlog events [options] FILE|DIR...
+
+Lists the events of binlog files (legacy and .ibb) as the server's SHOW BINLOG EVENTS
+does: one tab-separated line per event with Log_name, Pos, Event_type, Server_id,
+End_log_pos and Info, values escaped as the mariadb client's batch mode prints them.
+
+Options: those of mariabinlog dump that choose events (mariabinlog dump --help):
+  --start-position, --stop-position, --start-datetime, --stop-datetime, --offset,
+  --database, --table, --do-domain-ids, --ignore-domain-ids, --do-server-ids,
+  --ignore-server-ids, --skip-annotate-row-events, --force-read, --verify-binlog-checksum.
+  GTID strict mode is off (the server lists without judging GTID order) unless
+  --gtid-strict-mode is given.
+  -?, --help          This help.
+"""
+
+
 def events_main(argv: list[str]) -> int:
     """``mariabinlog events [dump options] FILE...``.
 
@@ -231,6 +248,9 @@ def events_main(argv: list[str]) -> int:
     from .dump_cli import dump_main
     from .dump_options import leading_defaults_options
 
+    if any(arg in ("--help", "-?") for arg in argv):
+        sys.stdout.write(EVENTS_HELP)
+        return 0
     lead = leading_defaults_options(argv)
     return dump_main([*argv[:lead], "--skip-gtid-strict-mode", *argv[lead:]], sink=ListingSink)
 
