@@ -109,7 +109,7 @@ def _read_gtids(path: str, **options: str) -> list[str]:
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
     from mariabinlog.spark.schema import GROUPS_SCHEMA
-    from mariabinlog.spark.source import arrow_schema
+    from mariabinlog.spark.partition import arrow_schema
 
     parsed = ScanOptions.parse({"view": "groups", **options})
     out: list[str] = []

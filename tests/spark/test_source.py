@@ -276,7 +276,8 @@ def test_every_batch_has_the_exact_arrow_schema(sample_ibb: tuple[Path, Any], co
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
     from mariabinlog.spark.schema import SCHEMAS, rows_schema, typed_row_struct
-    from mariabinlog.spark.source import arrow_schema, find_table_map
+    from mariabinlog.spark.partition import arrow_schema
+    from mariabinlog.spark.source import find_table_map
 
     directory = str(sample_ibb[0])
     files = discover_binlogs(directory)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -49,31 +48,19 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
 from ..errors import OptionError
 from ..engine.files import BinlogFile, discover_binlogs
 from .options import ScanOptions
+from .partition import BinlogPartition, read_partition
 from .plan import Split, plan
-from .read import SplitReader, read_splits
+from .read import SplitReader
+from .stream import BinlogStreamReader
 from .schema import SCHEMAS, rows_schema, typed_row_struct
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-
-
-@dataclass(frozen=True)
-class BinlogPartition(InputPartition):
-    """One Spark input partition: splits read in order by one task."""
-
-    index: int
-    splits: tuple[Split, ...]
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark expects for ``schema`` (what it checks the first batch against)."""
-    return to_arrow_schema(schema, timezone="UTC")
 
 
 def source_path(options: Mapping[str, str]) -> str:
@@ -122,8 +109,6 @@ class MariabinlogDataSource(DataSource):
         return BinlogReader(source_path(self.options), self._options(), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from .stream import BinlogStreamReader
-
         return BinlogStreamReader(source_path(self.options), self._options(), schema, dict(self.options))
 
 
@@ -140,8 +125,7 @@ class BinlogReader(DataSourceReader):
         return [BinlogPartition(i, tuple(splits)) for i, splits in enumerate(parts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        splits = partition.splits if isinstance(partition, BinlogPartition) else ()
-        return read_splits(splits, self.options, arrow_schema(self.schema))
+        return read_partition(partition, self.options, self.schema)
 
 
 _SEQ_FILTERS = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)

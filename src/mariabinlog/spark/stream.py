@@ -46,8 +46,8 @@ from ..engine.files import BinlogFile, discover_binlogs
 from .files import read_whole
 from .options import ScanOptions
 from .plan import Split, pack
-from .read import META_EVENTS, ends_group, read_splits
-from .source import BinlogPartition, arrow_schema
+from .partition import BinlogPartition, read_partition
+from .read import META_EVENTS, ends_group
 
 Offset = dict[str, Any]
 
@@ -157,8 +157,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [BinlogPartition(i, tuple(p)) for i, p in enumerate(packed)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        splits = partition.splits if isinstance(partition, BinlogPartition) else ()
-        return read_splits(splits, self.options, arrow_schema(self.schema))
+        return read_partition(partition, self.options, self.schema)
 
     def commit(self, end: Offset) -> None:
         """Nothing to release: the files stay where they are."""
