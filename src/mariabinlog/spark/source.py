@@ -30,6 +30,7 @@ Filter pushdown
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -52,7 +53,8 @@ from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
 from ..errors import OptionError
-from ..engine.files import BinlogFile, discover_binlogs
+from ..engine.files import BinlogFile
+from .fs import discover
 from .options import ScanOptions
 from .partition import BinlogPartition, read_partition
 from .plan import Split, plan
@@ -63,19 +65,35 @@ from .schema import SCHEMAS, rows_schema, typed_row_struct
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
-def source_path(options: Mapping[str, str]) -> str:
-    """The ``path`` given to ``load()``."""
-    path = options.get("path")
-    if not path:
-        if options.get("paths"):
-            raise OptionError("the mariabinlog source reads one path (a file, a directory or a glob), not a list")
+def source_paths(options: Mapping[str, str]) -> list[str]:
+    """The paths given to ``load(path)`` or ``load([paths])``: files, directories, globs, URIs."""
+    lower = {k.lower(): v for k, v in options.items()}
+    paths = [lower["path"]] if lower.get("path") else []
+    if lower.get("paths"):
+        try:
+            listed = json.loads(lower["paths"])
+        except ValueError:
+            raise OptionError(f"option paths: {lower['paths']!r} is not a JSON list of paths") from None
+        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+            raise OptionError(f"option paths: {lower['paths']!r} is not a JSON list of paths")
+        paths += listed
+    if not paths:
         raise OptionError("the mariabinlog source needs a path: spark.read.format('mariabinlog').load(PATH)")
-    return path
+    return paths
 
 
-def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str]) -> TableMapEvent:
+def stream_path(options: Mapping[str, str]) -> str:
+    """The one directory (or URI prefix) a stream follows."""
+    paths = source_paths(options)
+    if len(paths) != 1:
+        raise OptionError("a mariabinlog stream follows one directory, not a list of paths")
+    return paths[0]
+
+
+def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str],
+                   options: ScanOptions | None = None) -> TableMapEvent:
     """The first Table_map of ``db.table`` in ``files`` (to type the rows view of one table)."""
-    everything = ScanOptions(gtid_seek=False)
+    everything = ScanOptions(gtid_seek=False, listing=options.listing if options else ScanOptions().listing)
     for f in files:
         split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
         for item in SplitReader(split, everything):
@@ -101,27 +119,27 @@ class MariabinlogDataSource(DataSource):
     def schema(self) -> StructType:
         options = self._options()
         if options.view == "rows" and options.table is not None:
-            table_map = find_table_map(discover_binlogs(source_path(self.options)), options.table)
+            table_map = find_table_map(discover(source_paths(self.options), options.listing), options.table, options)
             return rows_schema(typed_row_struct(table_map)[0])
         return SCHEMAS[options.view]
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BinlogReader(source_path(self.options), self._options(), schema)
+        return BinlogReader(source_paths(self.options), self._options(), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return BinlogStreamReader(source_path(self.options), self._options(), schema, dict(self.options))
+        return BinlogStreamReader(stream_path(self.options), self._options(), schema, dict(self.options))
 
 
 class BinlogReader(DataSourceReader):
     """Batch reader: plans splits on the driver, reads them into Arrow batches on executors."""
 
-    def __init__(self, path: str, options: ScanOptions, schema: StructType) -> None:
-        self.path = path
+    def __init__(self, paths: list[str], options: ScanOptions, schema: StructType) -> None:
+        self.paths = paths
         self.options = options
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        parts = plan(discover_binlogs(self.path), self.options)
+        parts = plan(discover(self.paths, self.options.listing), self.options)
         return [BinlogPartition(i, tuple(splits)) for i, splits in enumerate(parts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -172,7 +190,7 @@ class PushdownDataSource(MariabinlogDataSource):
     """The source registered when the session allows filter pushdown."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PushdownBinlogReader(source_path(self.options), self._options(), schema)
+        return PushdownBinlogReader(source_paths(self.options), self._options(), schema)
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
