@@ -246,8 +246,6 @@ def _entries(spec: str, listing: Listing) -> list[Entry]:
                           if i.type == pafs.FileType.File]
             elif info.type == pafs.FileType.File:
                 found.append(info)
-        if not infos and not listing.ignore_missing:
-            raise OptionError(f"binlog path {spec!r} matches no file")
     else:
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.NotFound:
