@@ -13,6 +13,7 @@ The view builders turn those events into :class:`pyarrow.RecordBatch` es whose s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -57,6 +58,8 @@ from .fs import ByteWindow, open_pages
 from .options import ScanOptions
 from .plan import Split
 from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+
+log = logging.getLogger(__name__)
 
 #: Events that stand outside event groups (they end any group in progress).
 META_EVENTS = frozenset(
@@ -137,6 +140,13 @@ class SplitReader:
             return self._legacy()
         return self._ibb()
 
+    def _damaged(self, err: DecodeError) -> None:
+        """Fail on damaged data, or with ``ignoreCorruptFiles`` log it and end the split there
+        (what was read before the damage is kept)."""
+        if not self.options.listing.ignore_corrupt:
+            raise err
+        log.warning("ignoreCorruptFiles: skipped the rest of %s after: %s", self.split.path, err)
+
     def _keep_outside(self, event: Event) -> bool:
         flt = self.options.filter
         return not flt.by_gtid and flt.accepts_time(event.timestamp)
@@ -187,7 +197,7 @@ class SplitReader:
         except DecodeError as err:
             if isinstance(err, TruncatedError) and err.offset is not None and err.offset >= split.end:
                 return  # the event after the split's end is still being written (a live stream)
-            raise err.located(split.path) from None
+            self._damaged(err.located(split.path))
         finally:
             data.close()
 
@@ -215,10 +225,12 @@ class SplitReader:
                     if record.type == RecordType.COMMIT and record.offset >= split.start:
                         yield from self._ibb_group(reader.group(record), record.offset, source)
                 following = reader.position
-        except TruncatedError:
+        except TruncatedError as err:
             if following[0] == split.file_no and following[1] < split.end:
-                raise
-            # The record after the split's end is still being written (a live stream): not ours.
+                self._damaged(err)
+            # Else the record after the split's end is still being written (a live stream).
+        except DecodeError as err:
+            self._damaged(err)
         finally:
             source.close()
 
