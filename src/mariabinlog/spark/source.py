@@ -52,7 +52,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
-from ..errors import OptionError
+from ..errors import MariabinlogError, OptionError
 from ..engine.files import BinlogFile
 from .fs import discover
 from .options import ScanOptions
@@ -206,12 +206,42 @@ def session_defaults(spark: SparkSession) -> dict[str, str]:
     return defaults
 
 
-def register(spark: SparkSession) -> type[DataSource]:
+def check_executors(spark: SparkSession) -> None:
+    """Fail with a clear message when the Python of ``spark``'s executors cannot import
+    mariabinlog (the task would otherwise die in the data source with a pickling error).
+
+    One tiny task runs a probe defined here (pickled by value, so it needs nothing of ours).
+    """
+    from pyspark.sql.functions import udf
+
+    def probe(_: int) -> str:
+        import importlib.util
+        import sys
+
+        found = importlib.util.find_spec("mariabinlog") is not None
+        return ("" if found else "missing:") + sys.executable
+
+    try:
+        answer = spark.range(1).select(udf(probe, "string")("id")).first()[0]
+    except Exception as err:  # a worker that cannot even start Python
+        raise MariabinlogError(f"the Spark executors could not run Python to check for mariabinlog: {err}") from None
+    if answer.startswith("missing:"):
+        raise MariabinlogError(
+            f"the Spark executors' Python ({answer[len('missing:'):]}) cannot import mariabinlog: install it in "
+            "the executors' environment or ship it (a wheel with --py-files / spark.archives); see "
+            "docs/spark-cluster.md")
+
+
+def register(spark: SparkSession, *, check: bool = True) -> type[DataSource]:
     """Register the ``mariabinlog`` format with ``spark``; returns the registered class.
 
-    Call it again after changing ``spark.sql.python.filterPushdown.enabled`` or the
-    ``spark.sql.files.*`` split settings.
+    With ``check`` (the default) it first runs :func:`check_executors`.  Call it again after
+    changing ``spark.sql.python.filterPushdown.enabled`` or the ``spark.sql.files.*`` split
+    settings (a Python data source's planning sees no session settings; options given to a
+    read always win).
     """
+    if check:
+        check_executors(spark)
     pushdown = (spark.conf.get(PUSHDOWN_CONF, "false") or "false").strip().lower() == "true"
     base = PushdownDataSource if pushdown else MariabinlogDataSource
     attrs: dict[str, Any] = {"defaults": session_defaults(spark), "__doc__": base.__doc__}
