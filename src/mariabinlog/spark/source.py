@@ -214,7 +214,7 @@ def check_executors(spark: SparkSession) -> None:
     """
     from pyspark.sql.functions import udf
 
-    def probe(_: int) -> str:
+    def probe(_):  # type: ignore[no-untyped-def]  # no hints: pyspark would read them as a pandas UDF
         import importlib.util
         import sys
 
