@@ -5,7 +5,8 @@ The harness starts a master and two one-core workers from the pyspark package
 its own work directory, and stops them by pid.  A driver process (``--master spark://...``)
 reads corpus binlogs and an `.ibb` set with OOB and file-crossing groups in batch and as a
 stream; the tasks report their working directories, which prove they ran in the workers'
-executors.  The same reads run over Spark Connect (``start-connect-server.sh`` of pyspark,
+executors.  The corpus file is also read from a loopback S3 server on the cluster.  The same reads run
+over Spark Connect (``start-connect-server.sh`` of pyspark,
 ``SparkSession.builder.remote``).  Results equal the local session's.
 """
 
@@ -34,7 +35,7 @@ import json, os, sys
 from pyspark.sql import SparkSession
 from mariabinlog.spark import register
 
-target, legacy, ibb, out = sys.argv[1:5]
+target, legacy, ibb, out, remote, remote_options = sys.argv[1:7]
 builder = SparkSession.builder.config("spark.sql.session.timeZone", "UTC")
 if target.startswith("sc://"):
     spark = builder.remote(target).getOrCreate()
@@ -42,10 +43,13 @@ else:
     spark = (builder.master(target).config("spark.ui.enabled", "false").config("spark.executor.memory", "512m")
              .config("spark.cores.max", "2").config("spark.pyspark.python", sys.executable).getOrCreate())
 register(spark)
-read = spark.read.format("mariabinlog").option("maxPartitionBytes", "16k").option("openCostInBytes", "0")
-events = read.load(legacy)
+def read():
+    return spark.read.format("mariabinlog").option("maxPartitionBytes", "16k").option("openCostInBytes", "0")
+events = read().load(legacy)
 rows = sorted([r.position, r.event_index, r.gtid or ""] for r in events.select("position", "event_index", "gtid").collect())
-groups = sorted(r.gtid for r in read.option("view", "groups").load(ibb).select("gtid").collect())
+groups = sorted(r.gtid for r in read().option("view", "groups").load(ibb).select("gtid").collect())
+remote_rows = sorted([r.position, r.event_index, r.gtid or ""] for r in read().options(**json.loads(remote_options))
+                     .load(remote).select("position", "event_index", "gtid").collect())
 from pyspark.sql.functions import udf
 where = udf(lambda _: os.getcwd(), "string")
 dirs = sorted({r[0] for r in events.select(where("position")).collect()})
@@ -54,7 +58,8 @@ stream = (spark.readStream.format("mariabinlog").option("view", "groups").load(i
           .trigger(availableNow=True).start())
 stream.awaitTermination(300)
 streamed = sorted(r.gtid for r in spark.read.parquet(out + "/data").collect())
-print("RESULT " + json.dumps({"rows": rows, "groups": groups, "dirs": dirs, "streamed": streamed}))
+print("RESULT " + json.dumps({"rows": rows, "groups": groups, "dirs": dirs, "streamed": streamed,
+                              "remote_rows": remote_rows}))
 spark.stop()
 '''
 
@@ -129,10 +134,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, lis
         _stop(procs)
 
 
-def _drive(target: str, legacy: str, ibb: str, out: Path) -> dict[str, Any]:
+def _drive(target: str, legacy: str, ibb: str, out: Path, s3: Any) -> dict[str, Any]:
+    """Run :data:`DRIVER` against ``target``; the remote read is ``legacy``'s copy in S3."""
     script = out.parent / f"driver-{out.name}.py"
     script.write_text(DRIVER)
-    done = subprocess.run([sys.executable, str(script), target, legacy, ibb, str(out)], env=_env(),
+    remote = f"s3://{s3.bucket}/legacy/{Path(legacy).name}"
+    done = subprocess.run([sys.executable, str(script), target, legacy, ibb, str(out), remote,
+                           json.dumps(s3.options)], env=_env(),
                           capture_output=True, text=True, timeout=420)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, f"driver failed: {done.stdout[-2000:]}{done.stderr[-4000:]}"
@@ -149,19 +157,20 @@ def _expected(spark: Any, legacy: str, ibb: str) -> tuple[list[list[Any]], list[
 
 def test_standalone_cluster_runs_partitions_in_worker_executors(
         spark: Any, cluster: tuple[str, list[Path]], corpus_dir: Path, stress_ibb: tuple[Path, list[str]],
-        tmp_path: Path) -> None:
+        s3_data: Any, tmp_path: Path) -> None:
     master, work_dirs = cluster
     legacy, ibb = str(corpus_dir / "binlogs" / "w02_types_full"), str(stress_ibb[0])
-    got = _drive(master, legacy, ibb, tmp_path / "standalone")
+    got = _drive(master, legacy, ibb, tmp_path / "standalone", s3_data)
     rows, groups = _expected(spark, legacy, ibb)
     assert got["rows"] == rows and len(rows) > 100
+    assert got["remote_rows"] == rows
     assert got["groups"] == groups == sorted(stress_ibb[1])
     assert got["streamed"] == groups
     assert got["dirs"] and all(any(d.startswith(str(w) + os.sep) for w in work_dirs) for d in got["dirs"]), got["dirs"]
 
 
 def test_spark_connect_reads_like_a_local_session(
-        spark: Any, corpus_dir: Path, stress_ibb: tuple[Path, list[str]], tmp_path: Path,
+        spark: Any, corpus_dir: Path, stress_ibb: tuple[Path, list[str]], s3_data: Any, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     port = _free_port()
     log = tmp_path / "connect.log"
@@ -174,8 +183,8 @@ def test_spark_connect_reads_like_a_local_session(
     try:
         _wait_port(port, server, log, 180)
         legacy, ibb = str(corpus_dir / "binlogs" / "w02_types_full"), str(stress_ibb[0])
-        got = _drive(f"sc://127.0.0.1:{port}", legacy, ibb, tmp_path / "connect")
+        got = _drive(f"sc://127.0.0.1:{port}", legacy, ibb, tmp_path / "connect", s3_data)
     finally:
         _stop([server])
     rows, groups = _expected(spark, legacy, ibb)
-    assert got["rows"] == rows and got["groups"] == groups and got["streamed"] == groups
+    assert got["rows"] == rows == got["remote_rows"] and got["groups"] == groups and got["streamed"] == groups

@@ -12,11 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,69 +19,8 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-BUCKET = "binlogs"
 #: Columns compared between local and remote reads (the path columns differ by design).
 COLUMNS = ("file_no", "position", "event_index", "gtid", "event_type", "event_length", "database", "query", "xid")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A moto S3 server on loopback (stopped by pid); yields the data-source options for it."""
-    server = Path(sys.executable).parent / "moto_server"
-    assert server.exists(), "moto's server is missing: run `bash scripts/setup.sh` (installs requirements/test.txt)"
-    port = _free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, f"moto did not start: {log.read_text()}"
-                time.sleep(0.2)
-        yield {
-            "fs.s3.endpoint": f"http://127.0.0.1:{port}",
-            "fs.s3.region": "us-east-1",
-            "fs.s3.accessKey": "testing",
-            "fs.s3.secretKey": "testing",
-        }
-    finally:
-        proc.terminate()
-        proc.wait(20)
-
-
-def _s3(options: dict[str, str]) -> Any:
-    import pyarrow.fs as pafs
-
-    return pafs.S3FileSystem(endpoint_override=options["fs.s3.endpoint"].split("//")[1], scheme="http",
-                             region="us-east-1", access_key="testing", secret_key="testing", allow_bucket_creation=True)
-
-
-def _upload(options: dict[str, str], local: Path, key: str) -> None:
-    fs = _s3(options)
-    with fs.open_output_stream(f"{BUCKET}/{key}") as out:
-        out.write(local.read_bytes())
-
-
-@pytest.fixture(scope="session")
-def s3_data(s3_server: dict[str, str], corpus_dir: Path, stress_ibb: tuple[Path, list[str]]) -> dict[str, str]:
-    """The bucket filled: ``legacy/<workload>/mysql-bin.*`` and ``ibb/binlog-*.ibb``."""
-    fs = _s3(s3_server)
-    fs.create_dir(BUCKET)
-    for path in sorted(corpus_dir.glob("binlogs/*/mysql-bin.*")):
-        _upload(s3_server, path, f"legacy/{path.parent.name}/{path.name}")
-    for path in sorted(stress_ibb[0].glob("binlog-*.ibb")):
-        _upload(s3_server, path, f"ibb/{path.name}")
-    return s3_server
 
 
 def _read(spark: Any, path: str | list[str], options: dict[str, str], view: str = "events") -> list[tuple[Any, ...]]:
@@ -103,35 +37,35 @@ LAYOUTS = {
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_s3_reads_equal_local_reads(spark: Any, s3_data: dict[str, str], corpus_dir: Path,
+def test_s3_reads_equal_local_reads(spark: Any, s3_data: Any, corpus_dir: Path,
                                     stress_ibb: tuple[Path, list[str]], layout: str) -> None:
-    options = {**s3_data, **LAYOUTS[layout]}
+    options = {**s3_data.options, **LAYOUTS[layout]}
     legacy_local = _read(spark, str(corpus_dir / "binlogs/*/mysql-bin.*"), LAYOUTS[layout])
     assert len(legacy_local) > 1000
-    assert _read(spark, f"s3://{BUCKET}/legacy/*/mysql-bin.*", options) == legacy_local
+    assert _read(spark, f"s3://{s3_data.bucket}/legacy/*/mysql-bin.*", options) == legacy_local
     ibb_local = _read(spark, str(stress_ibb[0]), LAYOUTS[layout], "groups")
     assert len(ibb_local) == len(stress_ibb[1])
-    assert _read(spark, f"s3a://{BUCKET}/ibb", options, "groups") == ibb_local
-    df = spark.read.format("mariabinlog").options(**options).load(f"s3://{BUCKET}/ibb/")
+    assert _read(spark, f"s3a://{s3_data.bucket}/ibb", options, "groups") == ibb_local
+    df = spark.read.format("mariabinlog").options(**options).load(f"s3://{s3_data.bucket}/ibb/")
     partitions = df.rdd.getNumPartitions()
     assert partitions == 1 if layout == "one" else partitions == 2 if layout == "two" else partitions > 2
-    assert df.select("source_file").first()[0].startswith(f"s3://{BUCKET}/ibb/binlog-")
+    assert df.select("source_file").first()[0].startswith(f"s3://{s3_data.bucket}/ibb/binlog-")
 
 
-def test_s3_reads_ranges_not_whole_objects(s3_data: dict[str, str], stress_ibb: tuple[Path, list[str]]) -> None:
+def test_s3_reads_ranges_not_whole_objects(s3_data: Any, stress_ibb: tuple[Path, list[str]]) -> None:
     """A split of a remote file fetches the blocks it needs: the page source reads a few blocks."""
     from mariabinlog.spark.fs import BLOCK_BYTES, RemotePages, Storage, discover
     from mariabinlog.spark.options import ScanOptions
     from mariabinlog.spark.plan import plan
 
-    options = ScanOptions.parse({**s3_data, "maxPartitionBytes": "16k", "openCostInBytes": "0"})
-    files = discover([f"s3://{BUCKET}/ibb"], options.listing)
+    options = ScanOptions.parse({**s3_data.options, "maxPartitionBytes": "16k", "openCostInBytes": "0"})
+    files = discover([f"s3://{s3_data.bucket}/ibb"], options.listing)
     local = discover([str(stress_ibb[0])], ScanOptions().listing)
     assert [(f.file_no, f.size) for f in files] == [(f.file_no, f.size) for f in local]
     splits = [s for part in plan(files, options) for s in part]
     assert len(splits) > len(files)
     pages = RemotePages(files[0].directory, {files[0].file_no: files[0].path}, Storage.parse(
-        {k.lower(): v for k, v in s3_data.items()}))
+        {k.lower(): v for k, v in s3_data.options.items()}))
     try:
         assert pages.page(files[0].file_no, 1) is not None
         assert len(pages._blocks) == 1 and all(len(b) <= BLOCK_BYTES for b in pages._blocks.values())
@@ -139,25 +73,25 @@ def test_s3_reads_ranges_not_whole_objects(s3_data: dict[str, str], stress_ibb: 
         pages.close()
 
 
-def test_s3_stream_follows_appended_objects_exactly_once(spark: Any, s3_data: dict[str, str], corpus_dir: Path,
+def test_s3_stream_follows_appended_objects_exactly_once(spark: Any, s3_data: Any, corpus_dir: Path,
                                                           tmp_path: Path) -> None:
     source = sorted((corpus_dir / "binlogs" / "w07_gtid_domains").glob("mysql-bin.*"))
-    prefix = f"s3://{BUCKET}/stream-{tmp_path.name}"
+    prefix = f"s3://{s3_data.bucket}/stream-{tmp_path.name}"
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def run() -> None:
-        df = spark.readStream.format("mariabinlog").options(**s3_data).load(prefix)
+        df = spark.readStream.format("mariabinlog").options(**s3_data.options).load(prefix)
         query = (df.filter("event_type = 'Gtid'").select("gtid", "position", "source_file").writeStream
                  .format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())
         query.awaitTermination(240)
 
-    _upload(s3_data, source[0], f"{prefix.split('/', 3)[3]}/{source[0].name}")
+    s3_data.put(source[0], f"{prefix.split('/', 3)[3]}/{source[0].name}")
     run()
     first = len(spark.read.parquet(str(out)).collect())
     assert first > 0
     for path in source[1:]:
-        _upload(s3_data, path, f"{prefix.split('/', 3)[3]}/{path.name}")
+        s3_data.put(path, f"{prefix.split('/', 3)[3]}/{path.name}")
     run()
     gtids = [r.gtid for r in spark.read.parquet(str(out)).collect()]
     assert len(gtids) > first

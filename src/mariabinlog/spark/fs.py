@@ -31,14 +31,13 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
-from ..engine.files import BinlogFile, IbbDirectory, ibb_file_name
+from ..engine.files import BinlogFile, IbbDirectory, ibb_file_name, legacy_file_no
 from ..errors import DecodeError, OptionError, TruncatedError
 
 log = logging.getLogger(__name__)
 
 #: URI schemes read through pyarrow (``s3a``/``abfss`` are aliases Spark users type).
 REMOTE_SCHEMES = frozenset(("s3", "s3a", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs"))
-_LEGACY_NUMBER_DIGITS = "0123456789"
 #: Bytes fetched per ranged read of a remote file (pages of a split, legacy events).
 BLOCK_BYTES = 1 << 20
 _CACHED_BLOCKS = 16
@@ -316,8 +315,7 @@ def describe(entry: Entry, storage: Storage) -> BinlogFile | None:
             return None
         file_no = header.file_no
     elif kind == "legacy":
-        digits = entry.path.rsplit(".", 1)[-1] if "." in posixpath.basename(entry.path) else ""
-        file_no = int(digits) if digits and all(c in _LEGACY_NUMBER_DIGITS for c in digits) else 0
+        file_no = legacy_file_no(entry.path)
     else:
         return None
     return BinlogFile(_parent(entry.path), kind, file_no, entry.path, entry.size)
