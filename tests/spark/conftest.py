@@ -9,10 +9,13 @@ again and restore it.
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -108,3 +111,80 @@ def sample_ibb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SampleIn
     """(directory, what was written) of the bundled sample."""
     directory = tmp_path_factory.mktemp("sample-ibb")
     return directory, write_sample(str(directory))
+
+
+# -- an S3-compatible server on loopback (moto's server mode) --------------------------------------
+
+BUCKET = "binlogs"
+
+
+class S3Data(NamedTuple):
+    """The loopback S3 server's data-source options, its bucket and an upload function."""
+
+    options: dict[str, str]
+    bucket: str
+    put: Callable[[Path, str], None]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A moto S3 server on loopback (stopped by pid); yields the data-source options for it."""
+    server = Path(sys.executable).parent / "moto_server"
+    assert server.exists(), "moto's server is missing: run `bash scripts/setup.sh` (installs requirements/test.txt)"
+    port = free_port()
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, f"moto did not start: {log.read_text()}"
+                time.sleep(0.2)
+        yield {
+            "fs.s3.endpoint": f"http://127.0.0.1:{port}",
+            "fs.s3.region": "us-east-1",
+            "fs.s3.accessKey": "testing",
+            "fs.s3.secretKey": "testing",
+        }
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def s3_filesystem(options: dict[str, str]) -> Any:
+    """A pyarrow client of the loopback S3 server (creates buckets)."""
+    import pyarrow.fs as pafs
+
+    return pafs.S3FileSystem(endpoint_override=options["fs.s3.endpoint"].split("//")[1], scheme="http",
+                             region="us-east-1", access_key="testing", secret_key="testing", allow_bucket_creation=True)
+
+
+def upload(options: dict[str, str], local: Path, key: str) -> None:
+    """Put ``local``'s bytes at ``key`` of the test bucket."""
+    fs = s3_filesystem(options)
+    with fs.open_output_stream(f"{BUCKET}/{key}") as out:
+        out.write(local.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def s3_data(s3_server: dict[str, str], corpus_dir: Path, stress_ibb: tuple[Path, list[str]]) -> S3Data:
+    """The bucket filled: ``legacy/<workload>/mysql-bin.*`` and ``ibb/binlog-*.ibb``."""
+    fs = s3_filesystem(s3_server)
+    fs.create_dir(BUCKET)
+    for path in sorted(corpus_dir.glob("binlogs/*/mysql-bin.*")):
+        upload(s3_server, path, f"legacy/{path.parent.name}/{path.name}")
+    for path in sorted(stress_ibb[0].glob("binlog-*.ibb")):
+        upload(s3_server, path, f"ibb/{path.name}")
+    return S3Data(s3_server, BUCKET, lambda local, key: upload(s3_server, local, key))
+
+

@@ -109,7 +109,7 @@ def _read_gtids(path: str, **options: str) -> list[str]:
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
     from mariabinlog.spark.schema import GROUPS_SCHEMA
-    from mariabinlog.spark.source import arrow_schema
+    from mariabinlog.spark.partition import arrow_schema
 
     parsed = ScanOptions.parse({"view": "groups", **options})
     out: list[str] = []
@@ -168,7 +168,7 @@ def test_filter_pushdown_prunes_and_keeps_results(spark: Any, stress_ibb: tuple[
     finally:
         spark.conf.set(PUSHDOWN_CONF, "false")
         register(spark)
-    reader = PushdownBinlogReader(path, ScanOptions.parse({"maxPartitionBytes": "16k"}), rows_schema())
+    reader = PushdownBinlogReader([path], ScanOptions.parse({"maxPartitionBytes": "16k"}), rows_schema())
     every = sum(s.length for p in reader.partitions() for s in p.splits)
     filters = [EqualTo(("domain_id",), 1), GreaterThan(("seq_no",), seq), In(("gtid_server_id",), (2, 5))]
     assert list(reader.pushFilters(filters)) == filters  # Spark re-checks them all

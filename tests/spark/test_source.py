@@ -124,7 +124,7 @@ def spark_events(spark: Any, path: str, **options: str) -> tuple[list[tuple[Any,
     return [tuple(r) for r in rows], df.rdd.getNumPartitions()
 
 
-# One partition, exactly two, one per file (legacy) or per page range (.ibb).
+# One partition, exactly two, one per 16 KiB piece of every file (legacy files split too).
 LEGACY_PARTITIONINGS = {
     "one": {"maxPartitionBytes": "1g", "minPartitions": "1"},
     "two": {"maxPartitionBytes": "1200000", "openCostInBytes": "0", "minPartitions": "1"},
@@ -137,7 +137,9 @@ def test_corpus_events_equal_plain_reader(spark: Any, corpus_dir: Path, layout: 
     files = corpus_files(corpus_dir)
     expected = [row for f in files for row in plain_legacy(f)]
     got, partitions = spark_events(spark, str(corpus_dir / "binlogs/*/mysql-bin.*"), **LEGACY_PARTITIONINGS[layout])
-    assert partitions == {"one": 1, "two": 2, "many": len(files)}[layout]
+    pieces = sum(max(1, -(-f.stat().st_size // 16384)) for f in files)
+    assert pieces > len(files) + 50
+    assert partitions == {"one": 1, "two": 2, "many": pieces}[layout]
     assert sorted(got, key=_order) == sorted(expected, key=_order)
     assert len(got) == len(expected) > 1000
 
@@ -276,7 +278,8 @@ def test_every_batch_has_the_exact_arrow_schema(sample_ibb: tuple[Path, Any], co
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
     from mariabinlog.spark.schema import SCHEMAS, rows_schema, typed_row_struct
-    from mariabinlog.spark.source import arrow_schema, find_table_map
+    from mariabinlog.spark.partition import arrow_schema
+    from mariabinlog.spark.source import find_table_map
 
     directory = str(sample_ibb[0])
     files = discover_binlogs(directory)

@@ -50,6 +50,13 @@ def list_binlogs(directory: str) -> list[int]:
     return numbers
 
 
+def legacy_file_no(path: str) -> int:
+    """The number in a legacy binlog name's numeric extension (``mysql-bin.000002`` -> 2), 0
+    for a name without one."""
+    match = _LEGACY_NUMBER.search(path)
+    return int(match.group(1)) if match else 0
+
+
 @dataclass(frozen=True, order=True)
 class BinlogFile:
     """One binlog file: ``kind`` is ``"ibb"`` or ``"legacy"``; ``file_no`` comes from the
@@ -90,8 +97,7 @@ def describe_binlog(path: str) -> BinlogFile | None:
             return None
         file_no = header.file_no
     else:
-        match = _LEGACY_NUMBER.search(path)
-        file_no = int(match.group(1)) if match else 0
+        file_no = legacy_file_no(path)
     return BinlogFile(os.path.dirname(path), kind, file_no, path, size)
 
 

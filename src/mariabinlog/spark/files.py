@@ -1,38 +1,43 @@
-"""Reading what split planning needs from binlog files (driver side).
+"""Reading binlog files for planning and for splits, wherever they live (:mod:`.fs`).
 
-Private I/O helpers of the Spark layer: the GTID state at the start of a legacy file (its
-Gtid_list event) and the GTID states an `.ibb` file records at page 1 and every
-``gtid_state_interval`` pages.  All decoding is the codec's; this module only opens files.
-Which files a path names is the engine's :func:`~mariabinlog.engine.files.discover_binlogs`.
+The GTID state at the start of a legacy file (its Gtid_list event), the GTID states an `.ibb`
+file records at page 1 and every ``gtid_state_interval`` pages, and the events of a legacy
+split: a split that starts inside a file enters it at the first believable event header
+(:mod:`mariabinlog.codec.resync`: ``log_pos`` chain and CRC32 footer), so a large legacy file
+is read by several tasks, each from its own byte range.  All decoding is the codec's.
 """
 
 from __future__ import annotations
 
-import mmap
-import os
+import logging
 from collections.abc import Iterator
 
 from ..codec.events import (
     BINLOG_CHECKPOINT_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_LIST_EVENT,
+    HEADER_LEN,
+    Event,
     GtidListEvent,
 )
 from ..codec.gtid import BinlogState
 from ..codec.ibb import PAGE_SIZE_SHIFT
+from ..codec.ibb_page import LEGACY_MAGIC
 from ..codec.ibb_state import state_points
+from ..codec.resync import footer_matches, header_claim, positions_recorded
 from ..codec.stream import EventStreamDecoder
-from ..engine.files import BinlogFile, IbbDirectory
+from ..engine.files import BinlogFile
 from ..errors import DecodeError
+from .fs import ByteWindow, Storage, open_pages, read_range
 from .options import state_from_gtids
 
-_HEAD_BYTES = 1 << 20
+log = logging.getLogger(__name__)
+_HEAD_BYTES = 1 << 16
 
 
-def legacy_start_state(path: str) -> BinlogState | None:
+def legacy_start_state(path: str, storage: Storage) -> BinlogState | None:
     """The GTID state at the start of a legacy file (its Gtid_list event), None without one."""
-    with open(path, "rb") as handle:
-        head = handle.read(_HEAD_BYTES)
+    head = read_range(path, 0, _HEAD_BYTES, storage)
     decoder = EventStreamDecoder(verify_checksum=False)
     pos = 4
     while pos + 19 <= len(head):
@@ -49,14 +54,14 @@ def legacy_start_state(path: str) -> BinlogState | None:
     return None
 
 
-def ibb_state_points(directory: str, file: BinlogFile) -> Iterator[tuple[int, BinlogState]]:
+def ibb_state_points(file: BinlogFile, storage: Storage) -> Iterator[tuple[int, BinlogState]]:
     """``(byte offset, GTID state)`` at page 1 and every interval page of an `.ibb` file.
 
     The state at a page start covers every event group whose COMMIT record began before it
     (ibb-format.md §6.2); the codec's :func:`~mariabinlog.codec.ibb_state.state_points` reads
     them and stops at the first interval page without a state record.
     """
-    source = IbbDirectory(directory, {file.file_no: file.path})
+    source = open_pages(file.directory, {file.file_no: file.path}, storage)
     try:
         for page_no, state in state_points(source, file.file_no, file.size >> PAGE_SIZE_SHIFT):
             yield page_no << PAGE_SIZE_SHIFT, state
@@ -64,10 +69,50 @@ def ibb_state_points(directory: str, file: BinlogFile) -> Iterator[tuple[int, Bi
         source.close()
 
 
-def read_whole(path: str) -> mmap.mmap | bytes:
-    """The file's bytes, memory-mapped (``b""`` for an empty file)."""
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if not size:
-            return b""
-        return mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStreamDecoder) -> Iterator[Event]:
+    """The events of a legacy file from the first event that starts in ``[start, stop)`` on,
+    after its Format_description (at offset 4, read first for its checksum setting, and yielded
+    first as :func:`~mariabinlog.codec.stream.iter_legacy_events` does).
+
+    Inside the file the reader enters at the first header whose ``log_pos`` and CRC32 footer
+    prove it an event; a file that does not record ``log_pos`` is walked from its start.
+    """
+    head, _ = window.span(0, 4)
+    if bytes(head[:4]) != LEGACY_MAGIC:
+        raise DecodeError("not a legacy binary log file", offset=0, expected="magic fe 62 69 6e", file=window.path)
+    if window.size <= 4:
+        return
+    first = window.decode(decoder, 4)
+    yield first
+    pos = first.end_position
+    assert pos is not None
+    if start > pos:
+        buf, base = window.span(4, first.end_position - 4)
+        if positions_recorded(buf, 4 - base):
+            pos = _enter(window, start, stop, decoder.checksum_alg)
+        else:
+            log.info("%s records no log_pos; walking it from the start to offset %d", window.path, start)
+            while pos < start and pos < window.size:
+                event = window.decode(decoder, pos)
+                pos = event.end_position  # type: ignore[assignment]
+    while pos < window.size:
+        event = window.decode(decoder, pos)
+        yield event
+        pos = event.end_position  # type: ignore[assignment]
+
+
+def _enter(window: ByteWindow, start: int, stop: int, checksum_alg: int) -> int:
+    """The file offset of the first event starting in ``[start, stop)`` (the file's size when
+    none does): the first header there whose ``log_pos`` chain and footer check out."""
+    pos = start
+    limit = min(window.size, stop)
+    while pos < limit:
+        buf, base = window.span(pos, HEADER_LEN)
+        length = header_claim(buf, pos - base, pos)
+        if length is not None and pos + length <= window.size:
+            event_buf, event_base = window.span(pos, length)
+            if footer_matches(event_buf, pos - event_base, length, checksum_alg):
+                return pos
+        pos += 1
+    return window.size
+

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..codec.gtid import BinlogState, Gtid, GtidList, IdFilter, parse_ids
 from ..errors import GtidError, OptionError
+from .fs import Listing, Storage
 
 VIEWS = ("events", "rows", "groups")
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
@@ -234,6 +235,7 @@ class ScanOptions:
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
     min_partitions: int = DEFAULT_MIN_PARTITIONS
+    listing: Listing = field(default_factory=Listing)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> ScanOptions:
@@ -244,8 +246,10 @@ class ScanOptions:
             "path", "paths", "view", "table", "startposition", "stopposition", "dodomainids", "ignoredomainids",
             "doserverids", "ignoreserverids", "startdatetime", "stopdatetime", "verifychecksum", "gtidseek",
             "batchrows", "maxpartitionbytes", "opencostinbytes", "minpartitions", "maxgroupspertrigger",
+            "pathglobfilter", "recursivefilelookup", "modifiedbefore", "modifiedafter", "ignoremissingfiles",
+            "ignorecorruptfiles",
         }
-        unknown = sorted(set(opts) - known)
+        unknown = sorted(k for k in set(opts) - known if not k.startswith("fs."))
         if unknown:
             raise OptionError(f"unknown mariabinlog option(s): {', '.join(unknown)}")
         view = opts.get("view", "events").strip().lower()
@@ -297,4 +301,15 @@ class ScanOptions:
                 "openCostInBytes", opts.get("opencostinbytes", str(DEFAULT_OPEN_COST_BYTES)), minimum=0
             ),
             min_partitions=int(min_partitions),
+            listing=Listing(
+                glob_filter=opts.get("pathglobfilter"),
+                recursive=parse_bool("recursiveFileLookup", opts.get("recursivefilelookup", "false")),
+                modified_before=(parse_datetime("modifiedBefore", opts["modifiedbefore"])
+                                 if "modifiedbefore" in opts else None),
+                modified_after=(parse_datetime("modifiedAfter", opts["modifiedafter"])
+                                if "modifiedafter" in opts else None),
+                ignore_missing=parse_bool("ignoreMissingFiles", opts.get("ignoremissingfiles", "false")),
+                ignore_corrupt=parse_bool("ignoreCorruptFiles", opts.get("ignorecorruptfiles", "false")),
+                storage=Storage.parse(opts),
+            ),
         )

@@ -7,7 +7,9 @@ sources do (anchors §3.4), plus the GTID seek that drops byte ranges no group o
   owns the event groups whose COMMIT record *starts* inside it; the reader starts at the split's
   first page skipping continuation chunks and finishes the last record it owns across pages and
   files, so no group is read twice or lost.
-* Legacy files are one split each.
+* Legacy files are cut at multiples of the split size too; a split owns the event groups whose
+  GTID event starts inside it (the reader enters the file at the first event header at or after
+  the split's start and finishes the last group it owns past its end).
 * Splits are packed in file order into partitions, a partition closing when the next split would
   take it past the split size; each split adds ``openCostInBytes`` (``getFilePartitions``).
 * GTID seek: the GTID states at page starts (`.ibb`) or file starts (legacy Gtid_list) bound the
@@ -57,12 +59,19 @@ def max_split_bytes(files: Sequence[BinlogFile], options: ScanOptions) -> int:
 
 
 def split_files(files: Sequence[BinlogFile], split_bytes: int) -> list[Split]:
-    """`.ibb` files cut at page-aligned multiples of ``split_bytes``; legacy files whole."""
+    """Files cut at multiples of ``split_bytes`` rounded down to whole 16 KiB pages (at least
+    one page): page-aligned for `.ibb`, at byte offsets for legacy files."""
     splits = []
     page_split = max(PAGE_SIZE, split_bytes - split_bytes % PAGE_SIZE)
     for f in files:
         if f.kind == "legacy":
-            splits.append(Split("legacy", f.path, f.directory, f.file_no, 0, f.size))
+            start = 0
+            while True:
+                end = min(f.size, start + page_split)
+                splits.append(Split("legacy", f.path, f.directory, f.file_no, start, end))
+                if end >= f.size:
+                    break
+                start = end
             continue
         start = PAGE_SIZE
         while start < f.size:
@@ -100,18 +109,18 @@ def seek(files: Sequence[BinlogFile], splits: list[Split], options: ScanOptions)
     for (_, kind), stream in ordered.items():
         for i, f in enumerate(stream):
             if kind == "ibb":
-                marks = list(ibb_state_points(f.directory, f))
+                marks = list(ibb_state_points(f, options.listing.storage))
             else:
-                state = legacy_start_state(f.path)
+                state = legacy_start_state(f.path, options.listing.storage)
                 marks = [] if state is None else [(0, state)]
             following = stream[i + 1] if i + 1 < len(stream) else None
             if following is not None and following.file_no == f.file_no + 1:
                 # The next file's first state is this file's final state.
                 if kind == "ibb":
-                    end_state = next(iter(ibb_state_points(following.directory, following)), None)
+                    end_state = next(iter(ibb_state_points(following, options.listing.storage)), None)
                     end_state = None if end_state is None else (f.size, end_state[1])
                 else:
-                    start = legacy_start_state(following.path)
+                    start = legacy_start_state(following.path, options.listing.storage)
                     end_state = None if start is None else (f.size, start)
                 if end_state is not None:
                     marks.append(end_state)
@@ -128,7 +137,7 @@ def seek(files: Sequence[BinlogFile], splits: list[Split], options: ScanOptions)
         if start >= end:
             continue
         if split.kind == "legacy":
-            start, end = split.start, split.end  # a legacy file is read whole or not at all
+            start, end = split.start, split.end  # legacy points sit at file ends: keep the cut
         out.append(dataclasses.replace(split, start=start, end=end))
     return out
 

@@ -13,6 +13,7 @@ The view builders turn those events into :class:`pyarrow.RecordBatch` es whose s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -47,16 +48,18 @@ from ..codec.events import (
     TableMapEvent,
     XidEvent,
 )
-from ..codec.ibb import EventGroup, RecordReader, RecordType
+from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
 from ..codec.primitives import U32
 from ..codec.rows import FastRowDecoder, map_builder, row_decoder
-from ..codec.stream import EventStreamDecoder, iter_legacy_events
-from ..engine.files import IbbDirectory
-from ..errors import DecodeError
-from .files import read_whole
+from ..codec.stream import EventStreamDecoder
+from ..errors import DecodeError, TruncatedError
+from .files import legacy_events
+from .fs import ByteWindow, open_pages
 from .options import ScanOptions
 from .plan import Split
 from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+
+log = logging.getLogger(__name__)
 
 #: Bytes of decoded data a record batch holds at most (besides ``batchRows``), so a huge
 #: transaction streams through a task in bounded memory.
@@ -141,6 +144,13 @@ class SplitReader:
             return self._legacy()
         return self._ibb()
 
+    def _damaged(self, err: DecodeError) -> None:
+        """Fail on damaged data, or with ``ignoreCorruptFiles`` log it and end the split there
+        (what was read before the damage is kept)."""
+        if not self.options.listing.ignore_corrupt:
+            raise err
+        log.warning("ignoreCorruptFiles: skipped the rest of %s after: %s", self.split.path, err)
+
     def _keep_outside(self, event: Event) -> bool:
         flt = self.options.filter
         return not flt.by_gtid and flt.accepts_time(event.timestamp)
@@ -149,20 +159,25 @@ class SplitReader:
 
     def _legacy(self) -> Iterator[Item]:
         split, flt = self.split, self.options.filter
-        data = read_whole(split.path)
+        data = ByteWindow(split.path, self.options.listing.storage)
         dec = self.decoder
         group: Group | None = None
         keep = False
         left: int | None = None  # events left in a standalone group
+        entered = split.start <= 4  # a split inside the file starts at its first group
         try:
-            for event in iter_legacy_events(data, start=max(split.start, 4), decoder=dec):
+            for event in legacy_events(data, max(split.start, 4), split.end, dec):
                 pos: int = event.position  # type: ignore[assignment]
-                if pos >= split.end:
-                    break
+                code = event.type_code
+                if pos >= split.end and (group is None or code == GTID_EVENT or code in META_EVENTS):
+                    break  # the next split owns what starts here; a group in progress is finished
                 if pos < split.start:
                     continue  # the Format_description read for its checksum setting
+                if code == GTID_EVENT or code in META_EVENTS:
+                    entered = True
+                elif not entered:
+                    continue  # the tail of a group that started in the previous split
                 length = event.end_position - pos  # type: ignore[operator]
-                code = event.type_code
                 if code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)
                     group = group_of(event, split.file_no, pos)
@@ -184,10 +199,11 @@ class SplitReader:
                 if left == 0 or ends_group(event):
                     group = None
         except DecodeError as err:
-            raise err.located(split.path) from None
+            if isinstance(err, TruncatedError) and err.offset is not None and err.offset >= split.end:
+                return  # the event after the split's end is still being written (a live stream)
+            self._damaged(err.located(split.path))
         finally:
-            if not isinstance(data, bytes):
-                data.close()
+            data.close()
 
     def _legacy_raw(self, data: Any, pos: int, length: int) -> bytes | None:
         """The event without its CRC footer, length field adjusted (as `.ibb` stores events)."""
@@ -202,21 +218,27 @@ class SplitReader:
 
     def _ibb(self) -> Iterator[Item]:
         split = self.split
-        source = IbbDirectory(split.directory, {split.file_no: split.path})
+        source = open_pages(split.directory, {split.file_no: split.path}, self.options.listing.storage)
+        following = (split.file_no, split.start)  # where the next record starts
         try:
             reader = RecordReader(source, split.file_no, split.start, skip_partial=True)
             for record in reader:
-                if record.nested:
-                    continue
-                if record.file_no != split.file_no or record.offset >= split.end:
-                    break
-                if record.type != RecordType.COMMIT or record.offset < split.start:
-                    continue
-                yield from self._ibb_group(reader.group(record), record.offset, source)
+                if not record.nested:
+                    if record.file_no != split.file_no or record.offset >= split.end:
+                        break
+                    if record.type == RecordType.COMMIT and record.offset >= split.start:
+                        yield from self._ibb_group(reader.group(record), record.offset, source)
+                following = reader.position
+        except TruncatedError as err:
+            if following[0] == split.file_no and following[1] < split.end:
+                self._damaged(err)
+            # Else the record after the split's end is still being written (a live stream).
+        except DecodeError as err:
+            self._damaged(err)
         finally:
             source.close()
 
-    def _ibb_group(self, group_data: EventGroup, offset: int, source: IbbDirectory) -> Iterator[Item]:
+    def _ibb_group(self, group_data: EventGroup, offset: int, source: PageSource) -> Iterator[Item]:
         split, dec, flt = self.split, self.decoder, self.options.filter
         name = source.name(split.file_no)
         raws = group_data.events()

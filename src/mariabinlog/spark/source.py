@@ -30,8 +30,8 @@ Filter pushdown
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -49,46 +49,51 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
-from ..errors import OptionError
-from ..engine.files import BinlogFile, discover_binlogs
+from ..errors import MariabinlogError, OptionError
+from ..engine.files import BinlogFile
+from .fs import discover
 from .options import ScanOptions
+from .partition import BinlogPartition, read_partition
 from .plan import Split, plan
-from .read import SplitReader, read_splits
+from .read import SplitReader
+from .stream import BinlogStreamReader
 from .schema import SCHEMAS, rows_schema, typed_row_struct
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
-@dataclass(frozen=True)
-class BinlogPartition(InputPartition):
-    """One Spark input partition: splits read in order by one task."""
-
-    index: int
-    splits: tuple[Split, ...]
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark expects for ``schema`` (what it checks the first batch against)."""
-    return to_arrow_schema(schema, timezone="UTC")
-
-
-def source_path(options: Mapping[str, str]) -> str:
-    """The ``path`` given to ``load()``."""
-    path = options.get("path")
-    if not path:
-        if options.get("paths"):
-            raise OptionError("the mariabinlog source reads one path (a file, a directory or a glob), not a list")
+def source_paths(options: Mapping[str, str]) -> list[str]:
+    """The paths given to ``load(path)`` or ``load([paths])``: files, directories, globs, URIs."""
+    lower = {k.lower(): v for k, v in options.items()}
+    paths = [lower["path"]] if lower.get("path") else []
+    if lower.get("paths"):
+        try:
+            listed = json.loads(lower["paths"])
+        except ValueError:
+            raise OptionError(f"option paths: {lower['paths']!r} is not a JSON list of paths") from None
+        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+            raise OptionError(f"option paths: {lower['paths']!r} is not a JSON list of paths")
+        paths += listed
+    if not paths:
         raise OptionError("the mariabinlog source needs a path: spark.read.format('mariabinlog').load(PATH)")
-    return path
+    return paths
 
 
-def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str]) -> TableMapEvent:
+def stream_path(options: Mapping[str, str]) -> str:
+    """The one directory (or URI prefix) a stream follows."""
+    paths = source_paths(options)
+    if len(paths) != 1:
+        raise OptionError("a mariabinlog stream follows one directory, not a list of paths")
+    return paths[0]
+
+
+def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str],
+                   options: ScanOptions | None = None) -> TableMapEvent:
     """The first Table_map of ``db.table`` in ``files`` (to type the rows view of one table)."""
-    everything = ScanOptions(gtid_seek=False)
+    everything = ScanOptions(gtid_seek=False, listing=options.listing if options else ScanOptions().listing)
     for f in files:
         split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
         for item in SplitReader(split, everything):
@@ -114,34 +119,31 @@ class MariabinlogDataSource(DataSource):
     def schema(self) -> StructType:
         options = self._options()
         if options.view == "rows" and options.table is not None:
-            table_map = find_table_map(discover_binlogs(source_path(self.options)), options.table)
+            table_map = find_table_map(discover(source_paths(self.options), options.listing), options.table, options)
             return rows_schema(typed_row_struct(table_map)[0])
         return SCHEMAS[options.view]
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BinlogReader(source_path(self.options), self._options(), schema)
+        return BinlogReader(source_paths(self.options), self._options(), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from .stream import BinlogStreamReader
-
-        return BinlogStreamReader(source_path(self.options), self._options(), schema, dict(self.options))
+        return BinlogStreamReader(stream_path(self.options), self._options(), schema, dict(self.options))
 
 
 class BinlogReader(DataSourceReader):
     """Batch reader: plans splits on the driver, reads them into Arrow batches on executors."""
 
-    def __init__(self, path: str, options: ScanOptions, schema: StructType) -> None:
-        self.path = path
+    def __init__(self, paths: list[str], options: ScanOptions, schema: StructType) -> None:
+        self.paths = paths
         self.options = options
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        parts = plan(discover_binlogs(self.path), self.options)
+        parts = plan(discover(self.paths, self.options.listing), self.options)
         return [BinlogPartition(i, tuple(splits)) for i, splits in enumerate(parts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        splits = partition.splits if isinstance(partition, BinlogPartition) else ()
-        return read_splits(splits, self.options, arrow_schema(self.schema))
+        return read_partition(partition, self.options, self.schema)
 
 
 _SEQ_FILTERS = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
@@ -188,7 +190,7 @@ class PushdownDataSource(MariabinlogDataSource):
     """The source registered when the session allows filter pushdown."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PushdownBinlogReader(source_path(self.options), self._options(), schema)
+        return PushdownBinlogReader(source_paths(self.options), self._options(), schema)
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
@@ -204,12 +206,42 @@ def session_defaults(spark: SparkSession) -> dict[str, str]:
     return defaults
 
 
-def register(spark: SparkSession) -> type[DataSource]:
+def check_executors(spark: SparkSession) -> None:
+    """Fail with a clear message when the Python of ``spark``'s executors cannot import
+    mariabinlog (the task would otherwise die in the data source with a pickling error).
+
+    One tiny task runs a probe defined here (pickled by value, so it needs nothing of ours).
+    """
+    from pyspark.sql.functions import udf
+
+    def probe(_):  # type: ignore[no-untyped-def]  # no hints: pyspark would read them as a pandas UDF
+        import importlib.util
+        import sys
+
+        found = importlib.util.find_spec("mariabinlog") is not None
+        return ("" if found else "missing:") + sys.executable
+
+    try:
+        answer = spark.range(1).select(udf(probe, "string")("id")).first()[0]
+    except Exception as err:  # a worker that cannot even start Python
+        raise MariabinlogError(f"the Spark executors could not run Python to check for mariabinlog: {err}") from None
+    if answer.startswith("missing:"):
+        raise MariabinlogError(
+            f"the Spark executors' Python ({answer[len('missing:'):]}) cannot import mariabinlog: install it in "
+            "the executors' environment or ship it (a wheel with --py-files / spark.archives); see "
+            "docs/spark-cluster.md")
+
+
+def register(spark: SparkSession, *, check: bool = True) -> type[DataSource]:
     """Register the ``mariabinlog`` format with ``spark``; returns the registered class.
 
-    Call it again after changing ``spark.sql.python.filterPushdown.enabled`` or the
-    ``spark.sql.files.*`` split settings.
+    With ``check`` (the default) it first runs :func:`check_executors`.  Call it again after
+    changing ``spark.sql.python.filterPushdown.enabled`` or the ``spark.sql.files.*`` split
+    settings (a Python data source's planning sees no session settings; options given to a
+    read always win).
     """
+    if check:
+        check_executors(spark)
     pushdown = (spark.conf.get(PUSHDOWN_CONF, "false") or "false").strip().lower() == "true"
     base = PushdownDataSource if pushdown else MariabinlogDataSource
     attrs: dict[str, Any] = {"defaults": session_defaults(spark), "__doc__": base.__doc__}

@@ -21,6 +21,7 @@ when the query starts.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -40,24 +41,26 @@ from ..codec.events import GTID_EVENT, GtidEvent
 from ..codec.gtid import BinlogState, Gtid, GtidList
 from ..codec.ibb import PAGE_SIZE, RecordReader, RecordType
 from ..codec.ibb_state import commit_gtid
-from ..codec.stream import iter_legacy_events
-from ..engine.files import IbbDirectory
+from ..codec.stream import EventStreamDecoder
+from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, TruncatedError
-from ..engine.files import BinlogFile, discover_binlogs
-from .files import read_whole
+from .files import legacy_events
+from .fs import ByteWindow, Listing, Storage, discover, is_file, is_remote, local_path, open_pages, read_range
 from .options import ScanOptions
 from .plan import Split, pack
-from .read import META_EVENTS, ends_group, read_splits
-from .source import BinlogPartition, arrow_schema
+from .partition import BinlogPartition, read_partition
+from .read import META_EVENTS, ends_group
 
 Offset = dict[str, Any]
 
 
-def _files(directory: str) -> list[BinlogFile]:
-    if not os.path.isdir(directory):
-        raise OptionError(f"a mariabinlog stream reads a directory; {directory!r} is not one")
+def _files(directory: str, listing: Listing) -> list[BinlogFile]:
+    """The binlog files of the followed directory; none yet while it does not exist (a stream
+    may start before the archiver that fills it)."""
+    if is_file(directory, listing.storage):
+        raise OptionError(f"a mariabinlog stream reads a directory; {directory!r} is a file")
     try:
-        files = discover_binlogs(directory)
+        files = discover([directory], dataclasses.replace(listing, ignore_missing=True))
     except OptionError:
         return []
     kinds = {f.kind for f in files}
@@ -78,7 +81,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of whole event groups from a growing directory (module docstring)."""
 
     def __init__(self, path: str, options: ScanOptions, schema: StructType, raw_options: dict[str, str]) -> None:
-        self.directory = os.path.abspath(path)
+        self.directory = path if is_remote(path) else local_path(path)
         self.options = options
         self.schema = schema
         limit = {k.lower(): v for k, v in raw_options.items()}.get("maxgroupspertrigger")
@@ -90,7 +93,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- offsets -------------------------------------------------------------------------------
 
     def initialOffset(self) -> Offset:
-        files = _files(self.directory)
+        files = _files(self.directory, self.options.listing)
         if not files:
             return {"stream": "", "file": "", "offset": 0, "gtid_state": ""}
         first = files[0]
@@ -124,10 +127,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _scan(self, start: Offset, groups: int | None, max_bytes: int | None) -> Offset:
         """The offset after the last complete event group from ``start`` (within the limits)."""
-        files = _files(self.directory)
+        files = _files(self.directory, self.options.listing)
         if start["stream"] == "ibb":
-            return _scan_ibb(self.directory, files, start, groups, max_bytes)
-        return _scan_legacy(files, start, groups, max_bytes)
+            return _scan_ibb(self.directory, files, start, groups, max_bytes, self.options.listing.storage)
+        return _scan_legacy(files, start, groups, max_bytes, self.options.listing.storage)
 
     # -- planning and reading ------------------------------------------------------------------
 
@@ -136,7 +139,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         if not start.get("stream"):
             start = {**end, "file": self.initialOffset()["file"], "offset": self.initialOffset()["offset"]}
-        files = _files(self.directory)
+        files = _files(self.directory, self.options.listing)
         first, begin = _position(start, files)
         last, finish = _position(end, files)
         splits: list[Split] = []
@@ -158,8 +161,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [BinlogPartition(i, tuple(p)) for i, p in enumerate(packed)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        splits = partition.splits if isinstance(partition, BinlogPartition) else ()
-        return read_splits(splits, self.options, arrow_schema(self.schema))
+        return read_partition(partition, self.options, self.schema)
 
     def commit(self, end: Offset) -> None:
         """Nothing to release: the files stay where they are."""
@@ -173,30 +175,29 @@ def _state_from(text: str) -> BinlogState:
     return BinlogState.from_list(GtidList.parse(text)) if text else BinlogState()
 
 
-def _tail_error(err: DecodeError, files: list[BinlogFile]) -> bool:
-    """Whether ``err`` is a write in progress: an incomplete record or event at the end of the
-    data, or a torn page after which the file holds nothing yet, in one of the two newest files."""
-    newest = {f.path: f for f in files[-2:]}
-    where = None if err.file is None else os.path.abspath(err.file)
-    if where is not None and where not in newest:
-        return False
+def _tail_error(err: DecodeError, files: list[BinlogFile], storage: Storage) -> bool:
+    """Whether ``err`` is a write in progress, to be read at a later trigger: an incomplete
+    record or event (its missing pieces may belong in any later file: an OOB transaction spans
+    many), or a torn page after which the newest files hold nothing yet."""
     if isinstance(err, TruncatedError):
         return True
-    if where is None or err.offset is None or newest[where].kind != "ibb":
+    newest = {f.path: f for f in files[-2:]}
+    where = err.file
+    if where is not None and not is_remote(where):
+        where = local_path(where)
+    if where is None or where not in newest or err.offset is None or newest[where].kind != "ibb":
         return False
     following = (err.offset // PAGE_SIZE + 1) * PAGE_SIZE
-    with open(where, "rb") as handle:
-        handle.seek(following)
-        rest = handle.read(PAGE_SIZE)
+    rest = read_range(where, following, PAGE_SIZE, storage)
     return not rest.strip(b"\0")
 
 
 def _scan_ibb(directory: str, files: list[BinlogFile], start: Offset, groups: int | None,
-              max_bytes: int | None) -> Offset:
+              max_bytes: int | None, storage: Storage) -> Offset:
     index, offset = _position(start, files)
     state = _state_from(start["gtid_state"])
     by_no = {f.file_no: f for f in files}
-    source = IbbDirectory(directory, {f.file_no: f.path for f in files})
+    source = open_pages(directory, {f.file_no: f.path for f in files}, storage)
     reader = RecordReader(source, files[index].file_no, offset)
     end = (files[index].file_no, offset)
     seen = 0
@@ -216,7 +217,7 @@ def _scan_ibb(directory: str, files: list[BinlogFile], start: Offset, groups: in
             if max_bytes is not None and _distance(begin, end, by_no) >= max_bytes:
                 break
     except DecodeError as err:
-        if not _tail_error(err, files):
+        if not _tail_error(err, files, storage):
             raise
     finally:
         source.close()
@@ -232,19 +233,20 @@ def _distance(begin: tuple[int, int], end: tuple[int, int], files: dict[int, Bin
     return files[begin[0]].size - begin[1] + between + end[1]
 
 
-def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max_bytes: int | None) -> Offset:
+def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max_bytes: int | None,
+                 storage: Storage) -> Offset:
     index, offset = _position(start, files)
     state = _state_from(start["gtid_state"])
     name, end = os.path.basename(files[index].path), offset
     seen = moved = 0
     while True:
         f = files[index]
-        data = read_whole(f.path)
+        data = ByteWindow(f.path, storage)
         complete = True
         try:
             pending: Gtid | None = None
             left: int | None = None
-            for event in iter_legacy_events(data, start=max(offset, 4), verify_checksum=False):
+            for event in legacy_events(data, max(offset, 4), data.size, EventStreamDecoder(verify_checksum=False)):
                 pos, stop = event.position, event.end_position
                 assert pos is not None and stop is not None
                 if pos < offset:
@@ -267,12 +269,11 @@ def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max
                 if (groups is not None and seen >= groups) or (max_bytes is not None and moved >= max_bytes):
                     return {"stream": "legacy", "file": name, "offset": end, "gtid_state": _state_text(state)}
         except DecodeError as err:
-            if not _tail_error(err, files):
+            if not _tail_error(err, files, storage):
                 raise
             complete = False
         finally:
-            if not isinstance(data, bytes):
-                data.close()
+            data.close()
         # A file is finished once a later one exists (the server rotates before creating it).
         if not complete or index + 1 >= len(files) or end < f.size:
             break
