@@ -6,7 +6,8 @@ absolute.  Layers, lowest first (a module may import its own package and any low
 
     errors < codec < schema | engine < tools | replication < spark < cli
 
-``mariabinlog/__init__.py``, ``__main__.py``, ``cli.py`` and ``optionfiles.py`` are the top (cli).  Modules of
+``__main__.py``, ``cli.py`` and ``optionfiles.py`` are the top (cli); the package root
+(``__init__.py``, the version) is the bottom and imports nothing.  Modules of
 the same rank in different packages (``schema``/``engine``, ``tools``/``replication``) are
 siblings and must not import each other.
 """
@@ -25,6 +26,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
 #: Rank of each sub-package (or top-level module); equal ranks are siblings.
 RANKS: dict[str, int] = {
+    "root": 0,
     "errors": 0,
     "codec": 1,
     "schema": 2,
@@ -36,7 +38,7 @@ RANKS: dict[str, int] = {
 }
 
 #: The package's own top-level modules that form the cli (top) layer.
-TOP = ("__init__", "__main__", "cli", "optionfiles")
+TOP = ("__main__", "cli", "optionfiles")
 
 
 @dataclass(frozen=True)
@@ -152,10 +154,15 @@ def cycles(edges: list[Edge]) -> list[list[str]]:
 
 
 def layer(module: str) -> str:
-    """The layer a dotted module name belongs to (``mariabinlog`` itself is the top)."""
+    """The layer a dotted module name belongs to.
+
+    ``mariabinlog`` itself (its ``__init__``: the version, nothing else) is the root, at the
+    bottom beside ``errors``: every layer may read ``__version__``, and the root imports nothing.
+    """
     parts = module.split(".")
-    name = parts[1] if len(parts) > 1 else "__init__"
-    return "cli" if name in TOP else name
+    if len(parts) == 1:
+        return "root"
+    return "cli" if parts[1] in TOP else parts[1]
 
 
 def wrong_way(edges: list[Edge]) -> list[Edge]:
