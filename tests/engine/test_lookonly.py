@@ -87,6 +87,10 @@ COMMANDS = [
     ["engine", "backup", "{path}", "{dest}"],
     ["engine", "backup", "--prepare-only", "{path}"],
     ["files", "{path}"],
+    ["dump", "{path}"],
+    ["dump", "-vv", "--base64-output=decode-rows", "{path}"],
+    ["dump", "--format=json", "{path}"],
+    ["events", "{path}"],
 ]
 
 
