@@ -225,7 +225,7 @@ def _rss_child(directory: str, view: str) -> None:
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.read import read_splits
     from mariabinlog.spark.schema import SCHEMAS
-    from mariabinlog.spark.source import arrow_schema
+    from mariabinlog.spark.partition import arrow_schema
 
     options = ScanOptions.parse({"view": view})
     schema = arrow_schema(SCHEMAS[view])

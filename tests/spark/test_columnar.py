@@ -31,7 +31,7 @@ from mariabinlog.spark import read
 from mariabinlog.spark.options import ScanOptions
 from mariabinlog.spark.plan import plan
 from mariabinlog.spark.schema import ROWS_SCHEMA, column_names, render
-from mariabinlog.spark.source import arrow_schema
+from mariabinlog.spark.partition import arrow_schema
 
 MAP = pa.map_(pa.string(), pa.string())
 
