@@ -169,7 +169,7 @@ events_strategy = st.one_of(
     st.builds(lambda h, s, k, n: ev.StartEncryptionEvent(crypto_scheme=s, key_version=k, nonce=n, **h), header, u8, u32, st.binary(min_size=12, max_size=12)),
     st.builds(lambda h, t, s, f, o: ev.PartialRowDataEvent(total_fragments=t, sequence=s, fragment=f, fragment_flags=1 if o is not None else 0, original_size=o, **h),
               header, u32, u32, short_bytes, st.one_of(st.none(), u64)),
-    st.builds(lambda h, c, b: ev.UnknownEvent(c, b, **h), header, st.sampled_from([6, 7, 8, 29, 33, 35, 200, 250]), short_bytes),
+    st.builds(lambda h, c, b: ev.UnknownEvent(c, b, **h), header, st.sampled_from([6, 7, 29, 33, 35, 200, 250]), short_bytes),
     # A server that knows checksums (MariaDB 5.3+, MySQL 5.6.1+) writes the algorithm byte and CRC field.
     st.builds(lambda h, v, c, a: ev.FormatDescriptionEvent(server_version=v, create_timestamp=c, checksum_alg=a, **h),
               header, st.from_regex(r"\A(10|11|12)\.[0-9]{1,2}\.[0-9]{1,2}-MariaDB[a-z-]{0,20}\Z"), u32, st.sampled_from([0, 1])),
