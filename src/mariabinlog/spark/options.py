@@ -234,6 +234,8 @@ class ScanOptions:
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
     min_partitions: int = DEFAULT_MIN_PARTITIONS
+    #: ``schemaHistory``: a saved schema history (JSON) naming and typing the rows of a NO_LOG binlog.
+    schema_history: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> ScanOptions:
@@ -244,6 +246,7 @@ class ScanOptions:
             "path", "paths", "view", "table", "startposition", "stopposition", "dodomainids", "ignoredomainids",
             "doserverids", "ignoreserverids", "startdatetime", "stopdatetime", "verifychecksum", "gtidseek",
             "batchrows", "maxpartitionbytes", "opencostinbytes", "minpartitions", "maxgroupspertrigger",
+            "schemahistory",
         }
         unknown = sorted(set(opts) - known)
         if unknown:
@@ -297,4 +300,5 @@ class ScanOptions:
                 "openCostInBytes", opts.get("opencostinbytes", str(DEFAULT_OPEN_COST_BYTES)), minimum=0
             ),
             min_partitions=int(min_partitions),
+            schema_history=opts.get("schemahistory", "").strip() or None,
         )

@@ -30,6 +30,7 @@ Filter pushdown
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -57,7 +58,8 @@ from ..errors import OptionError
 from ..engine.files import BinlogFile, discover_binlogs
 from .options import ScanOptions
 from .plan import Split, plan
-from .read import SplitReader, read_splits
+from ..schema import SchemaHistory
+from .read import history_source, read_splits, scan_schema
 from .schema import SCHEMAS, rows_schema, typed_row_struct
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -86,15 +88,17 @@ def source_path(options: Mapping[str, str]) -> str:
     return path
 
 
-def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str]) -> TableMapEvent:
-    """The first Table_map of ``db.table`` in ``files`` (to type the rows view of one table)."""
-    everything = ScanOptions(gtid_seek=False)
-    for f in files:
-        split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
-        for item in SplitReader(split, everything):
-            event = item.event
-            if isinstance(event, TableMapEvent) and (event.schema, event.table) == table:
-                return event
+def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str],
+                   history: SchemaHistory | None = None) -> TableMapEvent:
+    """The last Table_map of ``db.table`` in ``files``, typed by ``history`` (built from the
+    files' DDL when None): its shape types the rows view of one table."""
+    return known_table_map(scan_schema(files, history, table)[1], table)
+
+
+def known_table_map(table_map: TableMapEvent | None, table: tuple[str, str]) -> TableMapEvent:
+    """``table_map``, or the error saying the table was never mapped."""
+    if table_map is not None:
+        return table_map
     raise OptionError(f"table {table[0]}.{table[1]} has no Table_map event in the binlogs; its columns are unknown")
 
 
@@ -111,15 +115,33 @@ class MariabinlogDataSource(DataSource):
     def _options(self) -> ScanOptions:
         return ScanOptions.parse(self.options, self.defaults)
 
+    def _rows_history(self) -> tuple[str, TableMapEvent | None]:
+        """The rows view's schema history as JSON text (for the executors) and, with option
+        ``table``, that table's last typed Table_map; worked out once per source object."""
+        cached: tuple[str, TableMapEvent | None] | None = getattr(self, "_history_cache", None)
+        if cached is None:
+            options, path = self._options(), source_path(self.options)
+            saved = history_source(path, options)
+            history = SchemaHistory.load(saved) if saved is not None else None
+            files = discover_binlogs(path)
+            history, table_map = scan_schema(files, history, options.table)
+            if options.table is not None:
+                known_table_map(table_map, options.table)
+            cached = self._history_cache = (json.dumps(history.to_json(), ensure_ascii=False), table_map)
+        return cached
+
     def schema(self) -> StructType:
         options = self._options()
         if options.view == "rows" and options.table is not None:
-            table_map = find_table_map(discover_binlogs(source_path(self.options)), options.table)
+            table_map = self._rows_history()[1]
+            assert table_map is not None
             return rows_schema(typed_row_struct(table_map)[0])
         return SCHEMAS[options.view]
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BinlogReader(source_path(self.options), self._options(), schema)
+        options = self._options()
+        history = self._rows_history()[0] if options.view == "rows" else None
+        return BinlogReader(source_path(self.options), options, schema, history)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from .stream import BinlogStreamReader
@@ -130,10 +152,11 @@ class MariabinlogDataSource(DataSource):
 class BinlogReader(DataSourceReader):
     """Batch reader: plans splits on the driver, reads them into Arrow batches on executors."""
 
-    def __init__(self, path: str, options: ScanOptions, schema: StructType) -> None:
+    def __init__(self, path: str, options: ScanOptions, schema: StructType, history: str | None = None) -> None:
         self.path = path
         self.options = options
         self.schema = schema
+        self.history = history  # JSON text of the rows view's schema history
 
     def partitions(self) -> list[InputPartition]:
         parts = plan(discover_binlogs(self.path), self.options)
@@ -141,7 +164,7 @@ class BinlogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         splits = partition.splits if isinstance(partition, BinlogPartition) else ()
-        return read_splits(splits, self.options, arrow_schema(self.schema))
+        return read_splits(splits, self.options, arrow_schema(self.schema), history=self.history)
 
 
 _SEQ_FILTERS = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
@@ -188,7 +211,9 @@ class PushdownDataSource(MariabinlogDataSource):
     """The source registered when the session allows filter pushdown."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PushdownBinlogReader(source_path(self.options), self._options(), schema)
+        options = self._options()
+        history = self._rows_history()[0] if options.view == "rows" else None
+        return PushdownBinlogReader(source_path(self.options), options, schema, history)
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
