@@ -247,10 +247,16 @@ class SplitReader:
 # Schema history: real names and types for the rows of a NO_LOG / MINIMAL binlog
 
 
+#: ``schemaHistory=none``: no history, rows named and typed by the binlog's own metadata only.
+NO_HISTORY = "none"
+
+
 def history_source(path: str, options: ScanOptions) -> str | None:
     """The saved schema history a read uses: option ``schemaHistory``, else the
     ``schema-history.json`` an archive keeps beside its `.ibb` files when ``path`` is that
     directory; None when there is neither (the driver then builds one from the files)."""
+    if options.schema_history == NO_HISTORY:
+        return None
     if options.schema_history is not None:
         if not os.path.isfile(options.schema_history):
             raise OptionError(f"option schemaHistory: {options.schema_history} is not a file")
@@ -778,7 +784,7 @@ def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema
     build = _BUILDERS[options.view]
     known = None
     if options.view == "rows":
-        if history is None and options.schema_history is not None:
+        if history is None and options.schema_history not in (None, NO_HISTORY):
             with open(options.schema_history, encoding="utf-8") as handle:
                 history = handle.read()
         known = None if history is None else _loaded(history)

@@ -59,7 +59,7 @@ from ..engine.files import BinlogFile, discover_binlogs
 from .options import ScanOptions
 from .plan import Split, plan
 from ..schema import SchemaHistory
-from .read import history_source, read_splits, scan_schema
+from .read import NO_HISTORY, history_source, read_splits, scan_schema
 from .schema import SCHEMAS, rows_schema, typed_row_struct
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -123,6 +123,8 @@ class MariabinlogDataSource(DataSource):
             options, path = self._options(), source_path(self.options)
             saved = history_source(path, options)
             history = SchemaHistory.load(saved) if saved is not None else None
+            if options.schema_history == NO_HISTORY:
+                history = SchemaHistory(source=NO_HISTORY)
             files = discover_binlogs(path)
             history, table_map = scan_schema(files, history, options.table)
             if options.table is not None:
@@ -140,7 +142,7 @@ class MariabinlogDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = self._options()
-        history = self._rows_history()[0] if options.view == "rows" else None
+        history = self._rows_history()[0] if options.view == "rows" and options.schema_history != NO_HISTORY else None
         return BinlogReader(source_path(self.options), options, schema, history)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -212,7 +214,7 @@ class PushdownDataSource(MariabinlogDataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = self._options()
-        history = self._rows_history()[0] if options.view == "rows" else None
+        history = self._rows_history()[0] if options.view == "rows" and options.schema_history != NO_HISTORY else None
         return PushdownBinlogReader(source_path(self.options), options, schema, history)
 
 
