@@ -278,13 +278,24 @@ _BLOBS = frozenset(
 )
 
 
+def _enum_label(labels: tuple[str, ...]) -> Converter:
+    """ENUM index -> its label ('' for the error value 0, as MariaDB prints it)."""
+    return lambda value: labels[value - 1] if 0 < value <= len(labels) else ""
+
+
+def _set_labels(labels: tuple[str, ...]) -> Converter:
+    """SET bit mask -> its members joined by commas, as MariaDB prints it."""
+    return lambda value: ",".join(label for i, label in enumerate(labels) if value >> i & 1)
+
+
 def typed_row_struct(table_map: TableMapEvent) -> tuple[StructType, tuple[Converter, ...]]:
     """Struct type of one table's row images and the per-column converters.
 
     Integers are ``long`` (``decimal(20,0)`` for BIGINT UNSIGNED, BIT(64), 64-member SETs),
     DECIMAL ``decimal(p,s)`` (string beyond 38 digits), DATE ``date``, DATETIME ``timestamp_ntz``,
     TIMESTAMP ``timestamp`` (UTC), TIME ``string``, text ``string``, binary data ``binary``.
-    Zero and invalid dates become null.  Without optional metadata the sign and charset are
+    ENUM and SET are ``string`` labels (``'a,c'``) when the metadata (FULL, or the schema
+    history) has them.  Zero and invalid dates become null.  Without optional metadata the sign and charset are
     unknown: integers are read signed, CHAR/VARCHAR as UTF-8 text, BLOB/TEXT as binary.
     """
     types, metas = table_map.column_types, table_map.column_meta
@@ -295,8 +306,18 @@ def typed_row_struct(table_map: TableMapEvent) -> tuple[StructType, tuple[Conver
     else:
         unsigned = [False] * len(types)
         collations = [None] * len(types)
+    enums = iter((meta.enum_str_values or ()) if meta is not None else ())
+    sets = iter((meta.set_str_values or ()) if meta is not None else ())
     fields, converters = [], []
     for name, ctype, cmeta, uns, coll in zip(column_names(table_map), types, metas, unsigned, collations):
+        rtype = C.real_type(ctype, cmeta)
+        members = next(enums, None) if rtype == C.MYSQL_TYPE_ENUM else None
+        members = next(sets, None) if rtype == C.MYSQL_TYPE_SET else members
+        if members is not None:
+            labels = tuple(decode_text(m) for m in members)
+            fields.append(StructField(name, StringType()))
+            converters.append(_enum_label(labels) if rtype == C.MYSQL_TYPE_ENUM else _set_labels(labels))
+            continue
         spark_type, convert = _column_type(ctype, cmeta, uns, coll)
         fields.append(StructField(name, spark_type))
         converters.append(convert)
