@@ -61,7 +61,15 @@ from ..schema import SchemaHistory, SchemaTracker
 from .files import read_whole
 from .options import ScanOptions
 from .plan import Split
-from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+from .schema import (
+    column_names,
+    decode_text,
+    key_columns,
+    label_functions,
+    render,
+    render_function,
+    typed_row_struct,
+)
 
 log = logging.getLogger(__name__)
 
@@ -452,6 +460,7 @@ class _Batches:
         self.maps = maps
         self.typed = typed  # converters of before/after built as TypedColumn
         self.columns: list[Any] = self._empty()
+        self.held = 0  # bytes of rows data in the batch being built
 
     def _empty(self) -> list[Any]:
         def column(name: str) -> Any:
@@ -467,6 +476,7 @@ class _Batches:
         return len(self.columns[0]) >= self.rows
 
     def flush(self) -> pa.RecordBatch | None:
+        self.held = 0
         if not self.columns[0]:
             return None
         arrays = [
@@ -539,6 +549,16 @@ class _TableInfo(NamedTuple):
     #: For the typed view: the index in this map's images of each column of the read's struct
     #: (None: the column is not in this shape); None when the shapes are the same.
     project: tuple[int | None, ...] | None = None
+    #: For map images: per column the ENUM/SET label function (None: none has labels).
+    labels: tuple[Any, ...] | None = None
+
+
+def _map_info(table_map: TableMapEvent) -> _TableInfo:
+    """Names, keys and ENUM/SET labels of one table shape, for map images."""
+    names = column_names(table_map)
+    labels = label_functions(table_map)
+    return _TableInfo(names, key_columns(table_map, names), None, None,
+                      labels if any(f is not None for f in labels) else None)
 
 
 def _none(value: Any) -> None:
@@ -611,14 +631,12 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
     maps = None if history is None else TypedMaps(history, split)
     image_type = schema.field("after").type
     cached: tuple[TableMapEvent, _TableInfo] | None = None
-    held = 0  # bytes of rows data in the batch being built
     for item, event, table_map in _rows_events(reader, wanted, maps):
         if cached is None or cached[0] is not table_map:
             if wanted is not None:
                 cached = (table_map, _typed_info(table_map, image_type))
             else:
-                names = column_names(table_map)
-                cached = (table_map, _TableInfo(names, key_columns(table_map, names), None))
+                cached = (table_map, _map_info(table_map))
             converters = cached[1].converters
             if columnar and converters is not None and out.typed != converters:
                 if len(out.columns[0]):
@@ -627,42 +645,53 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
                         yield batch
                 out.typed = converters
                 out.columns = out._empty()
-        info = cached[1]
-        try:
-            changes = row_decoder(table_map).decode(event)
-        except DecodeError as err:
-            raise err.located(split.path, item.position) from None
-        partial_before = not _full(event.present_before, event.width)
-        partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
-        fixed = _location_and_gtid(split, item)
-        fixed[4:4] = [None]  # row_index, set per row
-        fixed += [table_map.schema, table_map.table, None, info.keys]
-        for start in range(0, len(changes), options.batch_rows):
-            chunk = changes[start : start + options.batch_rows]
-            cols = out.columns
-            for row_index, change in enumerate(chunk, start):
-                fixed[4] = row_index
-                fixed[-2] = change.kind
-                for col, value in zip(cols, fixed):
-                    col.append(value)
-            if info.converters is None:
-                cols[-2].add_all(info.names, [c.before for c in chunk], partial_before)
-                cols[-1].add_all(info.names, [c.after for c in chunk], partial_after)
-            elif columnar:
-                cols[-2].add_all([_projected(info, c.before) for c in chunk])
-                cols[-1].add_all([_projected(info, c.after) for c in chunk])
-            else:
-                cols[-2].extend(_typed(info, c.before) for c in chunk)
-                cols[-1].extend(_typed(info, c.after) for c in chunk)
-            held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
-            if out.full() or held >= MAX_BATCH_BYTES:
-                held = 0
-                batch = out.flush()
-                if batch is not None:
-                    yield batch
+        yield from _add_event(out, cached[1], split, item, event, table_map, options.batch_rows, columnar)
     batch = out.flush()
     if batch is not None:
         yield batch
+
+
+def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event: RowsEvent,
+               table_map: TableMapEvent, batch_rows: int, columnar: bool) -> Iterator[pa.RecordBatch]:
+    """Decode one rows event into ``out`` (reference path), yielding each batch it fills."""
+    try:
+        changes = row_decoder(table_map).decode(event)
+    except DecodeError as err:
+        raise err.located(split.path, item.position) from None
+    partial_before = not _full(event.present_before, event.width)
+    partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
+    fixed = _location_and_gtid(split, item)
+    fixed[4:4] = [None]  # row_index, set per row
+    fixed += [table_map.schema, table_map.table, None, info.keys]
+    for start in range(0, len(changes), batch_rows):
+        chunk = changes[start : start + batch_rows]
+        cols = out.columns
+        for row_index, change in enumerate(chunk, start):
+            fixed[4] = row_index
+            fixed[-2] = change.kind
+            for col, value in zip(cols, fixed):
+                col.append(value)
+        if info.converters is None:
+            cols[-2].add_all(info.names, [_labelled(info, c.before) for c in chunk], partial_before)
+            cols[-1].add_all(info.names, [_labelled(info, c.after) for c in chunk], partial_after)
+        elif columnar:
+            cols[-2].add_all([_projected(info, c.before) for c in chunk])
+            cols[-1].add_all([_projected(info, c.after) for c in chunk])
+        else:
+            cols[-2].extend(_typed(info, c.before) for c in chunk)
+            cols[-1].extend(_typed(info, c.after) for c in chunk)
+        out.held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
+        if out.full() or out.held >= MAX_BATCH_BYTES:
+            batch = out.flush()
+            if batch is not None:
+                yield batch
+
+
+def _labelled(info: _TableInfo, image: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    """A map image with ENUM/SET values as their labels (where the metadata lists them)."""
+    if image is None or info.labels is None:
+        return image
+    return tuple(v if label is None or v is None or v is ABSENT else label(v) for v, label in zip(image, info.labels))
 
 
 def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:
@@ -695,17 +724,22 @@ def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list
 def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema, builder: Any,
                            history: SchemaHistory | None = None) -> Iterator[pa.RecordBatch]:
     """The rows view with map images, built column by column by the compiled ``MapBuilder``:
-    each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes."""
+    each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes.
+    Rows of tables with ENUM/SET labels (which the builder cannot render) are built by the
+    reference path into batches of their own."""
     reader = SplitReader(split, options)
     maps = None if history is None else TypedMaps(history, split)
     max_rows = options.batch_rows
+    labelled = _Batches(schema, max_rows, ("before", "after"))
     cached: tuple[TableMapEvent, _TableInfo] | None = None
     events: list[list[Any]] = []  # per-event column values of the batch being built
     for item, event, table_map in _rows_events(reader, None, maps):
         if cached is None or cached[0] is not table_map:
-            names = column_names(table_map)
-            cached = (table_map, _TableInfo(names, key_columns(table_map, names), None))
+            cached = (table_map, _map_info(table_map))
         info = cached[1]
+        if info.labels is not None:
+            yield from _add_event(labelled, info, split, item, event, table_map, max_rows, False)
+            continue
         decoder = row_decoder(table_map)
         assert isinstance(decoder, FastRowDecoder)
         try:
@@ -724,6 +758,9 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
             raise err.located(split.path, item.position) from None
     if builder.rows:
         yield _columnar_batch(schema, builder.take(), events)
+    batch = labelled.flush()
+    if batch is not None:
+        yield batch
 
 
 def _typed(info: _TableInfo, image: tuple[Any, ...] | None) -> dict[str, Any] | None:
