@@ -41,6 +41,10 @@ INSERT INTO u VALUES (1, 'é');
 DROP TABLE u;
 CREATE TABLE u (k BIGINT UNSIGNED PRIMARY KEY, note TEXT, flag ENUM('y','n'));
 INSERT INTO u VALUES (18446744073709551615, 'recreated', 'n');
+CREATE TABLE stm (a INT);
+SET SESSION binlog_format=STATEMENT;
+INSERT INTO stm VALUES (1);
+SET SESSION binlog_format=ROW;
 FLUSH BINARY LOGS;
 """
 
@@ -132,6 +136,7 @@ def test_pipeline_latest_state_equals_select(spark: Any, servers: dict[str, Any]
 
     server = servers["NO_LOG"]
     result = run_pipeline(binlog_dir(server, tmp_path, "nolog"), str(tmp_path / "out"), spark=spark)
+    assert result.statements == 1 and "binlog_format=ROW" in result.summary
     for table in ("t", "v"):
         state = pq.read_table(result.states[f"s.{table}"]).to_pylist()
         expected = server.records(f"SELECT * FROM s.{table}")
