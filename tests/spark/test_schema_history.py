@@ -145,3 +145,33 @@ def test_pipeline_latest_state_equals_select(spark: Any, servers: dict[str, Any]
         as_text = [{k: "NULL" if v is None else v for k, v in row.items()} for row in state]
         key = sorted(expected[0])
         assert sorted(as_text, key=lambda r: [r[k] for k in key]) == sorted(expected, key=lambda r: [r[k] for k in key])
+
+
+def test_history_read_and_built_from_object_storage(spark: Any, servers: dict[str, Any], s3_data: Any,
+                                                    tmp_path: Path) -> None:
+    """On ``s3://`` the driver builds the history from the objects' DDL, a saved history is read
+    from the object store (option ``schemaHistory`` or ``schema-history.json`` beside the
+    binlogs), and the rows equal the local read's."""
+    from mariabinlog.spark.options import ScanOptions
+    from mariabinlog.spark.read import history_source
+    from mariabinlog.tools.dump_cli import dump_main
+
+    local = binlog_dir(servers["NO_LOG"], tmp_path, "nolog")
+    binlogs = sorted(Path(local).iterdir())
+    history = tmp_path / "history.json"
+    with open(history, "wb") as out:
+        assert dump_main(["--format=schema-history", *map(str, binlogs)], stdout=out) == 0
+    prefix = f"s3://{s3_data.bucket}/schema-{tmp_path.name}"
+    for path in binlogs:
+        s3_data.put(path, f"schema-{tmp_path.name}/built/{path.name}")
+        s3_data.put(path, f"schema-{tmp_path.name}/beside/{path.name}")
+    s3_data.put(history, f"schema-{tmp_path.name}/history.json")
+    s3_data.put(history, f"schema-{tmp_path.name}/beside/schema-history.json")
+    expected = rows(spark, local)
+    assert any(r[1] == "t" for r in expected)
+    options = ScanOptions.parse(s3_data.options)
+    assert history_source([f"{prefix}/built"], options) is None
+    assert rows(spark, f"{prefix}/built", **s3_data.options) == expected
+    assert rows(spark, f"{prefix}/built", schemaHistory=f"{prefix}/history.json", **s3_data.options) == expected
+    assert history_source([f"{prefix}/beside"], options) == f"{prefix}/beside/schema-history.json"
+    assert rows(spark, f"{prefix}/beside", **s3_data.options) == expected
