@@ -175,3 +175,19 @@ def test_history_read_and_built_from_object_storage(spark: Any, servers: dict[st
     assert rows(spark, f"{prefix}/built", schemaHistory=f"{prefix}/history.json", **s3_data.options) == expected
     assert history_source([f"{prefix}/beside"], options) == f"{prefix}/beside/schema-history.json"
     assert rows(spark, f"{prefix}/beside", **s3_data.options) == expected
+
+
+def test_archive_directory_uses_its_own_history(spark: Any, servers: dict[str, Any], tmp_path: Path) -> None:
+    """`mariabinlog archive` of the NO_LOG server: reading its `.ibb` directory names and
+    types the rows by the archive's schema-history.json (whose positions are the upstream
+    server's) as FULL metadata does."""
+    from mariabinlog.cli import main as cli_main
+
+    server = servers["NO_LOG"]
+    directory = tmp_path / "archive"
+    assert cli_main(["archive", "--quiet", "--from", f"mariadb://root@127.0.0.1:{server.port}",
+                     "--dir", str(directory)]) == 0
+    assert (directory / "schema-history.json").is_file(), "archive wrote no schema-history.json"
+    full = rows(spark, binlog_dir(servers["FULL"], tmp_path, "full"))
+    archived = rows(spark, str(directory))
+    assert archived == full
