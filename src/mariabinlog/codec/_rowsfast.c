@@ -1152,78 +1152,29 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
     return buf_put(b, text, o - text) < 0 ? -1 : 1;
 }
 
-/* Packed DECIMAL as str(Decimal) prints it, when that is the plain notation; 0 = use Python. */
+/* Packed DECIMAL as str(Decimal) prints it, when that is the plain notation; 0 = use Python.
+ * The digits are _decimal.h's; only the notation check is str(Decimal)'s. */
 static int
 render_decimal(Buf *b, const Column *c, const unsigned char *p)
 {
-    int precision = (int)c->a, scale = (int)c->b, intg = precision - scale;
-    unsigned char raw[40];
-    int negative = !(p[0] & 0x80);
-    for (Py_ssize_t i = 0; i < c->size; i++) {
-        raw[i] = negative ? (unsigned char)~p[i] : p[i];
+    char text[MB_DECIMAL_TEXT_MAX];
+    int len = mb_decimal_text(p, c->a, c->b, text);
+    if (len < 0) {
+        return 0;
     }
-    raw[0] ^= 0x80;
-    char text[2 + 65 + 1 + 65 + 16];
-    char *out = text + 1, *q = NULL;
-    const unsigned char *r = raw;
-    int lead = intg % 9;
-    if (lead) {
-        uint64_t g = read_be(r, DIG2BYTES[lead]);
-        if (g >= POW10[lead]) {
+    const char *digits = text + (text[0] == '-'), *end = text + len;
+    if (c->b && digits[0] == '0' && digits[1] == '.') {
+        /* str(Decimal) switches to exponent form when the adjusted exponent is below -6 */
+        const char *f = digits + 2;
+        while (f < end && *f == '0') {
+            f++;
+        }
+        Py_ssize_t coefficient = f == end ? 1 : end - f;
+        if (coefficient - 1 - (Py_ssize_t)c->b < -6) {
             return 0;
         }
-        put_digits(&out, (uint32_t)g, lead);
-        r += DIG2BYTES[lead];
     }
-    for (int i = 0; i < intg / 9; i++, r += 4) {
-        uint64_t g = read_be(r, 4);
-        if (g >= POW10[9]) {
-            return 0;
-        }
-        put_digits(&out, (uint32_t)g, 9);
-    }
-    char *digits = text + 1;
-    while (digits < out - 1 && *digits == '0') {
-        digits++;
-    }
-    if (digits == out) {
-        *out++ = '0';
-    }
-    int int_zero = out - digits == 1 && *digits == '0';
-    if (scale) {
-        *out++ = '.';
-        q = out;
-        for (int i = 0; i < scale / 9; i++, r += 4) {
-            uint64_t g = read_be(r, 4);
-            if (g >= POW10[9]) {
-                return 0;
-            }
-            put_digits(&out, (uint32_t)g, 9);
-        }
-        int tail = scale % 9;
-        if (tail) {
-            uint64_t g = read_be(r, DIG2BYTES[tail]);
-            if (g >= POW10[tail]) {
-                return 0;
-            }
-            put_digits(&out, (uint32_t)g, tail);
-        }
-        if (int_zero) {
-            /* str(Decimal) switches to exponent form when the adjusted exponent is below -6 */
-            const char *f = q;
-            while (f < out && *f == '0') {
-                f++;
-            }
-            Py_ssize_t coefficient = f == out ? 1 : out - f;
-            if (coefficient - 1 - scale < -6) {
-                return 0;
-            }
-        }
-    }
-    if (negative) {
-        *--digits = '-';
-    }
-    return buf_put(b, digits, out - digits) < 0 ? -1 : 1;
+    return buf_put(b, text, len) < 0 ? -1 : 1;
 }
 
 /* Render through Python: the value as the row decoder builds it, then render(value). */

@@ -301,6 +301,23 @@ def read_range(path: str, start: int, length: int, storage: Storage) -> bytes:
         return handle.read_at(length, start) if start < handle.size() else b""
 
 
+def read_file(path: str, storage: Storage) -> bytes:
+    """The whole of a small file at ``path`` (local or remote), e.g. a saved schema history."""
+    if not is_remote(path):
+        with open(local_path(path), "rb") as handle:
+            return handle.read()
+    fs, inner = storage.filesystem(path)
+    with fs.open_input_file(inner) as handle:
+        return handle.read()
+
+
+def child_path(directory: str, name: str) -> str:
+    """The path of ``name`` inside ``directory`` (a local path or a remote URI prefix)."""
+    if is_remote(directory):
+        return directory.rstrip("/") + "/" + name
+    return os.path.join(local_path(directory), name)
+
+
 def describe(entry: Entry, storage: Storage) -> BinlogFile | None:
     """The :class:`BinlogFile` of a listed file from its first page (None for a file that is no
     binlog or an `.ibb` file nothing was written to yet)."""

@@ -236,6 +236,8 @@ class ScanOptions:
     open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
     min_partitions: int = DEFAULT_MIN_PARTITIONS
     listing: Listing = field(default_factory=Listing)
+    #: ``schemaHistory``: a saved schema history (JSON) naming and typing the rows of a NO_LOG binlog.
+    schema_history: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> ScanOptions:
@@ -247,7 +249,7 @@ class ScanOptions:
             "doserverids", "ignoreserverids", "startdatetime", "stopdatetime", "verifychecksum", "gtidseek",
             "batchrows", "maxpartitionbytes", "opencostinbytes", "minpartitions", "maxgroupspertrigger",
             "pathglobfilter", "recursivefilelookup", "modifiedbefore", "modifiedafter", "ignoremissingfiles",
-            "ignorecorruptfiles",
+            "ignorecorruptfiles", "schemahistory",
         }
         unknown = sorted(k for k in set(opts) - known if not k.startswith("fs."))
         if unknown:
@@ -312,4 +314,5 @@ class ScanOptions:
                 ignore_corrupt=parse_bool("ignoreCorruptFiles", opts.get("ignorecorruptfiles", "false")),
                 storage=Storage.parse(opts),
             ),
+            schema_history=opts.get("schemahistory", "").strip() or None,
         )

@@ -38,8 +38,10 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def read_partition(partition: InputPartition, options: ScanOptions, schema: StructType) -> Iterator[pa.RecordBatch]:
-    """Record batches of ``partition`` (a :class:`BinlogPartition`) in the view ``options`` name.
+def read_partition(partition: InputPartition, options: ScanOptions, schema: StructType,
+                   history: str | None = None) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``partition`` (a :class:`BinlogPartition`) in the view ``options`` name;
+    ``history`` is the JSON text of the schema history typing the rows view (the driver's).
 
     Damaged data fails the task naming file and offset; with ``ignoreCorruptFiles`` the rest
     of that file is skipped and logged (batches before the damage stay), and with
@@ -49,14 +51,14 @@ def read_partition(partition: InputPartition, options: ScanOptions, schema: Stru
     target = arrow_schema(schema)
     listing = options.listing
     if not (listing.ignore_corrupt or listing.ignore_missing):
-        yield from read_splits(splits, options, target)
+        yield from read_splits(splits, options, target, history=history)
         return
     damaged: set[str] = set()
     for split in splits:
         if split.path in damaged:
             continue
         try:
-            yield from read_splits([split], options, target)
+            yield from read_splits([split], options, target, history=history)
         except DecodeError as err:
             if not listing.ignore_corrupt:
                 raise

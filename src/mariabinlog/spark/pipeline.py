@@ -10,12 +10,14 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    table's first Delta version with delta-rs (``deltalake``, which the project installs), as
    ``CONVERT TO DELTA`` does, so a machine without Maven access still gets Delta tables.
 2. ``DIR/state/<database>.<table>``: the table as the binlogs leave it, per source table.  With a
-   primary key in the table map, the changes of each key are folded in binlog order (an update's
+   primary key (from the table map, or the schema history for a NO_LOG/MINIMAL binlog: see
+   the source's ``schemaHistory`` option), the changes of each key are folded in binlog order (an update's
    after image is merged onto the row, so MINIMAL images work when the key does not change);
    without one, identical rows are counted (+1 insert, -1 delete, update = both) and the rows
    left over are kept.  Columns are the table's columns, as text.
 3. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
-   over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts).
+   over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts, and the
+   changes logged as SQL statements, which no table holds, with the advice to log rows).
 
 Without SOURCE the job first writes the bundled sample (:mod:`mariabinlog.tools.sample`, made with the project's
 own engine) to ``DIR/sample-binlogs`` and runs on that.
@@ -50,6 +52,8 @@ class PipelineResult:
     summary: str = ""
     rows: int = 0
     events: int = 0
+    #: Changes logged as SQL statements (binlog_format=STATEMENT/MIXED), which no table holds.
+    statements: int = 0
 
 
 def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -292,16 +296,36 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     finally:
         per_second.unpersist()
     by_table = cdc.groupBy(bucketed(F.unix_seconds("timestamp")), "database", "table").count().collect()
+    result.statements = statement_changes(events)
     layouts = {f"{t['database']}.{t['table']}": list(t["columns"] or []) for t in tables}
     result.states = write_states(cdc, os.path.join(out, "state"), layouts, table_format)
     report = os.path.join(out, "report")
     os.makedirs(report, exist_ok=True)
     result.chart = os.path.join(report, "events_over_time.png")
     _chart(buckets, rows_by_table=by_table, path=result.chart, seconds=seconds, label=label)
-    result.summary = _summary(buckets, tables, report)
+    result.summary = _summary(buckets, tables, report, result.statements)
     result.events = sum(b["events"] for b in buckets)
     result.rows = sum(t["insert"] + t["update"] + t["delete"] for t in tables)
     return result
+
+
+#: Query events of a transaction that are its frame, not a change.
+_FRAME_QUERIES = ("BEGIN", "COMMIT", "ROLLBACK", "XA START", "XA END", "XA PREPARE", "XA COMMIT", "XA ROLLBACK")
+
+
+def statement_changes(events: Any) -> int:
+    """How many changes the binlogs hold as SQL statements (``binlog_format=STATEMENT`` or
+    ``MIXED``) rather than rows: the Query events of a transaction (a group that an Xid or a
+    ``COMMIT`` ends) other than its frame.  DDL is logged as a group of its own that neither
+    ends, so it is not counted."""
+    from pyspark.sql import functions as F
+
+    text = F.upper(F.trim(F.col("query")))
+    grouped = events.filter(F.col("gtid").isNotNull())
+    queries = grouped.filter(F.col("event_type").isin("Query", "Query_compressed"))
+    transactions = grouped.filter((F.col("event_type") == "Xid") | (text == "COMMIT")).select("gtid")
+    framed = text.isin(*_FRAME_QUERIES) | text.startswith("SAVEPOINT") | text.startswith("ROLLBACK TO")
+    return int(queries.filter(~framed).join(transactions.distinct(), "gtid", "left_semi").count())
 
 
 def table_states(changes: Any) -> Any:
@@ -522,8 +546,9 @@ def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: 
 TOP_TABLES = 8
 
 
-def _summary(buckets: list[Any], tables: list[Any], report: str) -> str:
-    """Per-domain and per-table tables as Markdown (returned and in summary.md) and CSV."""
+def _summary(buckets: list[Any], tables: list[Any], report: str, statements: int = 0) -> str:
+    """Per-domain and per-table tables as Markdown (returned and in summary.md) and CSV, and
+    the count of statement-logged changes with the advice to log rows."""
     domains: dict[Any, dict[str, Any]] = {}
     for b in buckets:
         entry = domains.setdefault(b["domain_id"], {"events": 0, "groups": 0, "first": None, "last": None})
@@ -546,6 +571,10 @@ def _summary(buckets: list[Any], tables: list[Any], report: str) -> str:
         t = counts[name]
         lines.append(f"| {name} | {t['insert']} | {t['update']} | {t['delete']} |")
         rows_csv.append(["table", name, t["insert"], t["update"], t["delete"]])
+    if statements:
+        lines += ["", f"{statements} change(s) were logged as SQL statements (binlog_format=STATEMENT or MIXED): "
+                  "they are in no CDC or state table. Set binlog_format=ROW on the server to capture them."]
+        rows_csv.append(["statements", "", statements, "", ""])
     text = "\n".join(lines)
     with open(os.path.join(report, "summary.md"), "w") as handle:
         handle.write(text + "\n")

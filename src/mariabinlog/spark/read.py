@@ -13,7 +13,10 @@ The view builders turn those events into :class:`pyarrow.RecordBatch` es whose s
 
 from __future__ import annotations
 
+import copy
+import json
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -52,12 +55,23 @@ from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
 from ..codec.primitives import U32
 from ..codec.rows import FastRowDecoder, map_builder, row_decoder
 from ..codec.stream import EventStreamDecoder
-from ..errors import DecodeError, TruncatedError
+from ..engine.files import BinlogFile
+from ..errors import DecodeError, OptionError, SchemaHistoryError, TruncatedError
+from ..replication.archive import SCHEMA_HISTORY_FILE
+from ..schema import SchemaHistory, SchemaTracker
 from .files import legacy_events
-from .fs import ByteWindow, open_pages
+from .fs import ByteWindow, Listing, Storage, child_path, is_file, open_pages, read_file
 from .options import ScanOptions
 from .plan import Split
-from .schema import column_names, decode_text, key_columns, render, render_function, typed_row_struct
+from .schema import (
+    column_names,
+    decode_text,
+    key_columns,
+    label_functions,
+    render,
+    render_function,
+    typed_row_struct,
+)
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +273,118 @@ class SplitReader:
 
 
 # ------------------------------------------------------------------------------------------------
+# Schema history: real names and types for the rows of a NO_LOG / MINIMAL binlog
+
+
+#: ``schemaHistory=none``: no history, rows named and typed by the binlog's own metadata only.
+NO_HISTORY = "none"
+
+
+def history_source(paths: Sequence[str], options: ScanOptions) -> str | None:
+    """The saved schema history a read uses: option ``schemaHistory``, else the
+    ``schema-history.json`` an archive keeps beside its `.ibb` files when the one path read is
+    that directory (local or remote); None when there is neither (the driver then builds one
+    from the files)."""
+    storage = options.listing.storage
+    if options.schema_history == NO_HISTORY:
+        return None
+    if options.schema_history is not None:
+        if not is_file(options.schema_history, storage):
+            raise OptionError(f"option schemaHistory: {options.schema_history} is not a file")
+        return options.schema_history
+    if len(paths) != 1:
+        return None
+    beside = child_path(paths[0], SCHEMA_HISTORY_FILE)
+    return beside if is_file(beside, storage) else None
+
+
+def history_text(path: str, storage: Storage) -> str:
+    """The JSON text of the saved schema history at ``path`` (local or remote)."""
+    try:
+        return read_file(path, storage).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SchemaHistoryError(f"{path}: cannot read the schema history: {error}") from error
+
+
+def _query_position(file: BinlogFile | Split, item: Item) -> tuple[str, int, str | None]:
+    """(file base name, position, GTID) under which a Query event's DDL is recorded."""
+    return os.path.basename(file.path), item.position, None if item.group is None else item.group.gtid
+
+
+def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, table: tuple[str, str] | None,
+                listing: Listing | None = None) -> tuple[SchemaHistory, TableMapEvent | None]:
+    """One driver pass over ``files`` in stream order (read through ``listing``'s storage):
+    without ``history``, the history built from their DDL (Query events); with ``table``, that
+    table's last Table_map typed by the history (the shape of the typed ``rows`` view).  Passes
+    are skipped when nothing is asked."""
+    if history is not None and table is None:
+        return history, None
+    tracker = SchemaTracker(copy.deepcopy(history) if history is not None else SchemaHistory(source="spark driver"))
+    everything = ScanOptions(gtid_seek=False, listing=listing if listing is not None else Listing())
+    last: TableMapEvent | None = None
+    for f in files:
+        split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
+        for item in SplitReader(split, everything):
+            event = item.event
+            code = event.type_code
+            if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
+                name, pos, gtid = _query_position(f, item)
+                assert isinstance(event, QueryEvent)
+                tracker.observe_query(event, file=name, pos=pos, gtid=gtid)
+            elif table is not None and code == TABLE_MAP_EVENT:
+                assert isinstance(event, TableMapEvent)
+                if (event.schema, event.table) == table:
+                    last = tracker.typed_map(event, None if item.group is None else item.group.gtid)
+    return (history if history is not None else tracker.history), last
+
+
+_LOADED: dict[str, SchemaHistory] = {}
+
+
+def loaded_history(text: str, where: str = "schemaHistory") -> SchemaHistory:
+    """The history of a JSON text, parsed once per process (DDL replay costs)."""
+    history = _LOADED.get(text)
+    if history is None:
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise SchemaHistoryError(f"{where}: not a schema history (JSON): {error}") from error
+        if len(_LOADED) > 4:
+            _LOADED.clear()
+        history = _LOADED[text] = SchemaHistory.from_json(data, where=where)
+    return history
+
+
+class TypedMaps:
+    """Table maps of one split typed by a schema history, followed in stream order: a
+    :class:`SchemaTracker` on a copy of the history, rewound to the split's first group and
+    fed its Query events, so `.ibb` archives (whose history records upstream positions) and
+    legacy files are both answered by GTID."""
+
+    def __init__(self, history: SchemaHistory, split: Split) -> None:
+        self.tracker = SchemaTracker(copy.deepcopy(history))
+        self.split = split
+        self._typed: dict[int, tuple[TableMapEvent, TableMapEvent]] = {}
+
+    def observe(self, item: Item) -> None:
+        """Apply a Query event's DDL."""
+        name, pos, gtid = _query_position(self.split, item)
+        self.tracker.observe_query(item.event, file=name, pos=pos, gtid=gtid)  # type: ignore[arg-type]
+
+    def typed(self, table_map: TableMapEvent, item: Item) -> TableMapEvent:
+        """``table_map`` with the history's names, signedness, charsets, labels and key (the
+        same object for every rows event of the map, so its row decoder is built once)."""
+        hit = self._typed.get(id(table_map))
+        if hit is not None and hit[0] is table_map:
+            return hit[1]
+        if len(self._typed) > 256:
+            self._typed.clear()
+        typed = self.tracker.typed_map(table_map, None if item.group is None else item.group.gtid)
+        self._typed[id(table_map)] = (table_map, typed)
+        return typed
+
+
+# ------------------------------------------------------------------------------------------------
 # Views
 
 
@@ -370,6 +496,7 @@ class _Batches:
         self.maps = maps
         self.typed = typed  # converters of before/after built as TypedColumn
         self.columns: list[Any] = self._empty()
+        self.held = 0  # bytes of rows data in the batch being built
 
     def _empty(self) -> list[Any]:
         def column(name: str) -> Any:
@@ -385,6 +512,7 @@ class _Batches:
         return len(self.columns[0]) >= self.rows
 
     def flush(self) -> pa.RecordBatch | None:
+        self.held = 0
         if not self.columns[0]:
             return None
         arrays = [
@@ -454,6 +582,54 @@ class _TableInfo(NamedTuple):
     names: tuple[str, ...]
     keys: list[str] | None
     converters: tuple[Any, ...] | None
+    #: For the typed view: the index in this map's images of each column of the read's struct
+    #: (None: the column is not in this shape); None when the shapes are the same.
+    project: tuple[int | None, ...] | None = None
+    #: For map images: per column the ENUM/SET label function (None: none has labels).
+    labels: tuple[Any, ...] | None = None
+
+
+def _map_info(table_map: TableMapEvent) -> _TableInfo:
+    """Names, keys and ENUM/SET labels of one table shape, for map images."""
+    names = column_names(table_map)
+    labels = label_functions(table_map)
+    return _TableInfo(names, key_columns(table_map, names), None, None,
+                      labels if any(f is not None for f in labels) else None)
+
+
+def _none(value: Any) -> None:
+    return None
+
+
+def _typed_info(table_map: TableMapEvent, image: pa.StructType) -> _TableInfo:
+    """Names, keys and converters of one table shape, laid onto the read's struct ``image``
+    (the table's last shape, :func:`scan_schema`): columns are matched by name; a column this
+    shape lacks, or holds with another type (an ALTER mid-stream), is null in its rows."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .schema import rows_schema
+
+    names = column_names(table_map)
+    struct, converters = typed_row_struct(table_map)
+    own = to_arrow_schema(rows_schema(struct), timezone="UTC").field("after").type
+    where = {own.field(i).name: i for i in range(own.num_fields)}
+    project: list[int | None] = []
+    for i in range(image.num_fields):
+        field = image.field(i)
+        index = where.get(field.name)
+        project.append(index if index is not None and own.field(index).type == field.type else None)
+    keys = key_columns(table_map, names)
+    if tuple(project) == tuple(range(own.num_fields)):
+        return _TableInfo(names, keys, converters)
+    wanted = tuple(image.field(i).name for i in range(image.num_fields))
+    aligned = tuple(_none if i is None else converters[i] for i in project)
+    return _TableInfo(wanted, keys, aligned, tuple(project))
+
+
+def _projected(info: _TableInfo, image: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    if image is None or info.project is None:
+        return image
+    return tuple(None if i is None else image[i] for i in info.project)
 
 
 def _full(bitmap: bytes | None, width: int) -> bool:
@@ -464,32 +640,40 @@ def _full(bitmap: bytes | None, width: int) -> bool:
     return bitmap[:whole] == b"\xff" * whole and (not rest or bitmap[whole] & ((1 << rest) - 1) == (1 << rest) - 1)
 
 
-def _rows_events(reader: SplitReader, wanted: tuple[str, str] | None
+def _rows_events(reader: SplitReader, wanted: tuple[str, str] | None, maps: TypedMaps | None = None
                  ) -> Iterator[tuple[Item, RowsEvent, TableMapEvent]]:
-    """The rows events of a split (of table ``wanted`` only, when set) with their table maps."""
+    """The rows events of a split (of table ``wanted`` only, when set) with their table maps,
+    typed by the schema history when ``maps`` follows one."""
     for item in reader:
         event = item.event
-        if event.type_code not in ROWS_KIND:
+        code = event.type_code
+        if code not in ROWS_KIND:
+            if maps is not None and (code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT):
+                maps.observe(item)
             continue
         assert isinstance(event, RowsEvent)
         table_map = reader.decoder.table_map_for(event)
         if wanted is None or (table_map.schema, table_map.table) == wanted:
-            yield item, event, table_map
+            yield item, event, table_map if maps is None else maps.typed(table_map, item)
 
 
-def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columnar: bool = False
-                  ) -> Iterator[pa.RecordBatch]:
-    """The rows view by the reference path (``columnar``: typed images built column by column)."""
+def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columnar: bool = False,
+                  history: SchemaHistory | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows view by the reference path (``columnar``: typed images built column by column;
+    ``history``: names and types of a NO_LOG/MINIMAL binlog)."""
     wanted = options.table
     out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
     reader = SplitReader(split, options)
+    maps = None if history is None else TypedMaps(history, split)
+    image_type = schema.field("after").type
     cached: tuple[TableMapEvent, _TableInfo] | None = None
-    held = 0  # bytes of rows data in the batch being built
-    for item, event, table_map in _rows_events(reader, wanted):
+    for item, event, table_map in _rows_events(reader, wanted, maps):
         if cached is None or cached[0] is not table_map:
-            names = column_names(table_map)
-            converters = typed_row_struct(table_map)[1] if wanted is not None else None
-            cached = (table_map, _TableInfo(names, key_columns(table_map, names), converters))
+            if wanted is not None:
+                cached = (table_map, _typed_info(table_map, image_type))
+            else:
+                cached = (table_map, _map_info(table_map))
+            converters = cached[1].converters
             if columnar and converters is not None and out.typed != converters:
                 if len(out.columns[0]):
                     batch = out.flush()
@@ -497,42 +681,53 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
                         yield batch
                 out.typed = converters
                 out.columns = out._empty()
-        info = cached[1]
-        try:
-            changes = row_decoder(table_map).decode(event)
-        except DecodeError as err:
-            raise err.located(split.path, item.position) from None
-        partial_before = not _full(event.present_before, event.width)
-        partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
-        fixed = _location_and_gtid(split, item)
-        fixed[4:4] = [None]  # row_index, set per row
-        fixed += [table_map.schema, table_map.table, None, info.keys]
-        for start in range(0, len(changes), options.batch_rows):
-            chunk = changes[start : start + options.batch_rows]
-            cols = out.columns
-            for row_index, change in enumerate(chunk, start):
-                fixed[4] = row_index
-                fixed[-2] = change.kind
-                for col, value in zip(cols, fixed):
-                    col.append(value)
-            if info.converters is None:
-                cols[-2].add_all(info.names, [c.before for c in chunk], partial_before)
-                cols[-1].add_all(info.names, [c.after for c in chunk], partial_after)
-            elif columnar:
-                cols[-2].add_all([c.before for c in chunk])
-                cols[-1].add_all([c.after for c in chunk])
-            else:
-                cols[-2].extend(_typed(info, c.before) for c in chunk)
-                cols[-1].extend(_typed(info, c.after) for c in chunk)
-            held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
-            if out.full() or held >= MAX_BATCH_BYTES:
-                held = 0
-                batch = out.flush()
-                if batch is not None:
-                    yield batch
+        yield from _add_event(out, cached[1], split, item, event, table_map, options.batch_rows, columnar)
     batch = out.flush()
     if batch is not None:
         yield batch
+
+
+def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event: RowsEvent,
+               table_map: TableMapEvent, batch_rows: int, columnar: bool) -> Iterator[pa.RecordBatch]:
+    """Decode one rows event into ``out`` (reference path), yielding each batch it fills."""
+    try:
+        changes = row_decoder(table_map).decode(event)
+    except DecodeError as err:
+        raise err.located(split.path, item.position) from None
+    partial_before = not _full(event.present_before, event.width)
+    partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
+    fixed = _location_and_gtid(split, item)
+    fixed[4:4] = [None]  # row_index, set per row
+    fixed += [table_map.schema, table_map.table, None, info.keys]
+    for start in range(0, len(changes), batch_rows):
+        chunk = changes[start : start + batch_rows]
+        cols = out.columns
+        for row_index, change in enumerate(chunk, start):
+            fixed[4] = row_index
+            fixed[-2] = change.kind
+            for col, value in zip(cols, fixed):
+                col.append(value)
+        if info.converters is None:
+            cols[-2].add_all(info.names, [_labelled(info, c.before) for c in chunk], partial_before)
+            cols[-1].add_all(info.names, [_labelled(info, c.after) for c in chunk], partial_after)
+        elif columnar:
+            cols[-2].add_all([_projected(info, c.before) for c in chunk])
+            cols[-1].add_all([_projected(info, c.after) for c in chunk])
+        else:
+            cols[-2].extend(_typed(info, c.before) for c in chunk)
+            cols[-1].extend(_typed(info, c.after) for c in chunk)
+        out.held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
+        if out.full() or out.held >= MAX_BATCH_BYTES:
+            batch = out.flush()
+            if batch is not None:
+                yield batch
+
+
+def _labelled(info: _TableInfo, image: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    """A map image with ENUM/SET values as their labels (where the metadata lists them)."""
+    if image is None or info.labels is None:
+        return image
+    return tuple(v if label is None or v is None or v is ABSENT else label(v) for v, label in zip(image, info.labels))
 
 
 def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:
@@ -562,19 +757,25 @@ def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema, builder: Any
-                           ) -> Iterator[pa.RecordBatch]:
+def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema, builder: Any,
+                           history: SchemaHistory | None = None) -> Iterator[pa.RecordBatch]:
     """The rows view with map images, built column by column by the compiled ``MapBuilder``:
-    each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes."""
+    each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes.
+    Rows of tables with ENUM/SET labels (which the builder cannot render) are built by the
+    reference path into batches of their own."""
     reader = SplitReader(split, options)
+    maps = None if history is None else TypedMaps(history, split)
     max_rows = options.batch_rows
+    labelled = _Batches(schema, max_rows, ("before", "after"))
     cached: tuple[TableMapEvent, _TableInfo] | None = None
     events: list[list[Any]] = []  # per-event column values of the batch being built
-    for item, event, table_map in _rows_events(reader, None):
+    for item, event, table_map in _rows_events(reader, None, maps):
         if cached is None or cached[0] is not table_map:
-            names = column_names(table_map)
-            cached = (table_map, _TableInfo(names, key_columns(table_map, names), None))
+            cached = (table_map, _map_info(table_map))
         info = cached[1]
+        if info.labels is not None:
+            yield from _add_event(labelled, info, split, item, event, table_map, max_rows, False)
+            continue
         decoder = row_decoder(table_map)
         assert isinstance(decoder, FastRowDecoder)
         try:
@@ -593,9 +794,13 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
             raise err.located(split.path, item.position) from None
     if builder.rows:
         yield _columnar_batch(schema, builder.take(), events)
+    batch = labelled.flush()
+    if batch is not None:
+        yield batch
 
 
 def _typed(info: _TableInfo, image: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    image = _projected(info, image)
     if image is None:
         return None
     assert info.converters is not None
@@ -640,19 +845,26 @@ _BUILDERS = {"events": _events_batches, "rows": _rows_batches, "groups": _groups
 
 
 def read_splits(splits: Sequence[Split], options: ScanOptions, schema: pa.Schema, *,
-                columnar: bool = True) -> Iterator[pa.RecordBatch]:
+                columnar: bool = True, history: str | None = None) -> Iterator[pa.RecordBatch]:
     """Record batches of the chosen view for ``splits``, in order.
 
     ``columnar`` uses the compiled column builders where they exist (the same batches as the
     pure-Python reference path, which ``columnar=False`` or ``MARIABINLOG_PURE_PYTHON=1`` runs).
+    ``history`` is the JSON text of the schema history that names and types the rows view (the
+    driver's, :func:`scan_schema`); without it the ``schemaHistory`` file is read here, if given.
     """
     builder = map_builder(render) if columnar and options.view == "rows" and options.table is None else None
     build = _BUILDERS[options.view]
+    known = None
+    if options.view == "rows":
+        if history is None and options.schema_history not in (None, NO_HISTORY):
+            history = history_text(options.schema_history, options.listing.storage)
+        known = None if history is None else loaded_history(history)
     for split in splits:
         if builder is not None:
-            yield from _rows_batches_columnar(split, options, schema, builder)
+            yield from _rows_batches_columnar(split, options, schema, builder, known)
         elif options.view == "rows":
-            yield from _rows_batches(split, options, schema, columnar)
+            yield from _rows_batches(split, options, schema, columnar, known)
         else:
             yield from build(split, options, schema)
 

@@ -5,7 +5,8 @@
   own offset and ``event_index`` is 0.  GTID columns are set on every event of a group and null
   outside groups (Format_description, Gtid_list, Rotate, ...).
 * ``rows``: one row per changed row, ``before``/``after`` as ``map<string,string>`` keyed by column
-  name (``@1``, ``@2``... when the table map carries no names); a key is missing when the column
+  name (``@1``, ``@2``... when neither the table map nor the schema history names them; ENUM/SET
+  as labels where either lists the members); a key is missing when the column
   is not in the image (MINIMAL/NOBLOB), its value is null for SQL NULL.  With ``table`` set,
   ``before``/``after`` are structs of typed columns instead (see :func:`typed_row_struct`).
 * ``groups``: one row per event group with its events' bytes (v4 events without checksum
@@ -278,13 +279,43 @@ _BLOBS = frozenset(
 )
 
 
+def _enum_label(labels: tuple[str, ...]) -> Converter:
+    """ENUM index -> its label ('' for the error value 0, as MariaDB prints it)."""
+    return lambda value: labels[value - 1] if 0 < value <= len(labels) else ""
+
+
+def _set_labels(labels: tuple[str, ...]) -> Converter:
+    """SET bit mask -> its members joined by commas, as MariaDB prints it."""
+    return lambda value: ",".join(label for i, label in enumerate(labels) if value >> i & 1)
+
+
+def label_functions(table_map: TableMapEvent) -> tuple[Converter | None, ...]:
+    """Per column: the ENUM/SET index-to-label function when the optional metadata (FULL,
+    or supplied by the schema history) lists the members, else None."""
+    meta = table_map.optional_metadata
+    enums = iter((meta.enum_str_values or ()) if meta is not None else ())
+    sets = iter((meta.set_str_values or ()) if meta is not None else ())
+    out: list[Converter | None] = []
+    for ctype, cmeta in zip(table_map.column_types, table_map.column_meta):
+        rtype = C.real_type(ctype, cmeta)
+        members = next(enums, None) if rtype == C.MYSQL_TYPE_ENUM else None
+        members = next(sets, None) if rtype == C.MYSQL_TYPE_SET else members
+        if members is None:
+            out.append(None)
+            continue
+        labels = tuple(decode_text(m) for m in members)
+        out.append(_enum_label(labels) if rtype == C.MYSQL_TYPE_ENUM else _set_labels(labels))
+    return tuple(out)
+
+
 def typed_row_struct(table_map: TableMapEvent) -> tuple[StructType, tuple[Converter, ...]]:
     """Struct type of one table's row images and the per-column converters.
 
     Integers are ``long`` (``decimal(20,0)`` for BIGINT UNSIGNED, BIT(64), 64-member SETs),
     DECIMAL ``decimal(p,s)`` (string beyond 38 digits), DATE ``date``, DATETIME ``timestamp_ntz``,
     TIMESTAMP ``timestamp`` (UTC), TIME ``string``, text ``string``, binary data ``binary``.
-    Zero and invalid dates become null.  Without optional metadata the sign and charset are
+    ENUM and SET are ``string`` labels (``'a,c'``) when the metadata (FULL, or the schema
+    history) has them.  Zero and invalid dates become null.  Without optional metadata the sign and charset are
     unknown: integers are read signed, CHAR/VARCHAR as UTF-8 text, BLOB/TEXT as binary.
     """
     types, metas = table_map.column_types, table_map.column_meta
@@ -296,7 +327,12 @@ def typed_row_struct(table_map: TableMapEvent) -> tuple[StructType, tuple[Conver
         unsigned = [False] * len(types)
         collations = [None] * len(types)
     fields, converters = [], []
-    for name, ctype, cmeta, uns, coll in zip(column_names(table_map), types, metas, unsigned, collations):
+    names = column_names(table_map)
+    for name, ctype, cmeta, uns, coll, label in zip(names, types, metas, unsigned, collations, label_functions(table_map)):
+        if label is not None:
+            fields.append(StructField(name, StringType()))
+            converters.append(label)
+            continue
         spark_type, convert = _column_type(ctype, cmeta, uns, coll)
         fields.append(StructField(name, spark_type))
         converters.append(convert)

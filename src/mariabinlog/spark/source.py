@@ -52,15 +52,16 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
-from ..errors import MariabinlogError, OptionError
 from ..engine.files import BinlogFile
-from .fs import discover
+from ..errors import MariabinlogError, OptionError
+from ..schema import SchemaHistory
+from .fs import Listing, discover
 from .options import ScanOptions
 from .partition import BinlogPartition, read_partition
-from .plan import Split, plan
-from .read import SplitReader
-from .stream import BinlogStreamReader
+from .plan import plan
+from .read import NO_HISTORY, history_source, history_text, loaded_history, scan_schema
 from .schema import SCHEMAS, rows_schema, typed_row_struct
+from .stream import BinlogStreamReader
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -90,16 +91,17 @@ def stream_path(options: Mapping[str, str]) -> str:
     return paths[0]
 
 
-def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str],
-                   options: ScanOptions | None = None) -> TableMapEvent:
-    """The first Table_map of ``db.table`` in ``files`` (to type the rows view of one table)."""
-    everything = ScanOptions(gtid_seek=False, listing=options.listing if options else ScanOptions().listing)
-    for f in files:
-        split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
-        for item in SplitReader(split, everything):
-            event = item.event
-            if isinstance(event, TableMapEvent) and (event.schema, event.table) == table:
-                return event
+def find_table_map(files: Sequence[BinlogFile], table: tuple[str, str], history: SchemaHistory | None = None,
+                   listing: Listing | None = None) -> TableMapEvent:
+    """The last Table_map of ``db.table`` in ``files``, typed by ``history`` (built from the
+    files' DDL when None): its shape types the rows view of one table."""
+    return known_table_map(scan_schema(files, history, table, listing)[1], table)
+
+
+def known_table_map(table_map: TableMapEvent | None, table: tuple[str, str]) -> TableMapEvent:
+    """``table_map``, or the error saying the table was never mapped."""
+    if table_map is not None:
+        return table_map
     raise OptionError(f"table {table[0]}.{table[1]} has no Table_map event in the binlogs; its columns are unknown")
 
 
@@ -116,15 +118,42 @@ class MariabinlogDataSource(DataSource):
     def _options(self) -> ScanOptions:
         return ScanOptions.parse(self.options, self.defaults)
 
+    def _rows_history(self) -> tuple[str, TableMapEvent | None]:
+        """The rows view's schema history as JSON text (for the executors) and, with option
+        ``table``, that table's last typed Table_map; worked out once per source object."""
+        cached: tuple[str, TableMapEvent | None] | None = getattr(self, "_history_cache", None)
+        if cached is None:
+            options, paths = self._options(), source_paths(self.options)
+            saved = history_source(paths, options)
+            storage = options.listing.storage
+            history = loaded_history(history_text(saved, storage), saved) if saved is not None else None
+            if options.schema_history == NO_HISTORY:
+                history = SchemaHistory(source=NO_HISTORY)
+            files = discover(paths, options.listing)
+            history, table_map = scan_schema(files, history, options.table, options.listing)
+            if options.table is not None:
+                known_table_map(table_map, options.table)
+            cached = self._history_cache = (json.dumps(history.to_json(), ensure_ascii=False), table_map)
+        return cached
+
+    def _executor_history(self, options: ScanOptions) -> str | None:
+        """The schema history the executors type the rows view by (None: not the rows view,
+        or ``schemaHistory=none``)."""
+        if options.view != "rows" or options.schema_history == NO_HISTORY:
+            return None
+        return self._rows_history()[0]
+
     def schema(self) -> StructType:
         options = self._options()
         if options.view == "rows" and options.table is not None:
-            table_map = find_table_map(discover(source_paths(self.options), options.listing), options.table, options)
+            table_map = self._rows_history()[1]
+            assert table_map is not None
             return rows_schema(typed_row_struct(table_map)[0])
         return SCHEMAS[options.view]
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BinlogReader(source_paths(self.options), self._options(), schema)
+        options = self._options()
+        return BinlogReader(source_paths(self.options), options, schema, self._executor_history(options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return BinlogStreamReader(stream_path(self.options), self._options(), schema, dict(self.options))
@@ -133,17 +162,18 @@ class MariabinlogDataSource(DataSource):
 class BinlogReader(DataSourceReader):
     """Batch reader: plans splits on the driver, reads them into Arrow batches on executors."""
 
-    def __init__(self, paths: list[str], options: ScanOptions, schema: StructType) -> None:
+    def __init__(self, paths: list[str], options: ScanOptions, schema: StructType, history: str | None = None) -> None:
         self.paths = paths
         self.options = options
         self.schema = schema
+        self.history = history  # JSON text of the rows view's schema history
 
     def partitions(self) -> list[InputPartition]:
         parts = plan(discover(self.paths, self.options.listing), self.options)
         return [BinlogPartition(i, tuple(splits)) for i, splits in enumerate(parts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(partition, self.options, self.schema)
+        return read_partition(partition, self.options, self.schema, self.history)
 
 
 _SEQ_FILTERS = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
@@ -190,7 +220,8 @@ class PushdownDataSource(MariabinlogDataSource):
     """The source registered when the session allows filter pushdown."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PushdownBinlogReader(source_paths(self.options), self._options(), schema)
+        options = self._options()
+        return PushdownBinlogReader(source_paths(self.options), options, schema, self._executor_history(options))
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
