@@ -17,6 +17,7 @@ import copy
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -78,6 +79,10 @@ log = logging.getLogger(__name__)
 #: Bytes of decoded data a record batch holds at most (besides ``batchRows``), so a huge
 #: transaction streams through a task in bounded memory.
 MAX_BATCH_BYTES = 32 << 20
+
+#: Times a split is read on past a page that reads as unwritten or torn inside it (a live
+#: writer's page rewrite) before that page counts as damage.
+_REREADS = 4
 
 #: Events that stand outside event groups (they end any group in progress).
 META_EVENTS = frozenset(
@@ -231,26 +236,45 @@ class SplitReader:
     # -- .ibb --------------------------------------------------------------------------------
 
     def _ibb(self) -> Iterator[Item]:
+        """The split's event groups.  A page inside the split that reads as unwritten or torn may
+        be one a live writer is rewriting at that moment (it rewrites its last, partly filled page
+        as records are appended, and a read racing that write sees a page whose CRC fails): the
+        split is read on from the last whole record after a short pause, and only a page that
+        stays so is damage."""
         split = self.split
-        source = open_pages(split.directory, {split.file_no: split.path}, self.options.listing.storage)
-        following = (split.file_no, split.start)  # where the next record starts
-        try:
-            reader = RecordReader(source, split.file_no, split.start, skip_partial=True)
-            for record in reader:
-                if not record.nested:
-                    if record.file_no != split.file_no or record.offset >= split.end:
-                        break
-                    if record.type == RecordType.COMMIT and record.offset >= split.start:
-                        yield from self._ibb_group(reader.group(record), record.offset, source)
-                following = reader.position
-        except TruncatedError as err:
-            if following[0] == split.file_no and following[1] < split.end:
-                self._damaged(err)
-            # Else the record after the split's end is still being written (a live stream).
-        except DecodeError as err:
-            self._damaged(err)
-        finally:
-            source.close()
+        start = split.start
+        done: tuple[int, int] = (-1, 0)  # (offset of the group being yielded, items of it yielded)
+        for attempt in range(_REREADS + 1):
+            source = open_pages(split.directory, {split.file_no: split.path}, self.options.listing.storage)
+            following = (split.file_no, start)  # where the next record starts
+            try:
+                reader = RecordReader(source, split.file_no, start, skip_partial=True)
+                for record in reader:
+                    if not record.nested:
+                        if record.file_no != split.file_no or record.offset >= split.end:
+                            break
+                        if record.type == RecordType.COMMIT and record.offset >= split.start:
+                            # A group cut by a reread goes on after the items already yielded.
+                            skip = done[1] if done[0] == record.offset else 0
+                            items = self._ibb_group(reader.group(record), record.offset, source)
+                            for count, item in enumerate(items, 1):
+                                if count > skip:
+                                    done = (record.offset, count)
+                                    yield item
+                    following = reader.position
+                return
+            except DecodeError as err:
+                inside = following[0] == split.file_no and following[1] < split.end
+                if isinstance(err, TruncatedError) and not inside:
+                    return  # the record after the split's end is still being written (a live stream)
+                if attempt == _REREADS:
+                    self._damaged(err)
+                    return
+                log.info("%s: reading on from offset %d after %s", split.path, following[1], err)
+                start = following[1]
+                time.sleep(0.05 * (attempt + 1))
+            finally:
+                source.close()
 
     def _ibb_group(self, group_data: EventGroup, offset: int, source: PageSource) -> Iterator[Item]:
         split, dec, flt = self.split, self.decoder, self.options.filter
