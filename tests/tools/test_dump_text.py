@@ -30,7 +30,7 @@ import pytest
 
 from mariabinlog.codec.ibb import CommitRecord, GtidState, PageWriter, RecordType
 from mariabinlog.codec.stream import iter_legacy_events
-from mariabinlog.engine.files import IbbDirectory, ibb_file_name, ibb_file_no
+from mariabinlog.engine.files import IbbDirectory, binlog_name, ibb_file_no
 from mariabinlog.tools.dump_cli import dump_main
 
 from corpus_data import CORPUS, corpus_path
@@ -355,7 +355,7 @@ def _ibb_from_legacy(legacy: Path, directory: Path, pages_per_file: int) -> list
         files.setdefault(partial.file_no, {})[partial.page_no] = partial.data
     paths = []
     for file_no, pages in sorted(files.items()):
-        path = directory / ibb_file_name(file_no)
+        path = directory / binlog_name(file_no)
         path.write_bytes(
             b"".join(pages.get(i, bytes(16384)) for i in range(max(max(pages) + 1, 4)))
         )
@@ -423,7 +423,7 @@ def test_ibb_file_alone_skips_foreign_records(corpus_dir: Path, tmp_path: Path) 
 
 
 def test_empty_preallocated_ibb_is_skipped(tmp_path: Path) -> None:
-    path = tmp_path / ibb_file_name(3)
+    path = tmp_path / binlog_name(3)
     path.write_bytes(bytes(4 * 16384))
     status, out, err = run_dump([str(path)])
     assert (

@@ -34,7 +34,6 @@ def binlog_name(file_no: int) -> str:
     return f"binlog-{file_no:06d}.ibb"
 
 
-ibb_file_name = binlog_name
 
 
 def ibb_file_no(path: str) -> int | None:
@@ -162,7 +161,7 @@ class IbbDirectory:
     def path(self, file_no: int) -> str:
         """Path of file ``file_no``."""
         return self.paths.get(file_no) or os.path.join(
-            self.directory, ibb_file_name(file_no)
+            self.directory, binlog_name(file_no)
         )
 
     def name(self, file_no: int) -> str:

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
-from ..engine.files import BinlogFile, IbbDirectory, ibb_file_name, legacy_file_no
+from ..engine.files import BinlogFile, IbbDirectory, binlog_name, legacy_file_no
 from ..errors import DecodeError, OptionError, TruncatedError
 
 log = logging.getLogger(__name__)
@@ -362,7 +362,7 @@ class RemotePages:
 
     def path(self, file_no: int) -> str:
         """URI of file ``file_no``."""
-        return self.paths.get(file_no) or f"{self.directory.rstrip('/')}/{ibb_file_name(file_no)}"
+        return self.paths.get(file_no) or f"{self.directory.rstrip('/')}/{binlog_name(file_no)}"
 
     def name(self, file_no: int) -> str:
         """File name for messages: the URI of file ``file_no``."""

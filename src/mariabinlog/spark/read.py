@@ -52,8 +52,8 @@ from ..codec.events import (
     TableMapEvent,
     XidEvent,
 )
+from ..codec.event_header import reframe
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
-from ..codec.primitives import U32
 from ..codec.rows import FastRowDecoder, map_builder, row_decoder
 from ..codec.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
@@ -229,9 +229,7 @@ class SplitReader:
         if not self.raw:
             return None
         footer = 4 if self.decoder.checksum_alg == CHECKSUM_CRC32 else 0
-        raw = bytearray(data[pos : pos + length - footer])
-        U32.pack_into(raw, 9, len(raw))
-        return bytes(raw)
+        return reframe(data[pos : pos + length - footer])
 
     # -- .ibb --------------------------------------------------------------------------------
 

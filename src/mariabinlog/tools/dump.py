@@ -858,7 +858,7 @@ class Dumper:
         (4 by default) and ``end_log_pos`` the stored 0, as the C tool does.
         """
         from ..codec.ibb import PAGE_SIZE, RecordReader, decode_header_page
-        from ..engine.files import IbbDirectory, ibb_file_name, ibb_file_no
+        from ..engine.files import IbbDirectory, binlog_name, ibb_file_no
 
         try:
             header = decode_header_page(data[:PAGE_SIZE])
@@ -885,7 +885,7 @@ class Dumper:
                     f"('{st.source.name(previous)}'); name the files in ascending order"
                 )
             else:
-                missing = ", ".join(ibb_file_name(n) for n in skipped)
+                missing = ", ".join(binlog_name(n) for n in skipped)
                 reason = (
                     f"not the next file: {missing} missing between file number {previous} "
                     f"('{st.source.name(previous)}') and file number {file_no}"

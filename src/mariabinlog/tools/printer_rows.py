@@ -4,6 +4,8 @@ blocks, ``###`` lines (``-v``/``-vv``), row counts and ``--flashback`` reversal.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable
 from typing import Any
 
@@ -537,28 +539,14 @@ def _charset_iter(default: C.DefaultCharset | None, per_column: tuple[int, ...] 
     return iter(per_column or ())
 
 
+#: pretty_print_str's escapes: byte -> its escape.
+_PRETTY_ESCAPES = {b"\n": b"\\n", b"\r": b"\\r", b"\\": b"\\\\", b"\b": b"\\b", b"\t": b"\\t", b"'": b"\\'", b"\0": b"\\0"}
+_PRETTY_SPECIAL = re.compile(b"[" + re.escape(b"".join(_PRETTY_ESCAPES)) + b"]")
+
+
 def _pretty_str(value: bytes, quote: bytes = b"'") -> bytes:
     """pretty_print_str: quoted, with \\n \\r \\\\ \\b \\t \\' \\0 escaped."""
-    out = bytearray(quote)
-    for c in value:
-        if c == 10:
-            out += b"\\n"
-        elif c == 13:
-            out += b"\\r"
-        elif c == 92:
-            out += b"\\\\"
-        elif c == 8:
-            out += b"\\b"
-        elif c == 9:
-            out += b"\\t"
-        elif c == 39:
-            out += b"\\'"
-        elif c == 0:
-            out += b"\\0"
-        else:
-            out.append(c)
-    out += quote
-    return bytes(out)
+    return quote + _PRETTY_SPECIAL.sub(lambda m: _PRETTY_ESCAPES[m.group()], value) + quote
 
 
 def _pretty_identifier(name: bytes) -> bytes:
