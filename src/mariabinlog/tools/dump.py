@@ -647,7 +647,7 @@ class Dumper:
                     except FlashbackError:
                         return self._flashback_error()
                     except DecodeError as exc:
-                        self._drop_partial(ev.position)
+                        self.printer.drop_event(ev.position)
                         self.error(
                             self._read_error_text(name, ev.position, str(exc.reason))
                         )
@@ -688,21 +688,6 @@ class Dumper:
             return OK_CONTINUE
         self.error(self._read_error_text(exc.file or "", exc.offset or 0, exc.reason))
         return ERROR_STOP
-
-    def _drop_partial(self, position: int) -> None:
-        """Forget what the printer wrote of the event at ``position`` (from its ``# at`` line):
-        the tool fails to read such an event before printing anything of it."""
-        out = getattr(self.printer, "out", None)
-        if not isinstance(out, list):
-            return
-        line = b"# at %d\n" % position
-        for i in range(len(out) - 1, max(len(out) - 64, -1), -1):
-            if out[i] == line:
-                del out[i:]
-                break
-        head = getattr(self.printer, "head", None)
-        if isinstance(head, list):
-            head.clear()
 
     def _read_error_text(self, name: str, pos: int, detail: str) -> str:
         return f"Could not read entry at offset {pos} of '{name}': Error in log format or read error ({detail})."
@@ -786,7 +771,7 @@ class Dumper:
             except FlashbackError:
                 return self._flashback_error()
             except DecodeError as exc:
-                self._drop_partial(ev.position)
+                self.printer.drop_event(ev.position)
                 self.error(self._read_error_text(name, ev.position, str(exc.reason)))
                 return ERROR_STOP
             return OK_CONTINUE

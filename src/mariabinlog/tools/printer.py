@@ -222,6 +222,17 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             self._writelines(self.out)
             self.out.clear()
 
+    def drop_event(self, position: int) -> None:
+        """Forget what was printed of the event at ``position`` (from its ``# at`` line on):
+        the tool fails to read such an event before printing anything of it."""
+        line = b"# at %d\n" % position
+        out = self.out
+        for i in range(len(out) - 1, max(len(out) - 64, -1), -1):
+            if out[i] == line:
+                del out[i:]
+                break
+        self.head.clear()
+
     def _flush_head(self) -> None:
         if self.head:
             self.out.extend(self.head)

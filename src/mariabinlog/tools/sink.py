@@ -58,5 +58,9 @@ class EventSink:
         """Take one accepted event."""
         raise NotImplementedError
 
+    def drop_event(self, position: int) -> None:
+        """Forget what was written of the event at ``position``, which failed to decode: a sink
+        takes whole events only, so nothing of it is pending."""
+
     def finish(self, complete: bool) -> None:
         """The run is over (``complete``: no error stopped it)."""
