@@ -28,7 +28,7 @@ from sqlglot.tokens import Token, TokenType
 
 from ..codec import charsets
 from ..errors import UnparsedDDLError
-from .model import INTEGER_TYPES, TEXT_TYPES, Column, Table, is_known_type
+from .model import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES, Column, Table, is_known_type
 
 
 
@@ -199,6 +199,8 @@ class Catalog:
         if _partition_only(tokens):
             return []
         words = [t.text.upper() for t in tokens[:4]]
+        if words[0] == "TRUNCATE":
+            return self._truncate(tokens, database)
         if words[0] == "ALTER" and "TABLE" in words and words.index("TABLE") > 1:
             # ALTER ONLINE/IGNORE TABLE: the modifiers do not change what the statement does.
             sql = sql[: tokens[1].start] + sql[tokens[words.index("TABLE")].start :]
@@ -226,7 +228,7 @@ class Catalog:
             if error.tables:
                 raise
             raise UnparsedDDLError(error.reason, _named_tables(tokens, database)) from None
-        return []  # TRUNCATE, CREATE INDEX, views, routines...: no column changes
+        return []  # CREATE INDEX, views, routines...: no column changes
 
     # -- statements ---------------------------------------------------------
 
@@ -252,7 +254,7 @@ class Catalog:
             source = self.tables.get(_table_key(like.this, database))
             if source is None:
                 raise UnparsedDDLError(f"CREATE TABLE LIKE an unknown table {like.this.sql(_DIALECT)}", (key,))
-            self.tables[key] = source.renamed(*key)
+            self.tables[key] = source.created_as(*key)
             return [key]
         if tree.args.get("exists") and key in self.tables:
             return []
@@ -294,7 +296,7 @@ class Catalog:
                 definition = action.this
                 old_name = _ident(action.args["rename_from"]) if action.args.get("rename_from") else definition.name
                 index = _index(columns, old_name, key)
-                column = _column(definition, table.charset, None)
+                column = replace(_column(definition, table.charset, None), ident=columns[index].ident)
                 del columns[index]
                 _place(columns, column, definition.args.get("position"), index)
                 primary = [column.name if p.lower() == old_name.lower() else p for p in primary]
@@ -320,8 +322,9 @@ class Catalog:
                 table_charset = _property_charset(action) or table_charset
         if new_key != key:
             del self.tables[key]
-        self.tables[new_key] = Table(
-            new_key[0], new_key[1], tuple(columns), tuple(primary), table_charset, table.collation
+        self.tables[new_key] = replace(
+            table, database=new_key[0], name=new_key[1], columns=tuple(columns), primary_key=tuple(primary),
+            charset=table_charset,
         )
         return [key, new_key] if new_key != key else [key]
 
@@ -364,6 +367,15 @@ class Catalog:
                 self.tables[key] = replace(table, columns=columns, charset=charset, collation=None)
                 return [key]
         raise UnparsedDDLError("statement the SQL parser reads only as an opaque command", _named_tables(tokens, database))
+
+    def _truncate(self, tokens: list[Token], database: str) -> list[tuple[str, str]]:
+        """``TRUNCATE [TABLE] t``: same shape, a new incarnation (its older rows are gone)."""
+        key, _ = _read_name(tokens, 2 if tokens[1].text.upper() == "TABLE" else 1, database)
+        table = self.tables.get(key)
+        if table is None:
+            return []
+        self.tables[key] = table.emptied()
+        return [key]
 
     def _rename(self, tokens: list[Token], database: str) -> list[tuple[str, str]]:
         """``a TO b, c TO d``: renames apply left to right, as MariaDB does."""
@@ -484,6 +496,7 @@ def _column(definition: exp.ColumnDef, default_charset: str | None, default_coll
     nullable = True
     charset = collation = None
     binary_flag = False
+    default: exp.Expression | None = None
     for constraint in definition.args.get("constraints") or ():
         value = constraint.args.get("kind")
         if isinstance(value, exp.NotNullColumnConstraint):
@@ -496,6 +509,8 @@ def _column(definition: exp.ColumnDef, default_charset: str | None, default_coll
             collation = value.this.name.lower()
         elif isinstance(value, exp.BinaryColumnConstraint):
             binary_flag = True
+        elif isinstance(value, exp.DefaultColumnConstraint):
+            default = value.this
     members: tuple[str, ...] = ()
     length = precision = scale = None
     params = kind.expressions if isinstance(kind, exp.DataType) else []
@@ -528,4 +543,26 @@ def _column(definition: exp.ColumnDef, default_charset: str | None, default_coll
         length=length,
         precision=precision,
         scale=scale,
+        default=_default_text(default, sql_type, nullable, members),
     )
+
+
+def _default_text(default: exp.Expression | None, sql_type: str, nullable: bool,
+                  members: tuple[str, ...]) -> str | None:
+    """The value the server gives rows that exist when the column is added, as text: a
+    constant ``DEFAULT``, else for NOT NULL the type's implicit default (0, '', the first
+    ENUM member); None for NULL and for defaults that are not constants (expressions,
+    CURRENT_TIMESTAMP, temporal zero values)."""
+    if isinstance(default, exp.Neg) and isinstance(default.this, exp.Literal) and not default.this.is_string:
+        return "-" + default.this.name
+    if isinstance(default, exp.Literal):
+        return default.name
+    if default is not None or nullable:
+        return None
+    if sql_type in INTEGER_TYPES or sql_type in ("decimal", "float", "double", "bit", "year"):
+        return "0"
+    if sql_type == "enum":
+        return members[0] if members else ""
+    if sql_type in TEXT_TYPES or sql_type in BINARY_TYPES:
+        return ""
+    return None

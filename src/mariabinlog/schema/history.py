@@ -72,8 +72,11 @@ class SchemaHistory:
         self.records: list[DdlRecord] = []
         # (db, table) -> positions and the table from each position on (None = dropped/unknown)
         self._versions: dict[tuple[str, str], tuple[list[Position], list[Table | None]]] = {}
+        # (db, table) -> the GTID of the statement of each version (None: the snapshot, or none logged)
+        self._version_gtids: dict[tuple[str, str], list[str | None]] = {}
         for key, table in self.snapshot.tables.items():
             self._versions[key] = ([_START], [table])
+            self._version_gtids[key] = [None]
         # GTID -> index in records, and the catalog after each record (for re-reading a known stream)
         self._gtids: dict[str, int] = {}
         self._after: list[Catalog] = []
@@ -147,6 +150,7 @@ class SchemaHistory:
             positions, tables = self._versions.setdefault(key, ([], []))
             positions.append((file, pos))
             tables.append(self.catalog.tables.get(key))
+            self._version_gtids.setdefault(key, []).append(gtid)
         return changed
 
     # -- questions ------------------------------------------------------------
@@ -177,6 +181,34 @@ class SchemaHistory:
             return None
         index = bisect_right(versions[0], (file, pos)) - 1
         return versions[1][index] if index >= 0 else None
+
+    def table_for_event(self, database: str, name: str, file: str, pos: int, gtid: str | None) -> Table | None:
+        """The table as it was for a row event of group ``gtid`` at (file, pos), whatever the
+        files the rows are read from: a statement of the same GTID domain precedes it when
+        its sequence number is not higher (CREATE ... SELECT logs its rows in the statement's
+        own group), other statements when their (file, pos) is not later.  So rows of an
+        ``.ibb`` archive, whose history records the upstream positions, find their shape."""
+        versions = self._versions.get((database, name))
+        if versions is None:
+            return None
+        domain, _, seq = (gtid or "").partition("-")
+        seq = seq.partition("-")[2]
+        for index in range(len(versions[0]) - 1, -1, -1):
+            at = versions[0][index]
+            version_gtid = self._version_gtids[(database, name)][index]
+            if at == _START:
+                return versions[1][index]
+            parts = (version_gtid or "").split("-")
+            if seq and len(parts) == 3 and parts[0] == domain:
+                if int(parts[2]) <= int(seq):
+                    return versions[1][index]
+            elif at <= (file, pos):
+                return versions[1][index]
+        return None
+
+    def current_incarnations(self) -> dict[int, Table]:
+        """The tables the stream leaves, by incarnation (see :class:`~.model.Table`)."""
+        return {table.incarnation: table for table in self.catalog.tables.values() if table.unknown is None}
 
     # -- persistence ----------------------------------------------------------
 

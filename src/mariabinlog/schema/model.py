@@ -12,6 +12,7 @@ a column of a given SQL type: the agreement check compares them.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +54,16 @@ BINARY_TYPES = frozenset(("binary", "varbinary", "tinyblob", "blob", "mediumblob
 INTEGER_TYPES = frozenset(("tinyint", "smallint", "mediumint", "int", "bigint"))
 
 
+#: Identities of columns and table incarnations, unique within the process (never saved: a
+#: history loaded from JSON replays its DDL and so draws them afresh, consistently).
+_IDENTITIES = itertools.count(1)
+
+
+def new_identity() -> int:
+    """A fresh identity for a column or a table incarnation."""
+    return next(_IDENTITIES)
+
+
 def binlog_types(sql_type: str) -> frozenset[int]:
     """The real ``MYSQL_TYPE_*`` codes a Table_map may carry for a column of ``sql_type``."""
     return _BINLOG_TYPES.get(sql_type, frozenset())
@@ -70,7 +81,11 @@ class Column:
     ``charset`` is the character set of a character column (``binary`` for bytes),
     resolved when the column was defined (column, else table, else database,
     else server default); ``members`` are the ENUM/SET labels; ``length``,
-    ``precision`` and ``scale`` are the declared sizes when given.
+    ``precision`` and ``scale`` are the declared sizes when given.  ``default`` is the
+    constant ``DEFAULT`` as the rows view renders it (None: NULL, or not a constant), what
+    the server gives rows that existed when the column was added.  ``ident`` is the
+    column's identity: kept when the column is renamed or modified, new when it is added,
+    so rows logged under an older shape can be matched to the current one.
     """
 
     name: str
@@ -83,6 +98,8 @@ class Column:
     length: int | None = None
     precision: int | None = None
     scale: int | None = None
+    default: str | None = None
+    ident: int = field(default_factory=new_identity, compare=False, repr=False)
 
     @property
     def is_binary(self) -> bool:
@@ -107,7 +124,7 @@ class Column:
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (defaults left out)."""
         out: dict[str, Any] = {"name": self.name, "type": self.type}
-        for key in ("unsigned", "nullable", "charset", "collation", "length", "precision", "scale"):
+        for key in ("unsigned", "nullable", "charset", "collation", "length", "precision", "scale", "default"):
             value = getattr(self, key)
             if value != getattr(_DEFAULT_COLUMN, key):
                 out[key] = value
@@ -126,7 +143,12 @@ _DEFAULT_COLUMN = Column("", "")
 
 @dataclass(frozen=True)
 class Table:
-    """One version of a table: its columns in order and its primary key (column names)."""
+    """One version of a table: its columns in order and its primary key (column names).
+
+    ``incarnation`` is the identity of the table's contents: kept by ALTER and RENAME,
+    new on CREATE (also after a DROP, and for ``CREATE ... LIKE``) and on TRUNCATE, so rows
+    logged before the table was emptied or recreated are known as gone.
+    """
 
     database: str
     name: str
@@ -136,6 +158,7 @@ class Table:
     collation: str | None = None
     #: Why the history cannot vouch for this table (an unparsable statement); columns are then empty.
     unknown: str | None = field(default=None, compare=False)
+    incarnation: int = field(default_factory=new_identity, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -150,6 +173,15 @@ class Table:
     def renamed(self, database: str, name: str) -> Table:
         """The same table under another name."""
         return replace(self, database=database, name=name)
+
+    def created_as(self, database: str, name: str) -> Table:
+        """A new table of the same shape (``CREATE TABLE ... LIKE``): new identities."""
+        columns = tuple(replace(c, ident=new_identity()) for c in self.columns)
+        return replace(self, database=database, name=name, columns=columns, incarnation=new_identity())
+
+    def emptied(self) -> Table:
+        """The same shape as a new incarnation (TRUNCATE): older rows are gone."""
+        return replace(self, incarnation=new_identity())
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form."""
