@@ -272,6 +272,8 @@ class Catalog:
                     primary = [column.name]
             elif isinstance(item, exp.PrimaryKey):
                 primary = [_ident(e) for e in item.expressions]
+            elif isinstance(item, exp.Identifier):
+                raise UnparsedDDLError(f"column {item.name} has no type", (key,))
         self.tables[key] = Table(key[0], key[1], tuple(columns), tuple(primary), default, table_collation)
         return [key]
 

@@ -206,6 +206,12 @@ class SchemaHistory:
                 return versions[1][index]
         return None
 
+    def incarnations(self, database: str, name: str) -> list[int]:
+        """The incarnations of the tables known under this name at some point of the stream."""
+        versions = self._versions.get((database, name))
+        tables = versions[1] if versions is not None else []
+        return list(dict.fromkeys(t.incarnation for t in tables if t is not None and t.unknown is None))
+
     def current_incarnations(self) -> dict[int, Table]:
         """The tables the stream leaves, by incarnation (see :class:`~.model.Table`)."""
         return {table.incarnation: table for table in self.catalog.tables.values() if table.unknown is None}

@@ -14,7 +14,13 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    the source's ``schemaHistory`` option), the changes of each key are folded in binlog order (an update's
    after image is merged onto the row, so MINIMAL images work when the key does not change);
    without one, identical rows are counted (+1 insert, -1 delete, update = both) and the rows
-   left over are kept.  Columns are the table's columns, as text.
+   left over are kept.  A table the schema history knows at the binlogs' end has its columns
+   in that shape and typed as the typed ``rows`` view types them (see :func:`write_states`);
+   rows logged under an older shape follow the history's column identities (a renamed column
+   keeps its values, a dropped one is gone, an added one holds its constant default or
+   NULL), rows from before a DROP/CREATE or TRUNCATE are gone, and a table dropped at the
+   end has no state table.  A table the history does not know (no DDL in the binlogs, no
+   starting schema) keeps text columns named as the binlog names them (``@N`` without names).
 3. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
    over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts, and the
    changes logged as SQL statements, which no table holds, with the advice to log rows).
@@ -29,6 +35,7 @@ import argparse
 import csv
 import datetime
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -38,6 +45,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError
+from ..schema import SchemaHistory, Table
+from .options import ScanOptions
+from .read import loaded_history
+from .source import MariabinlogDataSource, rows_history, source_paths
 
 FORMATS = ("parquet", "delta")
 
@@ -297,8 +308,11 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
         per_second.unpersist()
     by_table = cdc.groupBy(bucketed(F.unix_seconds("timestamp")), "database", "table").count().collect()
     result.statements = statement_changes(events)
-    layouts = {f"{t['database']}.{t['table']}": list(t["columns"] or []) for t in tables}
-    result.states = write_states(cdc, os.path.join(out, "state"), layouts, table_format)
+    scan = ScanOptions.parse(options, MariabinlogDataSource.defaults)
+    history = rows_history(source_paths({**options, "path": source}), scan)[0]
+    layouts = state_layouts(history, {(t["database"], t["table"]): list(t["columns"] or []) for t in tables})
+    current = carried_to_current(cdc, json.dumps(history.to_json(), ensure_ascii=False))
+    result.states = write_states(current, os.path.join(out, "state"), layouts, table_format)
     report = os.path.join(out, "report")
     os.makedirs(report, exist_ok=True)
     result.chart = os.path.join(report, "events_over_time.png")
@@ -410,34 +424,145 @@ def _count_rows(changes: Any) -> Any:
                           .alias("image"))
 
 
-def write_states(cdc: Any, directory: str, layouts: dict[str, list[str]], table_format: str) -> dict[str, str]:
+#: A state table's columns: (name, Spark type) from the schema history, or names only (text).
+Layout = list[tuple[str, Any]] | list[str]
+
+
+def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]) -> dict[str, Layout]:
+    """The state tables to write, by ``db.table``, from the tables ``seen`` in the CDC rows
+    (with their widest column list): a table the history knows becomes the tables its
+    incarnations are at the end (the same one, renamed, or none when dropped), with the
+    columns and types of that shape; a table it never knew keeps the text columns seen."""
+    from .schema import history_column_type
+
+    current = history.current_incarnations()
+    layouts: dict[str, Layout] = {}
+    for (database, name), columns in seen.items():
+        known = history.incarnations(database, name)
+        if not known:
+            layouts[f"{database}.{name}"] = columns
+        for incarnation in known:
+            table = current.get(incarnation)
+            if table is not None:
+                layouts[f"{table.database}.{table.name}"] = [(c.name, history_column_type(c)) for c in table.columns]
+    return layouts
+
+
+_CARRIED = ["database", "table", "op", "key_columns", "before", "after", *_ORDER]
+
+
+def carried_to_current(cdc: Any, history: str) -> Any:
+    """CDC rows carried to the shape the schema history (JSON text) gives their table at the
+    end: one narrow ``mapInArrow`` step (no job of its own).  A row logged under an older shape
+    is renamed by column identity (renamed columns keep their values, dropped ones go, added
+    ones get their constant default or NULL) and moved to its table's current name; a row of
+    an incarnation that no longer exists (dropped, recreated, truncated) is dropped; a row of
+    a table the history does not know at that point passes unchanged."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType([cdc.schema[c] for c in _CARRIED])
+    placed = cdc.select(*_CARRIED, "source_file", "gtid")
+    return placed.mapInArrow(_carrier(history), schema)
+
+
+def _carry(row: dict[str, Any], history: SchemaHistory, current: dict[int, Table]) -> dict[str, Any] | None:
+    """One CDC row as :func:`carried_to_current` gives it (None: the row is gone)."""
+    then = history.table_for_event(row["database"], row["table"], os.path.basename(row["source_file"] or ""),
+                                   row["position"], row["gtid"])
+    if then is None or then.unknown is not None:
+        return row
+    now = current.get(then.incarnation)
+    if now is None:
+        return None
+    names = {c.ident: c.name for c in now.columns}
+    renamed = {c.name: names[c.ident] for c in then.columns if c.ident in names}
+    had = {c.ident for c in then.columns}
+    added = [(c.name, c.default) for c in now.columns if c.ident not in had]
+
+    def image(values: list[tuple[str, str | None]] | None) -> list[tuple[str, str | None]] | None:
+        if values is None:
+            return None
+        return [(renamed[k], v) for k, v in values if k in renamed] + added
+
+    row.update(database=now.database, table=now.name, before=image(row["before"]), after=image(row["after"]),
+               key_columns=list(now.primary_key) or row["key_columns"])
+    return row
+
+
+def _carrier(history_json: str) -> Any:
+    """The ``mapInArrow`` function of :func:`carried_to_current`."""
+
+    def carry(batches: Any) -> Any:
+        import pyarrow as pa
+
+        history = loaded_history(history_json)
+        current = history.current_incarnations()
+        for batch in batches:
+            rows = [_carry(row, history, current) for row in batch.to_pylist()]
+            kept = [{k: row[k] for k in _CARRIED} for row in rows if row is not None]
+            schema = pa.schema([batch.schema.field(c) for c in _CARRIED])
+            yield pa.RecordBatch.from_pylist(kept, schema=schema)
+
+    return carry
+
+
+def write_states(cdc: Any, directory: str, layouts: dict[str, Layout], table_format: str) -> dict[str, str]:
     """Fold and write every table's latest state in one Spark job: ``directory/<db>.<table>``
-    with the table's columns (``layouts``) as text; returns the paths by table name."""
+    with the table's columns (``layouts``); returns the paths by table name.
+
+    The CDC rows keep one schema for every table (maps of text: one pass, partitioned by
+    table), so the types are given here, where each table's rows are written by a pyarrow
+    writer of its own: a typed layout's map text is read back into the Spark type the typed
+    ``rows`` view has for the column (:func:`~.schema.text_reader`, the inverse of the view's
+    rendering), so no job per table is needed.  A text layout writes the text as it is."""
     if os.path.isdir(directory):
         shutil.rmtree(directory)
     os.makedirs(directory)
     states = table_states(cdc).repartition("database", "table")
     states.mapInArrow(_state_writer(layouts, directory), "tables long").collect()
     paths = {}
-    for name, columns in layouts.items():
+    for name, layout in layouts.items():
         path = paths[name] = os.path.join(directory, name)
         if not os.path.isdir(path) or not os.listdir(path):  # every row deleted: an empty table
             os.makedirs(path, exist_ok=True)
             import pyarrow.parquet as pq
 
-            pq.write_table(_state_schema(columns).empty_table(), os.path.join(path, "part-empty.parquet"))
+            pq.write_table(_state_schema(layout).empty_table(), os.path.join(path, "part-empty.parquet"))
         if table_format == "delta":
             _commit_delta(path, ())
     return paths
 
 
-def _state_schema(columns: list[str]) -> Any:
+def _state_schema(layout: Layout) -> Any:
     import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
 
-    return pa.schema([pa.field(c, pa.string()) for c in columns])
+    return pa.schema([pa.field(c, pa.string()) if isinstance(c, str) else pa.field(c[0], to_arrow_type(c[1]))
+                      for c in layout])
 
 
-def _state_writer(layouts: dict[str, list[str]], directory: str) -> Any:
+def _state_columns(rows: Any, layout: Layout) -> list[Any]:
+    """The columns of one table's state rows (``image`` maps of text) as its layout types them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from .schema import text_reader
+
+    columns = []
+    for column in layout:
+        name = column if isinstance(column, str) else column[0]
+        text = pc.map_lookup(rows, name, "first")
+        if isinstance(column, str):
+            columns.append(text)
+            continue
+        read = text_reader(column[1])
+        values = [None if v is None else read(v) for v in text.to_pylist()]
+        columns.append(pa.array(values, type=to_arrow_type(column[1])))
+    return columns
+
+
+def _state_writer(layouts: dict[str, Layout], directory: str) -> Any:
     """The ``mapInArrow`` function that writes one task's states: a Parquet file per table."""
 
     def write(batches: Any) -> Any:
@@ -452,9 +577,12 @@ def _state_writer(layouts: dict[str, list[str]], directory: str) -> Any:
             for batch in batches:
                 names = pc.binary_join_element_wise(batch.column("database"), batch.column("table"), ".")
                 for name in pc.unique(names).to_pylist():
+                    layout = layouts.get(name)
+                    if layout is None:
+                        continue  # a table the schema history has dropped by the end
                     rows = batch.filter(pc.equal(names, name)).column("image")
-                    schema = _state_schema(layouts[name])
-                    table = pa.table([pc.map_lookup(rows, c, "first") for c in layouts[name]], schema=schema)
+                    schema = _state_schema(layout)
+                    table = pa.table(_state_columns(rows, layout), schema=schema)
                     writer = writers.get(name)
                     if writer is None:
                         os.makedirs(os.path.join(directory, name), exist_ok=True)

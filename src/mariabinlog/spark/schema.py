@@ -44,6 +44,8 @@ from pyspark.sql.types import (
 from ..codec import columns as C
 from ..codec.columns import MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp
 from ..codec.events import TableMapEvent
+from ..schema.agree import collation_id
+from ..schema.model import Column, binlog_types
 
 _LOCATION = [
     StructField("source_file", StringType()),
@@ -337,3 +339,75 @@ def typed_row_struct(table_map: TableMapEvent) -> tuple[StructType, tuple[Conver
         fields.append(StructField(name, spark_type))
         converters.append(convert)
     return StructType(fields), tuple(converters)
+
+
+# --------------------------------------------------------------------------------------------
+# Columns of the schema history, and the rows view's map text read back into their types
+
+
+def history_column_type(column: Column) -> DataType:
+    """The Spark type the typed ``rows`` view gives a column the schema history describes
+    (:func:`typed_row_struct`'s mapping, fed the binlog type the column is logged as)."""
+    if column.members:
+        return StringType()  # ENUM/SET labels
+    logged = min(binlog_types(column.type), default=C.MYSQL_TYPE_VARCHAR)
+    meta = 0
+    if logged == C.MYSQL_TYPE_NEWDECIMAL:
+        meta = (column.precision or 10) << 8 | (column.scale or 0)
+    elif logged == C.MYSQL_TYPE_BIT:
+        width = column.length or 1
+        meta = (width // 8) << 8 | width % 8
+    collation = C.BINARY_COLLATION if column.is_binary else collation_id(column.charset, column.collation)
+    return _column_type(logged, meta, column.unsigned, collation)[0]
+
+
+def _utc_timestamp(text: str) -> datetime.datetime | None:
+    moment = _naive_timestamp(text)
+    return None if moment is None or text.startswith("0000-00-00") else moment.replace(tzinfo=datetime.UTC)
+
+
+def _naive_timestamp(text: str) -> datetime.datetime | None:
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None  # a zero or invalid date, null as in the typed view
+
+
+def _date(text: str) -> datetime.date | None:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _binary(text: str) -> bytes:
+    """Inverse of :func:`_bytes_text`: ``0x`` + hex stands for bytes that are not UTF-8."""
+    if text.startswith("0x") and len(text) % 2 == 0:
+        try:
+            data = bytes.fromhex(text[2:])
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        except ValueError:
+            pass
+    return text.encode("utf-8")
+
+
+def text_reader(spark_type: DataType) -> Callable[[str], Any]:
+    """The function that reads a value's map text (:func:`render`) back as a value of
+    ``spark_type`` (a type :func:`history_column_type` gives), as the typed view has it."""
+    if isinstance(spark_type, LongType):
+        return int
+    if isinstance(spark_type, DecimalType):
+        return Decimal
+    if isinstance(spark_type, DoubleType):
+        return float
+    if isinstance(spark_type, DateType):
+        return _date
+    if isinstance(spark_type, TimestampNTZType):
+        return _naive_timestamp
+    if isinstance(spark_type, TimestampType):
+        return _utc_timestamp
+    if isinstance(spark_type, BinaryType):
+        return _binary
+    return str

@@ -105,6 +105,18 @@ def known_table_map(table_map: TableMapEvent | None, table: tuple[str, str]) -> 
     raise OptionError(f"table {table[0]}.{table[1]} has no Table_map event in the binlogs; its columns are unknown")
 
 
+def rows_history(paths: Sequence[str], options: ScanOptions) -> tuple[SchemaHistory, TableMapEvent | None]:
+    """The schema history the rows view of ``paths`` is named and typed by (the saved one the
+    options or an archive give, else built from the files' DDL; empty for
+    ``schemaHistory=none``), as of the binlogs' end, and with option ``table`` its last typed
+    Table_map."""
+    saved = history_source(paths, options)
+    history = loaded_history(history_text(saved, options.listing.storage), saved) if saved is not None else None
+    if options.schema_history == NO_HISTORY:
+        history = SchemaHistory(source=NO_HISTORY)
+    return scan_schema(discover(paths, options.listing), history, options.table, options.listing)
+
+
 class MariabinlogDataSource(DataSource):
     """Binlog events as DataFrames (see the module docstring)."""
 
@@ -123,14 +135,8 @@ class MariabinlogDataSource(DataSource):
         ``table``, that table's last typed Table_map; worked out once per source object."""
         cached: tuple[str, TableMapEvent | None] | None = getattr(self, "_history_cache", None)
         if cached is None:
-            options, paths = self._options(), source_paths(self.options)
-            saved = history_source(paths, options)
-            storage = options.listing.storage
-            history = loaded_history(history_text(saved, storage), saved) if saved is not None else None
-            if options.schema_history == NO_HISTORY:
-                history = SchemaHistory(source=NO_HISTORY)
-            files = discover(paths, options.listing)
-            history, table_map = scan_schema(files, history, options.table, options.listing)
+            options = self._options()
+            history, table_map = rows_history(source_paths(self.options), options)
             if options.table is not None:
                 known_table_map(table_map, options.table)
             cached = self._history_cache = (json.dumps(history.to_json(), ensure_ascii=False), table_map)
