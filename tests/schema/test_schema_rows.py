@@ -24,6 +24,7 @@ from mariabinlog.schema import SchemaHistory, SchemaTracker
 from mariabinlog.tools.debezium import DebeziumSink
 from mariabinlog.tools.dump_cli import dump_main
 from mariabinlog.tools.dump_options import parse_options
+from schema_workloads import RECREATED_TABLE, SERVER_OPTIONS, STATEMENT_AND_CLOSE, closed_binlogs
 
 WORKLOAD = """
 SET SESSION sql_mode='';
@@ -55,11 +56,7 @@ SET SESSION binlog_row_image = MINIMAL;
 UPDATE t SET lat = 'über', bi = 5 WHERE id = 4;
 SET SESSION binlog_row_image = FULL;
 DELETE FROM t WHERE id = 2;
-CREATE TABLE u (a INT, b VARCHAR(5)) CHARACTER SET latin1;
-INSERT INTO u VALUES (1, 'é');
-DROP TABLE u;
-CREATE TABLE u (k BIGINT UNSIGNED PRIMARY KEY, note TEXT, flag ENUM('y','n'));
-INSERT INTO u VALUES (18446744073709551615, 'recreated', 'n');
+""" + RECREATED_TABLE + """
 RENAME TABLE u TO u2;
 INSERT INTO u2 VALUES (1, 'renamed', 'y');
 TRUNCATE TABLE u2;
@@ -77,15 +74,7 @@ SELECT NEXTVAL(sq);
 CREATE DEFINER=root@localhost TRIGGER trg AFTER INSERT ON parted FOR EACH ROW SET @x = 1;
 ALTER ONLINE TABLE parted ADD COLUMN w INT FIRST;
 INSERT INTO parted VALUES (7, 2, 'c');
-CREATE TABLE stm (a INT);
-SET SESSION binlog_format=STATEMENT;
-INSERT INTO stm VALUES (1);
-SET SESSION binlog_format=ROW;
-FLUSH BINARY LOGS;
-"""
-
-SERVER_OPTIONS = ("--log-bin", "--binlog-format=ROW", "--default-time-zone=+00:00", "--character-set-server=utf8mb4",
-                  "--collation-server=utf8mb4_general_ci")
+""" + STATEMENT_AND_CLOSE
 
 
 def dump_json(args: list[str]) -> tuple[list[dict[str, Any]], str]:
@@ -120,9 +109,7 @@ def servers(mariadb_server_factory: Any) -> dict[str, Any]:
 
 
 def binlogs(server: Any) -> list[str]:
-    files = [str(p) for p in server.binlog_files()[:-1]]
-    assert files, f"no binlog written by {server}"
-    return files
+    return [str(p) for p in closed_binlogs(server)]
 
 
 @pytest.mark.parametrize("metadata", ["NO_LOG", "MINIMAL"])

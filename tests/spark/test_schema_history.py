@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from schema_workloads import SERVER_OPTIONS, WORKLOAD_TAIL, assert_state_equals_select, binlog_dir
+
 WORKLOAD = """
 SET SESSION sql_mode='';
 CREATE DATABASE s;
@@ -36,20 +38,7 @@ CREATE TABLE r (id INT PRIMARY KEY, name VARCHAR(10));
 INSERT INTO r VALUES (1, 'before');
 ALTER TABLE r CHANGE name label VARCHAR(10);
 INSERT INTO r VALUES (2, 'after');
-CREATE TABLE u (a INT, b VARCHAR(5)) CHARACTER SET latin1;
-INSERT INTO u VALUES (1, 'é');
-DROP TABLE u;
-CREATE TABLE u (k BIGINT UNSIGNED PRIMARY KEY, note TEXT, flag ENUM('y','n'));
-INSERT INTO u VALUES (18446744073709551615, 'recreated', 'n');
-CREATE TABLE stm (a INT);
-SET SESSION binlog_format=STATEMENT;
-INSERT INTO stm VALUES (1);
-SET SESSION binlog_format=ROW;
-FLUSH BINARY LOGS;
-"""
-
-SERVER_OPTIONS = ("--log-bin", "--binlog-format=ROW", "--default-time-zone=+00:00", "--character-set-server=utf8mb4",
-                  "--collation-server=utf8mb4_general_ci")
+""" + WORKLOAD_TAIL
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +50,6 @@ def servers(mariadb_server_factory: Any) -> dict[str, Any]:
         server.pipe(WORKLOAD)
         out[metadata] = server
     return out
-
-
-def binlog_dir(server: Any, tmp_path: Path, name: str) -> str:
-    """The closed binlog files of ``server`` copied into a directory of their own."""
-    files = server.binlog_files()[:-1]
-    assert files, f"no closed binlog written by {server}: the workload ends with FLUSH BINARY LOGS"
-    target = tmp_path / name
-    target.mkdir()
-    for f in files:
-        (target / f.name).write_bytes(f.read_bytes())
-    return str(target)
 
 
 def rows(spark: Any, path: str, **options: str) -> list[tuple[Any, ...]]:
@@ -137,14 +115,8 @@ def test_pipeline_latest_state_equals_select(spark: Any, servers: dict[str, Any]
     server = servers["NO_LOG"]
     result = run_pipeline(binlog_dir(server, tmp_path, "nolog"), str(tmp_path / "out"), spark=spark)
     assert result.statements == 1 and "binlog_format=ROW" in result.summary
-    for table in ("t", "v"):
-        state = pq.read_table(result.states[f"s.{table}"]).to_pylist()
-        expected = server.records(f"SELECT * FROM s.{table}")
-        assert expected, f"s.{table} is empty on the server"
-        assert list(state[0]) == list(expected[0]), f"columns of s.{table}"
-        as_text = [{k: "NULL" if v is None else v for k, v in row.items()} for row in state]
-        key = sorted(expected[0])
-        assert sorted(as_text, key=lambda r: [r[k] for k in key]) == sorted(expected, key=lambda r: [r[k] for k in key])
+    for table in ("t", "v", "r", "u"):
+        assert_state_equals_select(pq.read_table(result.states[f"s.{table}"]), server, "s", table)
 
 
 def test_history_read_and_built_from_object_storage(spark: Any, servers: dict[str, Any], s3_data: Any,
@@ -178,9 +150,9 @@ def test_history_read_and_built_from_object_storage(spark: Any, servers: dict[st
 
 
 def test_archive_directory_uses_its_own_history(spark: Any, servers: dict[str, Any], tmp_path: Path) -> None:
-    """`mariabinlog archive` of the NO_LOG server: reading its `.ibb` directory names and
-    types the rows by the archive's schema-history.json (whose positions are the upstream
-    server's) as FULL metadata does."""
+    """`mariabinlog archive` of the NO_LOG server: reading its `.ibb` directory, in a batch or
+    as a stream, names and types the rows by the archive's schema-history.json (whose
+    positions are the upstream server's) as FULL metadata does."""
     from mariabinlog.cli import main as cli_main
 
     server = servers["NO_LOG"]
@@ -191,3 +163,12 @@ def test_archive_directory_uses_its_own_history(spark: Any, servers: dict[str, A
     full = rows(spark, binlog_dir(servers["FULL"], tmp_path, "full"))
     archived = rows(spark, str(directory))
     assert archived == full
+    # A stream of the archive directory names and types its rows by the same file.
+    out = tmp_path / "streamed"
+    query = (spark.readStream.format("mariabinlog").option("view", "rows").load(str(directory)).writeStream
+             .format("parquet").option("path", str(out)).option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(240)
+    streamed = spark.read.parquet(str(out)).orderBy("file_no", "position", "event_index", "row_index")
+    assert [tuple(r) for r in streamed.select("database", "table", "op", "key_columns", "before", "after")
+            .collect()] == full

@@ -465,43 +465,70 @@ def carried_to_current(cdc: Any, history: str) -> Any:
     return placed.mapInArrow(_carrier(history), schema)
 
 
-def _carry(row: dict[str, Any], history: SchemaHistory, current: dict[int, Table]) -> dict[str, Any] | None:
-    """One CDC row as :func:`carried_to_current` gives it (None: the row is gone)."""
-    then = history.table_for_event(row["database"], row["table"], os.path.basename(row["source_file"] or ""),
-                                   row["position"], row["gtid"])
-    if then is None or then.unknown is not None:
-        return row
+#: How rows logged under one table version reach the current shape: (current table, old
+#: column name -> current name, columns added since with their defaults); None: gone.
+Carry = tuple[Table, dict[str, str], list[tuple[str, str | None]]] | None
+
+
+def _carry_of(then: Table, current: dict[int, Table]) -> Carry:
     now = current.get(then.incarnation)
     if now is None:
         return None
     names = {c.ident: c.name for c in now.columns}
-    renamed = {c.name: names[c.ident] for c in then.columns if c.ident in names}
     had = {c.ident for c in then.columns}
-    added = [(c.name, c.default) for c in now.columns if c.ident not in had]
+    renamed = {c.name: names[c.ident] for c in then.columns if c.ident in names}
+    return now, renamed, [(c.name, c.default) for c in now.columns if c.ident not in had]
+
+
+def _carry(row: dict[str, Any], carry: Carry) -> dict[str, Any] | None:
+    """One CDC row as :func:`carried_to_current` gives it (None: the row is gone)."""
+    if carry is None:
+        return None
+    now, renamed, added = carry
 
     def image(values: list[tuple[str, str | None]] | None) -> list[tuple[str, str | None]] | None:
         if values is None:
             return None
         return [(renamed[k], v) for k, v in values if k in renamed] + added
 
-    row.update(database=now.database, table=now.name, before=image(row["before"]), after=image(row["after"]),
-               key_columns=list(now.primary_key) or row["key_columns"])
-    return row
+    return {**row, "database": now.database, "table": now.name, "before": image(row["before"]),
+            "after": image(row["after"]), "key_columns": list(now.primary_key) or row["key_columns"]}
 
 
 def _carrier(history_json: str) -> Any:
-    """The ``mapInArrow`` function of :func:`carried_to_current`."""
+    """The ``mapInArrow`` function of :func:`carried_to_current`: rows of tables the history
+    never knew pass as they are (no conversion); the others row by row, the carry worked out
+    once per table version."""
 
     def carry(batches: Any) -> Any:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         history = loaded_history(history_json)
         current = history.current_incarnations()
+        carries: dict[int, Carry] = {}
         for batch in batches:
-            rows = [_carry(row, history, current) for row in batch.to_pylist()]
-            kept = [{k: row[k] for k in _CARRIED} for row in rows if row is not None]
-            schema = pa.schema([batch.schema.field(c) for c in _CARRIED])
-            yield pa.RecordBatch.from_pylist(kept, schema=schema)
+            names = pc.binary_join_element_wise(batch.column("database"), batch.column("table"), "\0")
+            for name in pc.unique(names).to_pylist():
+                rows = batch.filter(pc.equal(names, name))
+                database, _, table = name.partition("\0")
+                if not history.incarnations(database, table):
+                    yield rows.select(_CARRIED)
+                    continue
+                kept = []
+                for row in rows.to_pylist():
+                    then = history.table_for_event(database, table, os.path.basename(row["source_file"] or ""),
+                                                   row["position"], row["gtid"])
+                    if then is None or then.unknown is not None:
+                        kept.append(row)  # a shape the history does not know: as logged
+                        continue
+                    if id(then) not in carries:
+                        carries[id(then)] = _carry_of(then, current)
+                    carried = _carry(row, carries[id(then)])
+                    if carried is not None:
+                        kept.append(carried)
+                schema = pa.schema([batch.schema.field(c) for c in _CARRIED])
+                yield pa.RecordBatch.from_pylist([{c: r[c] for c in _CARRIED} for r in kept], schema=schema)
 
     return carry
 
@@ -537,8 +564,8 @@ def _state_schema(layout: Layout) -> Any:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_type
 
-    return pa.schema([pa.field(c, pa.string()) if isinstance(c, str) else pa.field(c[0], to_arrow_type(c[1]))
-                      for c in layout])
+    return pa.schema([pa.field(c, pa.string()) if isinstance(c, str)
+                      else pa.field(c[0], to_arrow_type(c[1], timezone="UTC")) for c in layout])
 
 
 def _state_columns(rows: Any, layout: Layout) -> list[Any]:
@@ -558,7 +585,7 @@ def _state_columns(rows: Any, layout: Layout) -> list[Any]:
             continue
         read = text_reader(column[1])
         values = [None if v is None else read(v) for v in text.to_pylist()]
-        columns.append(pa.array(values, type=to_arrow_type(column[1])))
+        columns.append(pa.array(values, type=to_arrow_type(column[1], timezone="UTC")))
     return columns
 
 

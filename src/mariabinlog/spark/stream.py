@@ -49,7 +49,7 @@ from .fs import ByteWindow, Listing, Storage, discover, is_file, is_remote, loca
 from .options import ScanOptions
 from .plan import Split, pack
 from .partition import BinlogPartition, read_partition
-from .read import META_EVENTS, ends_group
+from .read import META_EVENTS, ends_group, history_source, history_text
 
 Offset = dict[str, Any]
 
@@ -161,7 +161,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [BinlogPartition(i, tuple(p)) for i, p in enumerate(packed)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(partition, self.options, self.schema)
+        """The partition's rows, typed by the saved schema history the batch read uses (option
+        ``schemaHistory``, else an archive's ``schema-history.json``), read afresh for every
+        micro-batch: archive appends the DDL it archives to it."""
+        saved = history_source([self.directory], self.options)
+        history = None if saved is None else history_text(saved, self.options.listing.storage)
+        return read_partition(partition, self.options, self.schema, history)
 
     def commit(self, end: Offset) -> None:
         """Nothing to release: the files stay where they are."""
