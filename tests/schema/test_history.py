@@ -134,3 +134,43 @@ def test_partitions_sequences_modifiers_and_other_objects() -> None:
     for other in ("CREATE DEFINER=root@localhost TRIGGER t AFTER INSERT ON p FOR EACH ROW SET @x = 1",
                   "CREATE VIEW v AS SELECT 1", "CREATE INDEX i ON p (v)", "CREATE USER u", "DROP PROCEDURE x"):
         assert h.apply(other, "d") == [] and len(h.records) == recorded
+
+
+def test_identities_follow_columns_and_incarnations_and_rows_find_their_shape() -> None:
+    """Renames keep a column's identity and a table's incarnation; ADD draws a new column
+    identity, CREATE/LIKE/TRUNCATE a new incarnation; a row event finds the shape it was
+    logged under by GTID in the statement's domain (whatever its file), else by position."""
+    h = SchemaHistory()
+    h.apply("CREATE TABLE t (id INT PRIMARY KEY, a INT, gone INT)", "d", file="f.1", pos=10, gtid="0-1-1")
+    first = h.table("d", "t")
+    assert first is not None
+    h.apply("ALTER TABLE t CHANGE a b BIGINT, ADD c INT NOT NULL DEFAULT -3 AFTER id, ADD n INT NOT NULL, "
+            "ADD e ENUM('x','y') NOT NULL, ADD s VARCHAR(3) DEFAULT 'hi', ADD z INT, DROP COLUMN gone",
+            "d", file="f.1", pos=20, gtid="0-1-3")
+    h.apply("RENAME TABLE t TO t2", "d", file="f.1", pos=30, gtid="0-1-5")
+    now = h.table("d", "t2")
+    assert now is not None and now.incarnation == first.incarnation
+    assert [c.name for c in now.columns] == ["id", "c", "b", "n", "e", "s", "z"]
+    assert {c.name: c.default for c in now.columns} == {"id": "0", "c": "-3", "b": None, "n": "0", "e": "x",
+                                                        "s": "hi", "z": None}
+    assert now.columns[2].ident == first.columns[1].ident and now.columns[1].ident not in {c.ident for c in first.columns}
+    assert h.current_incarnations() == {first.incarnation: now}
+    # Rows of an .ibb read (other file names) find their version by GTID; without one, by position.
+    assert h.table_for_event("d", "t", "binlog-000001.ibb", 4096, "0-1-2") is first
+    assert h.table_for_event("d", "t", "binlog-000001.ibb", 4096, "0-1-4") is h.table_at("d", "t", "f.1", 25)
+    assert h.table_for_event("d", "t", "f.1", 15, None) is first
+    assert h.table_for_event("d", "t", "f.1", 35, "0-1-6") is None  # renamed away
+    assert h.table_for_event("d", "x", "f.1", 35, "0-1-6") is None and h.incarnations("d", "x") == []
+    h.apply("TRUNCATE TABLE t2", "d", file="f.1", pos=40, gtid="0-1-7")
+    emptied = h.table("d", "t2")
+    assert emptied is not None and emptied.columns == now.columns and emptied.incarnation != now.incarnation
+    h.apply("CREATE TABLE like_t LIKE t2", "d", file="f.1", pos=50, gtid="0-1-8")
+    like = h.table("d", "like_t")
+    assert like is not None and like.incarnation != emptied.incarnation
+    assert not {c.ident for c in like.columns} & {c.ident for c in emptied.columns}
+    assert h.incarnations("d", "t2") == [first.incarnation, emptied.incarnation]
+    # Identities are drawn again on load, consistently: the loaded history's rows carry the same way.
+    loaded = SchemaHistory.from_json(h.to_json())
+    old, new = loaded.table_for_event("d", "t", "f.1", 15, "0-1-2"), loaded.table("d", "t2")
+    assert old is not None and new is not None and old.incarnation in loaded.incarnations("d", "t2")
+    assert old.columns[1].ident == new.columns[2].ident

@@ -393,21 +393,20 @@ def _binary(text: str) -> bytes:
     return text.encode("utf-8")
 
 
+#: Readers of a value's map text by the Spark type :func:`history_column_type` gives it.
+_TEXT_READERS: dict[type, Callable[[str], Any]] = {
+    LongType: int,
+    DecimalType: Decimal,
+    DoubleType: float,
+    DateType: _date,
+    TimestampNTZType: _naive_timestamp,
+    TimestampType: _utc_timestamp,
+    BinaryType: _binary,
+}
+
+
 def text_reader(spark_type: DataType) -> Callable[[str], Any]:
     """The function that reads a value's map text (:func:`render`) back as a value of
-    ``spark_type`` (a type :func:`history_column_type` gives), as the typed view has it."""
-    if isinstance(spark_type, LongType):
-        return int
-    if isinstance(spark_type, DecimalType):
-        return Decimal
-    if isinstance(spark_type, DoubleType):
-        return float
-    if isinstance(spark_type, DateType):
-        return _date
-    if isinstance(spark_type, TimestampNTZType):
-        return _naive_timestamp
-    if isinstance(spark_type, TimestampType):
-        return _utc_timestamp
-    if isinstance(spark_type, BinaryType):
-        return _binary
-    return str
+    ``spark_type`` (a type :func:`history_column_type` gives), as the typed view has it;
+    text types read as they are."""
+    return _TEXT_READERS.get(type(spark_type), str)
