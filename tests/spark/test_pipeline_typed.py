@@ -5,6 +5,7 @@ The workload creates its tables inside the binlog and changes them mid-stream, w
 inserts, updates and deletes before and after each change: a column added in the middle
 (with a constant default, NOT NULL without one, and nullable), INT -> INT UNSIGNED, renamed
 columns, a dropped column, charsets changed (a column, then the whole table), a table
+without a key whose older rows are deleted after a column is added in the middle, a table
 renamed, a table truncated, a table dropped and recreated with another shape, a table
 dropped at the end; every column type the history knows.  Each state table is compared,
 columns, types and rows (any order), with a typed read of the server (PyMySQL).
@@ -56,6 +57,12 @@ DELETE FROM v WHERE a = 2;
 ALTER TABLE v CONVERT TO CHARACTER SET latin1;
 INSERT INTO v VALUES (4, 'ü');
 UPDATE v SET b = 'w' WHERE a = 3;
+CREATE TABLE k (a INT, b VARCHAR(5));
+INSERT INTO k VALUES (1, 'x'), (2, 'y'), (2, 'y');
+ALTER TABLE k ADD COLUMN m INT AFTER a;
+DELETE FROM k WHERE a = 1;
+DELETE FROM k WHERE a = 2 LIMIT 1;
+INSERT INTO k VALUES (3, 7, 'z');
 CREATE TABLE r (id INT PRIMARY KEY, name VARCHAR(10));
 INSERT INTO r VALUES (1, 'before'), (2, 'two');
 RENAME TABLE r TO r2;
@@ -71,7 +78,7 @@ DROP TABLE bye;
 """ + WORKLOAD_TAIL
 
 #: Source tables at the binlog's end, each with a state table.
-TABLES = ("t", "v", "r2", "tr", "u")
+TABLES = ("t", "v", "k", "r2", "tr", "u")
 
 
 @pytest.fixture(scope="module")

@@ -487,12 +487,16 @@ def _carry(row: dict[str, Any], carry: Carry) -> dict[str, Any] | None:
     now, renamed, added = carry
 
     def image(values: list[tuple[str, str | None]] | None) -> list[tuple[str, str | None]] | None:
+        """The image in the current column order (so rows counted without a key compare
+        equal whatever shape logged them); columns missing from a MINIMAL image stay missing."""
         if values is None:
             return None
-        return [(renamed[k], v) for k, v in values if k in renamed] + added
+        named = dict(added)
+        named.update((renamed[k], v) for k, v in values if k in renamed)
+        return [(c.name, named[c.name]) for c in now.columns if c.name in named]
 
     return {**row, "database": now.database, "table": now.name, "before": image(row["before"]),
-            "after": image(row["after"]), "key_columns": list(now.primary_key) or row["key_columns"]}
+            "after": image(row["after"]), "key_columns": list(now.primary_key)}
 
 
 def _carrier(history_json: str) -> Any:
