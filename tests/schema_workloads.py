@@ -85,7 +85,8 @@ def _time_text(value: datetime.timedelta) -> str:
     when there is a fraction (the binlog's value does not say the column's precision)."""
     micros = abs(value) // datetime.timedelta(microseconds=1)
     seconds, micro = divmod(micros, 1_000_000)
-    text = f"{'-' if value < datetime.timedelta(0) else ''}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    sign = "-" if value < datetime.timedelta(0) else ""
+    text = f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
     return text + (f".{micro:06d}" if micro else "")
 
 

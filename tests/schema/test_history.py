@@ -153,7 +153,8 @@ def test_identities_follow_columns_and_incarnations_and_rows_find_their_shape() 
     assert [c.name for c in now.columns] == ["id", "c", "b", "n", "e", "s", "z"]
     assert {c.name: c.default for c in now.columns} == {"id": "0", "c": "-3", "b": None, "n": "0", "e": "x",
                                                         "s": "hi", "z": None}
-    assert now.columns[2].ident == first.columns[1].ident and now.columns[1].ident not in {c.ident for c in first.columns}
+    assert now.columns[2].ident == first.columns[1].ident
+    assert now.columns[1].ident not in {c.ident for c in first.columns}
     assert h.current_incarnations() == {first.incarnation: now}
     # Rows of an .ibb read (other file names) find their version by GTID; without one, by position.
     assert h.table_for_event("d", "t", "binlog-000001.ibb", 4096, "0-1-2") is first

@@ -7,8 +7,10 @@ inserts, updates and deletes before and after each change: a column added in the
 columns, a dropped column, charsets changed (a column, then the whole table), a table
 without a key whose older rows are deleted after a column is added in the middle, a table
 renamed, a table truncated, a table dropped and recreated with another shape, a table
-dropped at the end; every column type the history knows.  Each state table is compared,
-columns, types and rows (any order), with a typed read of the server (PyMySQL).
+dropped at the end, tables created before the binlog (one dropped and recreated in it, one
+whose state keeps the binlog's positional text columns); every column type the history knows.
+Each state table is compared, columns, types and rows (any order), with a typed read of the
+server (PyMySQL).
 """
 
 from __future__ import annotations
@@ -72,13 +74,22 @@ CREATE TABLE tr (id INT PRIMARY KEY, x INT);
 INSERT INTO tr VALUES (1, 1), (2, 2);
 TRUNCATE TABLE tr;
 INSERT INTO tr VALUES (2, 20), (3, 30);
+SET SESSION sql_log_bin = 0;
+CREATE TABLE pre (a INT, b VARCHAR(5));
+CREATE TABLE pre2 (a INT, b VARCHAR(5));
+SET SESSION sql_log_bin = 1;
+INSERT INTO pre VALUES (1, 'old');
+INSERT INTO pre2 VALUES (1, 'one'), (2, 'two');
+DROP TABLE pre;
+CREATE TABLE pre (id INT PRIMARY KEY, v VARCHAR(5));
+INSERT INTO pre VALUES (1, 'new');
 CREATE TABLE bye (id INT PRIMARY KEY);
 INSERT INTO bye VALUES (1);
 DROP TABLE bye;
 """ + WORKLOAD_TAIL
 
 #: Source tables at the binlog's end, each with a state table.
-TABLES = ("t", "v", "k", "r2", "tr", "u")
+TABLES = ("t", "v", "k", "r2", "tr", "pre", "u")
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +104,11 @@ def test_typed_state_equals_select_of_the_source(spark: Any, server: Any, tmp_pa
 
     result = run_pipeline(binlog_dir(server, tmp_path, "nolog"), str(tmp_path / "out"), spark=spark)
     # p.bye, dropped at the end, has none; p.stm has no row changes (its insert is a statement).
-    assert sorted(result.states) == sorted(f"p.{t}" for t in TABLES), "one state table per table left with rows"
+    expected = sorted(f"p.{t}" for t in (*TABLES, "pre2"))
+    assert sorted(result.states) == expected, "one state table per table left with rows"
     for table in TABLES:
         assert_state_equals_select(pq.read_table(result.states[f"p.{table}"]), server, "p", table)
+    # Created before the binlog without a starting schema: positional text columns, as the binlog has them.
+    unknown = pq.read_table(result.states["p.pre2"])
+    assert unknown.column_names == ["@1", "@2"] and all(f.type == "string" for f in unknown.schema)
+    assert sorted(unknown.to_pylist(), key=str) == [{"@1": "1", "@2": "one"}, {"@1": "2", "@2": "two"}]

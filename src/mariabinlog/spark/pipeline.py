@@ -457,7 +457,9 @@ def carried_to_current(cdc: Any, history: str) -> Any:
     is renamed by column identity (renamed columns keep their values, dropped ones go, added
     ones get their constant default or NULL) and moved to its table's current name; a row of
     an incarnation that no longer exists (dropped, recreated, truncated) is dropped; a row of
-    a table the history does not know at that point passes unchanged."""
+    a table the history does not know at that point passes unchanged (text columns), unless
+    its name now holds a table the history knows, created after the row: then it is gone
+    with the table it belonged to."""
     from pyspark.sql.types import StructType
 
     schema = StructType([cdc.schema[c] for c in _CARRIED])
@@ -519,12 +521,17 @@ def _carrier(history_json: str) -> Any:
                 if not history.incarnations(database, table):
                     yield rows.select(_CARRIED)
                     continue
+                end = history.table(database, table)
+                recreated = end is not None and end.unknown is None
                 kept = []
                 for row in rows.to_pylist():
                     then = history.table_for_event(database, table, os.path.basename(row["source_file"] or ""),
                                                    row["position"], row["gtid"])
                     if then is None or then.unknown is not None:
-                        kept.append(row)  # a shape the history does not know: as logged
+                        # A shape the history does not know: kept as logged, unless the name
+                        # holds a table the history knows now, created after this row.
+                        if not recreated:
+                            kept.append(row)
                         continue
                     if id(then) not in carries:
                         carries[id(then)] = _carry_of(then, current)
