@@ -503,8 +503,9 @@ def _carry(row: dict[str, Any], carry: Carry) -> dict[str, Any] | None:
 
 def _carrier(history_json: str) -> Any:
     """The ``mapInArrow`` function of :func:`carried_to_current`: rows of tables the history
-    never knew pass as they are (no conversion); the others row by row, the carry worked out
-    once per table version."""
+    never knew, and rows logged under their table's current version, pass as Arrow data (only
+    their key columns set); rows of older versions are carried row by row, the carry worked
+    out once per version."""
 
     def carry(batches: Any) -> Any:
         import pyarrow as pa
@@ -515,33 +516,55 @@ def _carrier(history_json: str) -> Any:
         carries: dict[int, Carry] = {}
         for batch in batches:
             names = pc.binary_join_element_wise(batch.column("database"), batch.column("table"), "\0")
+            schema = pa.schema([batch.schema.field(c) for c in _CARRIED])
             for name in pc.unique(names).to_pylist():
                 rows = batch.filter(pc.equal(names, name))
                 database, _, table = name.partition("\0")
                 if not history.incarnations(database, table):
                     yield rows.select(_CARRIED)
                     continue
-                end = history.table(database, table)
-                recreated = end is not None and end.unknown is None
-                kept = []
-                for row in rows.to_pylist():
-                    then = history.table_for_event(database, table, os.path.basename(row["source_file"] or ""),
-                                                   row["position"], row["gtid"])
-                    if then is None or then.unknown is not None:
-                        # A shape the history does not know: kept as logged, unless the name
-                        # holds a table the history knows now, created after this row.
-                        if not recreated:
-                            kept.append(row)
+                for then, kept in _by_version(rows, history, database, table):
+                    if then is None:  # rows of a table since recreated: gone
+                        continue
+                    if then is current.get(then.incarnation) or then.unknown is not None:
+                        keys = pa.array([list(then.primary_key)] * kept.num_rows, schema.field("key_columns").type)
+                        kept = kept.select(_CARRIED)
+                        if then.unknown is None:
+                            kept = kept.set_column(_CARRIED.index("key_columns"), "key_columns", keys)
+                        yield kept
                         continue
                     if id(then) not in carries:
                         carries[id(then)] = _carry_of(then, current)
-                    carried = _carry(row, carries[id(then)])
-                    if carried is not None:
-                        kept.append(carried)
-                schema = pa.schema([batch.schema.field(c) for c in _CARRIED])
-                yield pa.RecordBatch.from_pylist([{c: r[c] for c in _CARRIED} for r in kept], schema=schema)
+                    carried = [_carry(row, carries[id(then)]) for row in kept.select(_CARRIED).to_pylist()]
+                    yield pa.RecordBatch.from_pylist([r for r in carried if r is not None], schema=schema)
 
     return carry
+
+
+def _by_version(rows: Any, history: SchemaHistory, database: str, table: str) -> Any:
+    """``rows`` (of one table name) split by the table version each was logged under:
+    (version, rows) pairs; a row of a shape the history does not know is kept as logged (an
+    unknown version), unless the name now holds a table the history knows, created after
+    the row (version None: gone with the table it belonged to)."""
+    import pyarrow as pa
+
+    end = history.table(database, table)
+    recreated = end is not None and end.unknown is None
+    unknown = Table(database, table, (), unknown="not in the schema history")
+    bases: dict[str, str] = {}
+    groups: dict[int, tuple[Table | None, list[int]]] = {}
+    files = rows.column("source_file").to_pylist()
+    for index, (file, pos, gtid) in enumerate(zip(files, rows.column("position").to_pylist(),
+                                                  rows.column("gtid").to_pylist())):
+        base = bases.get(file)
+        if base is None:
+            base = bases[file] = os.path.basename(file or "")
+        then = history.table_for_event(database, table, base, pos, gtid)
+        if then is None or then.unknown is not None:
+            then = None if recreated else unknown
+        groups.setdefault(id(then), (then, []))[1].append(index)
+    for then, indexes in groups.values():
+        yield then, rows.take(pa.array(indexes, pa.int64()))
 
 
 def write_states(cdc: Any, directory: str, layouts: dict[str, Layout], table_format: str) -> dict[str, str]:
