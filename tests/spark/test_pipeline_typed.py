@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -108,6 +109,23 @@ def test_typed_state_equals_select_of_the_source(spark: Any, server: Any, tmp_pa
     assert sorted(result.states) == expected, "one state table per table left with rows"
     for table in TABLES:
         assert_state_equals_select(pq.read_table(result.states[f"p.{table}"]), server, "p", table)
+    # The typed change tables: images typed as the state, in binlog order; replayed by key they give the state.
+    assert sorted(result.changes) == expected
+    for table in ("t", "r2", "tr", "pre", "u"):
+        state = pq.read_table(result.states[f"p.{table}"])
+        changes = pq.read_table(result.changes[f"p.{table}"])
+        assert changes.schema.field("after").type == pa.struct(list(state.schema)), f"change images of p.{table}"
+        key = state.column_names[0]
+        replayed: dict[Any, Any] = {}
+        for change in changes.to_pylist():
+            if change["op"] != "insert":
+                replayed.pop(change["before"][key])
+            if change["op"] != "delete":
+                replayed[change["after"][key]] = change["after"]
+        assert sorted(replayed.values(), key=str) == sorted(state.to_pylist(), key=str), f"changes of p.{table}"
+    first = pq.read_table(result.changes["p.t"]).to_pylist()[0]
+    assert first["op"] == "insert" and first["gtid"] and first["after"]["greeting"] == "héllo 😀"
+    assert first["after"]["dflt"] == 42 and first["after"]["nn"] == 0 and first["after"]["mid"] is None
     # Created before the binlog without a starting schema: positional text columns, as the binlog has them.
     unknown = pq.read_table(result.states["p.pre2"])
     assert unknown.column_names == ["@1", "@2"] and all(f.type == "string" for f in unknown.schema)

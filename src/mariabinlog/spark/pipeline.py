@@ -21,7 +21,9 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    NULL), rows from before a DROP/CREATE or TRUNCATE are gone, and a table dropped at the
    end has no state table.  A table the history does not know (no DDL in the binlogs, no
    starting schema) keeps text columns named as the binlog names them (``@N`` without names).
-3. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
+3. ``DIR/changes/<database>.<table>``: each table's changes typed as its state (``before`` /
+   ``after`` structs), in binlog order (see :func:`write_changes`).
+4. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
    over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts, and the
    changes logged as SQL statements, which no table holds, with the advice to log rows).
 
@@ -59,6 +61,8 @@ class PipelineResult:
 
     cdc: str
     states: dict[str, str] = field(default_factory=dict)
+    #: Typed change tables by table name (``DIR/changes/<db>.<table>``).
+    changes: dict[str, str] = field(default_factory=dict)
     chart: str = ""
     summary: str = ""
     rows: int = 0
@@ -258,7 +262,8 @@ def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
     """The job in a fixed number of Spark jobs whatever the number of tables: write the CDC
     table (one pass over the binlogs), one aggregate of it per table, the events view once
     (per second, cached) for the span and the buckets, one job for the changes over time and
-    one that folds and writes every latest-state table."""
+    one that folds and writes every latest-state table, one that writes every typed change
+    table."""
     listing = "spark.sql.sources.parallelPartitionDiscovery.threshold"
     before = spark.conf.get(listing, None)
     spark.conf.set(listing, str(1 << 30))  # list the CDC table's partitions without a job per read
@@ -313,6 +318,7 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     layouts = state_layouts(history, {(t["database"], t["table"]): list(t["columns"] or []) for t in tables})
     current = carried_to_current(cdc, json.dumps(history.to_json(), ensure_ascii=False))
     result.states = write_states(current, os.path.join(out, "state"), layouts, table_format)
+    result.changes = write_changes(current, os.path.join(out, "changes"), layouts, table_format)
     report = os.path.join(out, "report")
     os.makedirs(report, exist_ok=True)
     result.chart = os.path.join(report, "events_over_time.png")
@@ -448,7 +454,7 @@ def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]
     return layouts
 
 
-_CARRIED = ["database", "table", "op", "key_columns", "before", "after", *_ORDER]
+_CARRIED = ["database", "table", "op", "key_columns", "before", "after", "gtid", "timestamp", *_ORDER]
 
 
 def carried_to_current(cdc: Any, history: str) -> Any:
@@ -463,7 +469,7 @@ def carried_to_current(cdc: Any, history: str) -> Any:
     from pyspark.sql.types import StructType
 
     schema = StructType([cdc.schema[c] for c in _CARRIED])
-    placed = cdc.select(*_CARRIED, "source_file", "gtid")
+    placed = cdc.select(*_CARRIED, "source_file")
     return placed.mapInArrow(_carrier(history), schema)
 
 
@@ -576,37 +582,74 @@ def write_states(cdc: Any, directory: str, layouts: dict[str, Layout], table_for
     writer of its own: a typed layout's map text is read back into the Spark type the typed
     ``rows`` view has for the column (:func:`~.schema.text_reader`, the inverse of the view's
     rendering), so no job per table is needed.  A text layout writes the text as it is."""
+    states = table_states(cdc).repartition("database", "table")
+    return _write_tables(states, directory, layouts, table_format, _state_table, _state_schema)
+
+
+def write_changes(cdc: Any, directory: str, layouts: dict[str, Layout], table_format: str) -> dict[str, str]:
+    """Write every table's changes, typed, in one Spark job: ``directory/<db>.<table>`` with
+    the GTID, commit time, position, operation and ``before``/``after`` as structs of the
+    table's columns typed as in :func:`write_states`, in binlog order.  ``cdc`` is carried to
+    the current shapes (:func:`carried_to_current`), so these are the changes of the tables
+    the binlogs leave, in their last shape; the CDC table keeps every change as logged."""
+    ordered = cdc.repartition("database", "table").sortWithinPartitions("database", "table", *_ORDER)
+    return _write_tables(ordered, directory, layouts, table_format, _change_table, _change_schema)
+
+
+#: The columns of a typed change table besides its images, as the carried CDC rows have them.
+_CHANGE_COLUMNS = ["gtid", "timestamp", *_ORDER, "op"]
+
+
+def _write_tables(df: Any, directory: str, layouts: dict[str, Layout], table_format: str,
+                  build: Any, schema_of: Any) -> dict[str, str]:
+    """Write ``df`` (rows of many tables, each table in one partition) as a table per
+    ``layouts`` entry in one job: ``build(rows, layout, schema)`` gives a table's Arrow data,
+    ``schema_of(layout)`` its schema (an empty table has it too); returns the paths."""
     if os.path.isdir(directory):
         shutil.rmtree(directory)
     os.makedirs(directory)
-    states = table_states(cdc).repartition("database", "table")
-    states.mapInArrow(_state_writer(layouts, directory), "tables long").collect()
+    df.mapInArrow(_table_writer(layouts, directory, build, schema_of), "tables long").collect()
     paths = {}
     for name, layout in layouts.items():
         path = paths[name] = os.path.join(directory, name)
-        if not os.path.isdir(path) or not os.listdir(path):  # every row deleted: an empty table
+        if not os.path.isdir(path) or not os.listdir(path):  # no rows: an empty table
             os.makedirs(path, exist_ok=True)
             import pyarrow.parquet as pq
 
-            pq.write_table(_state_schema(layout).empty_table(), os.path.join(path, "part-empty.parquet"))
+            pq.write_table(schema_of(layout).empty_table(), os.path.join(path, "part-empty.parquet"))
         if table_format == "delta":
             _commit_delta(path, ())
     return paths
 
 
+def _arrow_type(column: str | tuple[str, Any]) -> Any:
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return pa.string() if isinstance(column, str) else to_arrow_type(column[1], timezone="UTC")
+
+
 def _state_schema(layout: Layout) -> Any:
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_type
 
-    return pa.schema([pa.field(c, pa.string()) if isinstance(c, str)
-                      else pa.field(c[0], to_arrow_type(c[1], timezone="UTC")) for c in layout])
+    return pa.schema([pa.field(c if isinstance(c, str) else c[0], _arrow_type(c)) for c in layout])
 
 
-def _state_columns(rows: Any, layout: Layout) -> list[Any]:
-    """The columns of one table's state rows (``image`` maps of text) as its layout types them."""
+def _change_schema(layout: Layout) -> Any:
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .schema import ROWS_SCHEMA
+
+    image = pa.struct(list(_state_schema(layout)))
+    fixed = to_arrow_schema(ROWS_SCHEMA, timezone="UTC")
+    return pa.schema([fixed.field(c) for c in _CHANGE_COLUMNS] + [pa.field("before", image), pa.field("after", image)])
+
+
+def _image_columns(rows: Any, layout: Layout) -> list[Any]:
+    """The columns of images (maps of text) as the layout types them."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql.pandas.types import to_arrow_type
 
     from .schema import text_reader
 
@@ -619,12 +662,30 @@ def _state_columns(rows: Any, layout: Layout) -> list[Any]:
             continue
         read = text_reader(column[1])
         values = [None if v is None else read(v) for v in text.to_pylist()]
-        columns.append(pa.array(values, type=to_arrow_type(column[1], timezone="UTC")))
+        columns.append(pa.array(values, type=_arrow_type(column)))
     return columns
 
 
-def _state_writer(layouts: dict[str, Layout], directory: str) -> Any:
-    """The ``mapInArrow`` function that writes one task's states: a Parquet file per table."""
+def _state_table(rows: Any, layout: Layout, schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table(_image_columns(rows.column("image"), layout), schema=schema)
+
+
+def _change_table(rows: Any, layout: Layout, schema: Any) -> Any:
+    import pyarrow as pa
+
+    def image(name: str) -> Any:
+        maps = rows.column(name)
+        return pa.StructArray.from_arrays(_image_columns(maps, layout), fields=list(schema.field(name).type),
+                                          mask=maps.is_null())
+
+    fixed = [rows.column(c).cast(schema.field(c).type) for c in _CHANGE_COLUMNS]
+    return pa.table([*fixed, image("before"), image("after")], schema=schema)
+
+
+def _table_writer(layouts: dict[str, Layout], directory: str, build: Any, schema_of: Any) -> Any:
+    """The ``mapInArrow`` function that writes one task's tables: a Parquet file per table."""
 
     def write(batches: Any) -> Any:
         import pyarrow as pa
@@ -641,9 +702,8 @@ def _state_writer(layouts: dict[str, Layout], directory: str) -> Any:
                     layout = layouts.get(name)
                     if layout is None:
                         continue  # a table the schema history has dropped by the end
-                    rows = batch.filter(pc.equal(names, name)).column("image")
-                    schema = _state_schema(layout)
-                    table = pa.table(_state_columns(rows, layout), schema=schema)
+                    schema = schema_of(layout)
+                    table = build(batch.filter(pc.equal(names, name)), layout, schema)
                     writer = writers.get(name)
                     if writer is None:
                         os.makedirs(os.path.join(directory, name), exist_ok=True)
