@@ -164,7 +164,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The partition's rows, typed by the saved schema history the batch read uses (option
         ``schemaHistory``, else an archive's ``schema-history.json``), read afresh for every
         micro-batch: archive appends the DDL it archives to it."""
-        saved = history_source([self.directory], self.options)
+        saved = history_source([self.directory], self.options) if self.options.view == "rows" else None
         history = None if saved is None else history_text(saved, self.options.listing.storage)
         return read_partition(partition, self.options, self.schema, history)
 
