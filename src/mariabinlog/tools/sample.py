@@ -92,12 +92,14 @@ def commit_group(engine: Engine, events: Sequence[bytes], trx: Transaction | Non
 
 @dataclass
 class Column:
-    """One column of a sample table: name, type code, metadata, and whether it is UNSIGNED."""
+    """One column of a sample table: name, type code, metadata, whether it is UNSIGNED, and its
+    SQL type as the table's CREATE TABLE declares it (what a schema history reads)."""
 
     name: str
     type_code: int
     meta: int = 0
     unsigned: bool = False
+    sql: str = ""
 
 
 @dataclass
@@ -137,9 +139,12 @@ class Table:
         )
 
     def create_statement(self) -> bytes:
-        """A CREATE TABLE text for the DDL group (informational)."""
-        columns = ", ".join(c.name for c in self.columns)
-        return f"CREATE TABLE {self.name} ({columns}, PRIMARY KEY ({self.columns[0].name}))".encode()
+        """The CREATE TABLE of the DDL group, as MariaDB would log it: the key column NOT NULL
+        (its table map's null bitmap), the others nullable, utf8mb4 strings."""
+        columns = ", ".join(f"`{c.name}` {c.sql}" + (" NOT NULL" if i == 0 else "")
+                            for i, c in enumerate(self.columns))
+        return (f"CREATE TABLE `{self.name}` ({columns}, PRIMARY KEY (`{self.columns[0].name}`))"
+                " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4").encode()
 
 
 _NUMERIC = frozenset((MYSQL_TYPE_LONG, MYSQL_TYPE_LONGLONG, MYSQL_TYPE_NEWDECIMAL, MYSQL_TYPE_DOUBLE))
@@ -150,28 +155,28 @@ def sample_tables() -> list[Table]:
     """The sample tables (fresh, empty): three live tables, then the bulk-load archive."""
     return [
         Table(101, "shop", "customers", [
-            Column("id", MYSQL_TYPE_LONG, unsigned=True),
-            Column("name", MYSQL_TYPE_VARCHAR, 256),
-            Column("email", MYSQL_TYPE_VARCHAR, 512),
-            Column("created", MYSQL_TYPE_DATETIME2, 0),
-            Column("balance", MYSQL_TYPE_NEWDECIMAL, (12 << 8) | 2),
+            Column("id", MYSQL_TYPE_LONG, unsigned=True, sql="INT UNSIGNED"),
+            Column("name", MYSQL_TYPE_VARCHAR, 256, sql="VARCHAR(64)"),
+            Column("email", MYSQL_TYPE_VARCHAR, 512, sql="VARCHAR(128)"),
+            Column("created", MYSQL_TYPE_DATETIME2, 0, sql="DATETIME"),
+            Column("balance", MYSQL_TYPE_NEWDECIMAL, (12 << 8) | 2, sql="DECIMAL(12,2)"),
         ]),
         Table(102, "shop", "orders", [
-            Column("id", MYSQL_TYPE_LONGLONG),
-            Column("customer_id", MYSQL_TYPE_LONG, unsigned=True),
-            Column("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2),
-            Column("status", MYSQL_TYPE_VARCHAR, 64),
-            Column("placed", MYSQL_TYPE_TIMESTAMP2, 3),
+            Column("id", MYSQL_TYPE_LONGLONG, sql="BIGINT"),
+            Column("customer_id", MYSQL_TYPE_LONG, unsigned=True, sql="INT UNSIGNED"),
+            Column("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2, sql="DECIMAL(10,2)"),
+            Column("status", MYSQL_TYPE_VARCHAR, 64, sql="VARCHAR(16)"),
+            Column("placed", MYSQL_TYPE_TIMESTAMP2, 3, sql="TIMESTAMP(3)"),
         ]),
         Table(103, "inventory", "items", [
-            Column("sku", MYSQL_TYPE_VARCHAR, 128),
-            Column("qty", MYSQL_TYPE_LONG),
-            Column("price", MYSQL_TYPE_DOUBLE, 8),
+            Column("sku", MYSQL_TYPE_VARCHAR, 128, sql="VARCHAR(32)"),
+            Column("qty", MYSQL_TYPE_LONG, sql="INT"),
+            Column("price", MYSQL_TYPE_DOUBLE, 8, sql="DOUBLE"),
         ]),
         Table(104, "shop", "order_archive", [
-            Column("id", MYSQL_TYPE_LONGLONG),
-            Column("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2),
-            Column("archived", MYSQL_TYPE_DATETIME2, 0),
+            Column("id", MYSQL_TYPE_LONGLONG, sql="BIGINT"),
+            Column("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2, sql="DECIMAL(10,2)"),
+            Column("archived", MYSQL_TYPE_DATETIME2, 0, sql="DATETIME"),
         ]),
     ]
 
