@@ -37,7 +37,7 @@ def test_reading_a_file_three_times_the_release_size_keeps_rss_under_it(tmp_path
             page = source.page(1, page_no)
             assert page is not None and int.from_bytes(page[:8], "little") == page_no
             peak = max(peak, _rss_file() - base)
-        assert peak < RELEASE_BYTES + (8 << 20), f"{peak >> 20} MiB of mapped pages resident after reading {size >> 20} MiB"
+        assert peak < RELEASE_BYTES + (8 << 20), f"{peak >> 20} MiB of mapped pages resident after {size >> 20} MiB read"
         assert bytes(kept) == first  # a released page faults back in with the same bytes
         assert source.page(1, size // PAGE_SIZE) is None
 

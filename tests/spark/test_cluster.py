@@ -33,7 +33,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
-#: What the driver process runs: batch read, executor directories, a stream, the pipeline; prints JSON.
+#: What the driver process runs: batch read, executor directories, a stream, split settings, the
+#: pipeline; prints JSON.
 DRIVER = r'''
 import json, os, sys
 from pyspark.sql import SparkSession
@@ -67,13 +68,24 @@ stream = (spark.readStream.format("mariabinlog").option("view", "groups").load(i
           .trigger(availableNow=True).start())
 stream.awaitTermination(300)
 streamed = sorted(r.gtid for r in spark.read.parquet(out + "/data").collect())
+from mariabinlog.spark import reader
+from pyspark.sql.functions import spark_partition_id
+def used_partitions(df):
+    return df.select(spark_partition_id()).distinct().count()
+spark.conf.set("spark.sql.files.openCostInBytes", "0")  # changed after register(): reader() takes them
+spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+split_settings = [used_partitions(reader(spark).load(ibb))]
+spark.conf.set("spark.sql.files.maxPartitionBytes", "1g")
+split_settings.append(used_partitions(reader(spark).option("minPartitions", "1").load(ibb)))
+spark.conf.unset("spark.sql.files.maxPartitionBytes")
+spark.conf.unset("spark.sql.files.openCostInBytes")
 spark.addTag("mariabinlog-pipeline")  # marks the pipeline's jobs in the event log
 result = run_pipeline(ibb, out + "/pipeline", spark=spark)
 spark.removeTag("mariabinlog-pipeline")
 pipeline = {"rows": result.rows, "events": result.events, "cdc": spark.read.parquet(result.cdc).count(),
             "states": {name: spark.read.parquet(path).count() for name, path in sorted(result.states.items())}}
 print("RESULT " + json.dumps({"rows": rows, "groups": groups, "dirs": dirs, "streamed": streamed,
-                              "remote_rows": remote_rows, "pipeline": pipeline}))
+                              "remote_rows": remote_rows, "pipeline": pipeline, "split_settings": split_settings}))
 spark.stop()
 '''
 
@@ -200,8 +212,11 @@ def pipeline_task_executors(events: Path) -> list[str]:
 
 def _check_pipeline(got: dict[str, Any], expected: dict[str, Any], events: Path) -> None:
     """The pipeline's output equals the local session's, and every one of its tasks ran in an
-    executor that a worker started (a standalone cluster has no other kind)."""
+    executor that a worker started (a standalone cluster has no other kind); split settings
+    changed after ``register()`` took effect through ``reader()``."""
     assert got["pipeline"] == expected and expected["rows"] > 1000 and len(expected["states"]) >= 3
+    many, one = got["split_settings"]  # tasks with data after changing spark.sql.files.* (reader())
+    assert many > 10 and one == 1, got["split_settings"]
     executors = pipeline_task_executors(events)
     assert len(executors) > 10 and "driver" not in executors, executors
 
