@@ -5,11 +5,13 @@ The harness starts a master and two one-core workers from the pyspark package
 its own work directory, and stops them by pid.  A driver process (``--master spark://...``)
 reads corpus binlogs and an `.ibb` set with OOB and file-crossing groups in batch and as a
 stream; the tasks report their working directories, which prove they ran in the workers'
-executors.  The corpus file is also read from a loopback S3 server on the cluster.  The pipeline
-(``run_pipeline(..., spark=session)``) runs on the cluster too; its jobs are tagged, and the Spark
-event log shows every one of their tasks ran in a worker's executor.  The same jobs run over Spark
-Connect (``start-connect-server.sh`` of pyspark, ``SparkSession.builder.remote``), the server's
-executors on the same cluster.  Results equal the local session's.
+executors.  The corpus file and the `.ibb` set are also read from a loopback S3 server on the
+cluster, and split settings changed after ``register()`` apply through ``reader()``.  The
+pipeline (``run_pipeline(..., spark=session)``) runs on the cluster too; its jobs are tagged,
+and the Spark event log shows every one of their tasks ran in a worker's executor.  The same
+jobs run over Spark Connect (``start-connect-server.sh`` of pyspark,
+``SparkSession.builder.remote``), the server's executors on the same cluster.  Results equal
+the local session's.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pyspark.sql import SparkSession
 from mariabinlog.spark import register
 from mariabinlog.spark.pipeline import run_pipeline
 
-target, legacy, ibb, out, remote, remote_options = sys.argv[1:7]
+target, legacy, ibb, out, remote, remote_ibb, remote_options = sys.argv[1:8]
 builder = SparkSession.builder.config("spark.sql.session.timeZone", "UTC")
 if target.startswith("sc://"):
     spark = builder.remote(target).getOrCreate()
@@ -60,6 +62,8 @@ rows = sorted([r.position, r.event_index, r.gtid or ""] for r in events.select("
 groups = sorted(r.gtid for r in read().option("view", "groups").load(ibb).select("gtid").collect())
 remote_rows = sorted([r.position, r.event_index, r.gtid or ""] for r in read().options(**json.loads(remote_options))
                      .load(remote).select("position", "event_index", "gtid").collect())
+remote_groups = sorted(r.gtid for r in read().options(**json.loads(remote_options)).option("view", "groups")
+                       .load(remote_ibb).select("gtid").collect())
 from pyspark.sql.functions import udf
 where = udf(lambda _: os.getcwd(), "string")
 dirs = sorted({r[0] for r in events.select(where("position")).collect()})
@@ -85,7 +89,7 @@ spark.removeTag("mariabinlog-pipeline")
 pipeline = {"rows": result.rows, "events": result.events, "cdc": spark.read.parquet(result.cdc).count(),
             "states": {name: spark.read.parquet(path).count() for name, path in sorted(result.states.items())}}
 print("RESULT " + json.dumps({"rows": rows, "groups": groups, "dirs": dirs, "streamed": streamed,
-                              "remote_rows": remote_rows, "pipeline": pipeline, "split_settings": split_settings}))
+                              "remote_rows": remote_rows, "remote_groups": remote_groups, "pipeline": pipeline, "split_settings": split_settings}))
 spark.stop()
 '''
 
@@ -161,12 +165,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, lis
 
 
 def _drive(target: str, legacy: str, ibb: str, out: Path, s3: Any) -> dict[str, Any]:
-    """Run :data:`DRIVER` against ``target``; the remote read is ``legacy``'s copy in S3."""
+    """Run :data:`DRIVER` against ``target``; the remote reads are the S3 copies of ``legacy`` and
+    of the `.ibb` set (OOB and file-crossing groups)."""
     script = out.parent / f"driver-{out.name}.py"
     script.write_text(DRIVER)
     remote = f"s3://{s3.bucket}/legacy/{Path(legacy).name}"
     done = subprocess.run([sys.executable, str(script), target, legacy, ibb, str(out), remote,
-                           json.dumps(s3.options)], env=_env(),
+                           f"s3://{s3.bucket}/ibb", json.dumps(s3.options)], env=_env(),
                           capture_output=True, text=True, timeout=420)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, f"driver failed: {done.stdout[-2000:]}{done.stderr[-4000:]}"
@@ -230,7 +235,7 @@ def test_standalone_cluster_runs_partitions_in_worker_executors(
     rows, groups = _expected(spark, legacy, ibb)
     assert got["rows"] == rows and len(rows) > 100
     assert got["remote_rows"] == rows
-    assert got["groups"] == groups == sorted(stress_ibb[1])
+    assert got["groups"] == groups == sorted(stress_ibb[1]) == got["remote_groups"]
     assert got["streamed"] == groups
     assert got["dirs"] and all(any(d.startswith(str(w) + os.sep) for w in work_dirs) for d in got["dirs"]), got["dirs"]
     _check_pipeline(got, local_pipeline, tmp_path / "standalone" / "events")
@@ -261,6 +266,7 @@ def test_spark_connect_reads_like_a_local_session(
     finally:
         _stop([server])
     rows, groups = _expected(spark, legacy, ibb)
-    assert got["rows"] == rows == got["remote_rows"] and got["groups"] == groups and got["streamed"] == groups
+    assert got["rows"] == rows == got["remote_rows"] and got["groups"] == groups == got["remote_groups"]
+    assert got["streamed"] == groups
     assert got["dirs"] and all(any(d.startswith(str(w) + os.sep) for w in work_dirs) for d in got["dirs"]), got["dirs"]
     _check_pipeline(got, local_pipeline, events)
