@@ -194,3 +194,35 @@ def test_bad_options_fail_with_clear_messages(spark: Any, stress_ibb: tuple[Path
             ScanOptions.parse(options)
     with pytest.raises(Exception, match="no binlog files"):
         spark.read.format("mariabinlog").load(str(stress_ibb[0] / "nothing-*")).collect()
+
+
+def test_split_settings_changed_after_register_apply_through_reader(spark: Any,
+                                                                    stress_ibb: tuple[Path, list[str]]) -> None:
+    """A Python data source sees no session setting while a query is planned, so
+    ``spark.read.format`` keeps what :func:`register` took; :func:`reader` takes the settings
+    when the DataFrame is created, per-read options win over both, and registering again
+    takes the new settings too."""
+    from mariabinlog.spark import reader, register
+
+    directory = str(stress_ibb[0])
+
+    def partitions(df: Any) -> int:
+        return int(df.rdd.getNumPartitions())
+
+    try:
+        spark.conf.set("spark.sql.files.openCostInBytes", "0")
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "1g")
+        whole = partitions(reader(spark).option("minPartitions", "1").load(directory))
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "16k")
+        pages = partitions(reader(spark).load(directory))
+        registered = partitions(spark.read.format("mariabinlog").load(directory))
+        wins = partitions(reader(spark).option("maxPartitionBytes", "1g").option("minPartitions", "1").load(directory))
+        register(spark, check=False)
+        reregistered = partitions(spark.read.format("mariabinlog").load(directory))
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+        register(spark, check=False)
+    assert whole == wins == 1
+    assert pages > 30 and reregistered == pages
+    assert registered < pages  # the settings register() took when the session started (128m)

@@ -182,14 +182,47 @@ def test_ibb_events_equal_plain_reader(spark: Any, stress_ibb: tuple[Path, list[
     got, partitions = spark_events(spark, str(directory), **_ibb_partitionings(directory)[layout])
     if layout == "many":
         from mariabinlog.engine.files import discover_binlogs
+        from mariabinlog.spark.files import ibb_data_end
+        from mariabinlog.spark.fs import Storage
 
-        pages = sum(f.size // 16384 - 1 for f in discover_binlogs(str(directory)))  # one split per data page
-        assert partitions == pages > 30
+        files = discover_binlogs(str(directory))
+        # One split per written data page; the current file's pre-allocated rest is not cut.
+        pages = sum(ibb_data_end(f, Storage()) // 16384 - 1 for f in files)
+        assert partitions == pages > 30 and pages < sum(f.size // 16384 - 1 for f in files)
     else:
         assert partitions == {"one": 1, "two": 2}[layout]
     assert sorted(got, key=lambda r: (r[1], r[2], r[3])) == expected
     gtids = [r[4] for r in expected if r[3] == 0 and r[4] is not None]
     assert gtids == order
+
+
+@pytest.mark.timeout(180)
+def test_preallocated_archive_file_is_cut_only_over_its_written_pages(spark: Any, tmp_path: Path) -> None:
+    """An archive's current file is pre-allocated at full size with a few pages written: with
+    ``maxPartitionBytes=1`` a split per page of the whole file made 65,535 empty tasks per
+    GiB, which looked like a hang.  Planning cuts only the written pages."""
+    from mariabinlog.engine import Engine
+    from mariabinlog.engine.files import discover_binlogs
+    from mariabinlog.tools.sample import SampleBuilder, commit_group
+
+    engine = Engine.open(str(tmp_path), server_id=1, max_binlog_size=8 << 20, durability=0,
+                         redo_capacity=1 << 20)
+    builder = SampleBuilder(seed=5)
+    order = []
+    try:
+        for table in builder.tables:
+            order.append(str(commit_group(engine, builder.ddl(table))))
+        for i in range(80):
+            order.append(str(commit_group(engine, builder.transaction(i % 2, 1, builder.rnd.randint(1, 6)))))
+    finally:
+        engine.close()
+    (file,) = discover_binlogs(str(tmp_path))
+    written = len(list(plain_ibb(tmp_path)))
+    got, partitions = spark_events(spark, str(tmp_path), maxPartitionBytes="1", openCostInBytes="0")
+    data_pages = partitions  # one split, one partition per written data page
+    assert file.size == 8 << 20 and 2 <= data_pages < 64, (file.size, data_pages)
+    assert sorted(got, key=lambda r: (r[1], r[2], r[3])) == list(plain_ibb(tmp_path)) and len(got) == written
+    assert [r[4] for r in sorted(got, key=lambda r: (r[1], r[2], r[3])) if r[3] == 0 and r[4]] == order
 
 
 def test_ibb_groups_view_keeps_commit_order_and_bytes(spark: Any, stress_ibb: tuple[Path, list[str]]) -> None:

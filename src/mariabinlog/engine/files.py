@@ -6,7 +6,9 @@ magic, number from the `.ibb` header or the legacy name), ordered as one stream 
 :class:`IbbDirectory` implements :class:`mariabinlog.codec.ibb.PageSource`
 (``page(file_no, page_no)`` and ``name(file_no)``) so the pure record reader
 can walk pages, follow a record into the next file and fetch OOB nodes from
-earlier files.  Files are opened by number on first use and mapped read-only;
+earlier files.  Files are opened by number on first use and mapped read-only
+(:class:`MappedFile`: the pages read are released from the RSS every
+:data:`RELEASE_BYTES`, so reading a multi-GB transaction keeps the RSS bounded);
 a page past the end of a file (or of a file that does not exist) is None.
 With ``strict=True`` an incomplete last page (a file cut in the middle of a
 page) is an error naming the file and offset instead of the end of the data.
@@ -122,22 +124,52 @@ def discover_binlogs(spec: str) -> list[BinlogFile]:
 
 
 
-class _Mapped:
-    __slots__ = ("data", "path", "size", "view")
+#: Bytes read from a mapping between two releases of its resident pages: bounds what a reader of
+#: a multi-GB file (an OOB transaction) keeps in its RSS; the pages stay in the page cache.
+RELEASE_BYTES = 32 << 20
+
+
+class MappedFile:
+    """A file mapped read-only whose resident pages are handed back to the kernel as reading goes.
+
+    The mapping is zero-copy and fast, but every page touched would stay in the process's RSS
+    until unmapped: a 4 GiB file read through would cost 4 GiB of RSS.  The reader reports what
+    it read (:meth:`note`); every :data:`RELEASE_BYTES` the whole mapping is released with
+    ``madvise(MADV_DONTNEED)``.  For a read-only shared file mapping that only drops the page
+    table entries: a page still in use (a view handed out before) faults back in from the page
+    cache with the same bytes, so no view ever sees different data.
+    """
+
+    __slots__ = ("data", "path", "read", "size", "view")
 
     def __init__(self, path: str) -> None:
         self.path = path
         fd = os.open(path, os.O_RDONLY)
         try:
             self.size = os.fstat(fd).st_size
-            self.data = (
-                mmap.mmap(fd, self.size, access=mmap.ACCESS_READ) if self.size else None
-            )
+            self.data = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ) if self.size else None
         finally:
             os.close(fd)
         self.view = memoryview(self.data) if self.data is not None else memoryview(b"")
+        self.read = 0
+
+    def note(self, nbytes: int) -> bool:
+        """Count ``nbytes`` more read; past :data:`RELEASE_BYTES` release the resident pages.
+        Returns whether it released."""
+        self.read += nbytes
+        if self.read < RELEASE_BYTES:
+            return False
+        self.release()
+        return True
+
+    def release(self) -> None:
+        """Drop the mapping's resident pages from the RSS (they stay valid; see the class)."""
+        self.read = 0
+        if self.data is not None:
+            self.data.madvise(mmap.MADV_DONTNEED)
 
     def close(self) -> None:
+        """Unmap the file (views handed out before become invalid)."""
         self.view.release()
         if self.data is not None:
             self.data.close()
@@ -156,7 +188,8 @@ class IbbDirectory:
         self.directory = directory
         self.paths = dict(paths or {})
         self.strict = strict
-        self._files: dict[int, _Mapped | None] = {}
+        self._files: dict[int, MappedFile | None] = {}
+        self._read = 0  # bytes of pages handed out since the mappings' pages were last released
 
     def path(self, file_no: int) -> str:
         """Path of file ``file_no``."""
@@ -168,11 +201,11 @@ class IbbDirectory:
         """File name for messages: the path of file ``file_no``."""
         return self.path(file_no)
 
-    def _file(self, file_no: int) -> _Mapped | None:
+    def _file(self, file_no: int) -> MappedFile | None:
         if file_no in self._files:
             return self._files[file_no]
         try:
-            mapped: _Mapped | None = _Mapped(self.path(file_no))
+            mapped: MappedFile | None = MappedFile(self.path(file_no))
         except FileNotFoundError:
             mapped = None
         self._files[file_no] = mapped
@@ -199,6 +232,13 @@ class IbbDirectory:
                     file=self.name(file_no),
                 )
             return None
+        self._read += PAGE_SIZE
+        if self._read >= RELEASE_BYTES:
+            # Bound the RSS of a long read (OOB nodes are fetched from earlier files too).
+            self._read = 0
+            for other in self._files.values():
+                if other is not None:
+                    other.release()
         return mapped.view[start:end]
 
     def close(self) -> None:

@@ -15,6 +15,6 @@ and builds Arrow batches.  Modules: :mod:`.source` (batch source and :func:`regi
 
 from __future__ import annotations
 
-from .source import MariabinlogDataSource, register
+from .source import MariabinlogDataSource, reader, register, stream_reader
 
-__all__ = ["MariabinlogDataSource", "register"]
+__all__ = ["MariabinlogDataSource", "reader", "register", "stream_reader"]

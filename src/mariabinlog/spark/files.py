@@ -21,8 +21,8 @@ from ..codec.events import (
     GtidListEvent,
 )
 from ..codec.gtid import BinlogState
-from ..codec.ibb import PAGE_SIZE_SHIFT
-from ..codec.ibb_page import LEGACY_MAGIC
+from ..codec.ibb import PAGE_SIZE_SHIFT, chunk_at
+from ..codec.ibb_page import CHUNK_HEADER_SIZE, LEGACY_MAGIC
 from ..codec.ibb_state import state_points
 from ..codec.resync import footer_matches, header_claim, positions_recorded
 from ..codec.stream import EventStreamDecoder
@@ -52,6 +52,39 @@ def legacy_start_state(path: str, storage: Storage) -> BinlogState | None:
             return None
         pos = event.end_position or len(head)
     return None
+
+
+def _unwritten(path: str, page_no: int, storage: Storage) -> bool:
+    """Whether page ``page_no`` of an `.ibb` file starts with the end-of-data mark (a page the
+    writer has not reached: every written page starts with a chunk)."""
+    head = read_range(path, page_no << PAGE_SIZE_SHIFT, CHUNK_HEADER_SIZE, storage)
+    try:
+        return chunk_at(head, 0) == (0, 0)
+    except DecodeError:  # a damaged page is written; its reader reports it
+        return False
+
+
+def ibb_data_end(file: BinlogFile, storage: Storage) -> int:
+    """The byte offset where an `.ibb` file's written pages end: its size, or the first page the
+    writer has not reached in a file the engine pre-allocated at full size (an archive's
+    current file: 1 GiB of which a few pages are written).
+
+    Pages are written in order, so the written ones form a prefix: one ranged read of the last
+    page settles a full file, a binary search (about 16 reads for 1 GiB) a pre-allocated one.
+    Planning cuts splits only over the written pages; without this a pre-allocated file is cut
+    into splits of nothing (65,535 of them with ``maxPartitionBytes=1``).
+    """
+    pages = file.size >> PAGE_SIZE_SHIFT
+    if pages <= 1 or not _unwritten(file.path, pages - 1, storage):
+        return file.size
+    low, high = 1, pages - 1  # the first unwritten page is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        if _unwritten(file.path, middle, storage):
+            high = middle
+        else:
+            low = middle + 1
+    return low << PAGE_SIZE_SHIFT
 
 
 def ibb_state_points(file: BinlogFile, storage: Storage) -> Iterator[tuple[int, BinlogState]]:

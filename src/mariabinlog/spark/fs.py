@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import mmap
 import os
 import posixpath
 import threading
@@ -31,7 +30,7 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
-from ..engine.files import BinlogFile, IbbDirectory, binlog_name, legacy_file_no
+from ..engine.files import BinlogFile, IbbDirectory, MappedFile, binlog_name, legacy_file_no
 from ..errors import DecodeError, OptionError, TruncatedError
 
 log = logging.getLogger(__name__)
@@ -421,12 +420,13 @@ def open_pages(directory: str, paths: Mapping[int, str], storage: Storage) -> Ib
 
 
 class ByteWindow:
-    """A legacy file's bytes at absolute offsets: the whole file memory-mapped when local, a
-    sliding window of ranged reads when remote.  :meth:`span` hands out a buffer and its base."""
+    """A legacy file's bytes at absolute offsets: the whole file memory-mapped when local (its
+    pages released from the RSS as events are decoded, see :class:`MappedFile`), a sliding
+    window of ranged reads when remote.  :meth:`span` hands out a buffer and its base."""
 
     def __init__(self, path: str, storage: Storage) -> None:
         self.path = path
-        self._map: mmap.mmap | None = None
+        self._map: MappedFile | None = None
         self._handle: Any = None
         if is_remote(path):
             fs, inner = storage.filesystem(path)
@@ -434,11 +434,9 @@ class ByteWindow:
             self.size = self._handle.size()
             self._buf, self._base = b"", 0
         else:
-            with open(local_path(path), "rb") as handle:
-                self.size = os.fstat(handle.fileno()).st_size
-                if self.size:
-                    self._map = mmap.mmap(handle.fileno(), self.size, access=mmap.ACCESS_READ)
-            self._buf, self._base = self._map if self._map is not None else b"", 0
+            self._map = MappedFile(local_path(path))
+            self.size = self._map.size
+            self._buf, self._base = self._map.data if self._map.data is not None else b"", 0
 
     def span(self, start: int, length: int) -> tuple[Any, int]:
         """``(buffer, base)`` where ``buffer[i]`` is the file's byte ``base + i`` and the buffer
@@ -476,6 +474,8 @@ class ByteWindow:
             if base:
                 event.position += base
                 event.end_position += base
+            elif self._map is not None:
+                self._map.note(event.end_position - pos)
             return event
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ..codec.gtid import BinlogState
 from ..codec.ibb import PAGE_SIZE
 from ..engine.files import BinlogFile
-from .files import ibb_state_points, legacy_start_state
+from .files import ibb_data_end, ibb_state_points, legacy_start_state
 from .options import ScanOptions
 
 
@@ -143,7 +143,10 @@ def seek(files: Sequence[BinlogFile], splits: list[Split], options: ScanOptions)
 
 
 def plan(files: Sequence[BinlogFile], options: ScanOptions) -> list[list[Split]]:
-    """Splits packed into partitions for a batch read of ``files``."""
+    """Splits packed into partitions for a batch read of ``files``; an `.ibb` file counts and is
+    cut only up to its written pages (:func:`~.files.ibb_data_end`)."""
+    storage = options.listing.storage
+    files = [dataclasses.replace(f, size=ibb_data_end(f, storage)) if f.kind == "ibb" else f for f in files]
     split_bytes = max_split_bytes(files, options)
     splits = seek(files, split_files(files, split_bytes), options)
     return pack(splits, split_bytes, options.open_cost_bytes)

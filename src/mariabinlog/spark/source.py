@@ -12,8 +12,8 @@ Options (all optional)
     ``doServerIds``/``ignoreServerIds``; ``startDatetime``/``stopDatetime`` (see :mod:`.options`).
     ``gtidSeek`` (default true): use `.ibb` GTID state records and legacy Gtid_list events to
     skip byte ranges.  ``maxPartitionBytes``, ``openCostInBytes``, ``minPartitions``: split
-    sizing (defaults: the session's ``spark.sql.files.*`` and default parallelism, captured by
-    :func:`register`).  ``verifyChecksum`` (default true), ``batchRows`` (default 8192).
+    sizing (defaults: the session's ``spark.sql.files.*`` and default parallelism, taken by
+    :func:`register`, or when the DataFrame is created through :func:`reader`).  ``verifyChecksum`` (default true), ``batchRows`` (default 8192).
 
 Partitioning
     `.ibb` files are split at page boundaries into splits sized like Spark's file sources;
@@ -32,10 +32,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrameReader, SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -49,6 +49,7 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
 )
+from pyspark.sql.streaming import DataStreamReader
 from pyspark.sql.types import StructType
 
 from ..codec.events import TableMapEvent
@@ -62,6 +63,10 @@ from .plan import plan
 from .read import NO_HISTORY, history_source, history_text, loaded_history, scan_schema
 from .schema import SCHEMAS, rows_schema, typed_row_struct
 from .stream import BinlogStreamReader
+
+if TYPE_CHECKING:  # Spark Connect's readers are classes of their own
+    from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
+    from pyspark.sql.connect.streaming.readwriter import DataStreamReader as ConnectStreamReader
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -231,7 +236,8 @@ class PushdownDataSource(MariabinlogDataSource):
 
 
 def session_defaults(spark: SparkSession) -> dict[str, str]:
-    """Split-sizing defaults from the session, as Spark's own file sources take them."""
+    """Split-sizing settings of the session now (``spark.sql.files.maxPartitionBytes`` and
+    ``openCostInBytes``, the default parallelism), as option values."""
     defaults = {
         "maxPartitionBytes": spark.conf.get("spark.sql.files.maxPartitionBytes", "128m") or "128m",
         "openCostInBytes": spark.conf.get("spark.sql.files.openCostInBytes", "4m") or "4m",
@@ -241,6 +247,21 @@ def session_defaults(spark: SparkSession) -> dict[str, str]:
     except Exception:  # Spark Connect has no SparkContext
         defaults["minPartitions"] = spark.conf.get("spark.default.parallelism", "2") or "2"
     return defaults
+
+
+def reader(spark: SparkSession) -> DataFrameReader | ConnectReader:
+    """``spark.read.format("mariabinlog")`` with the session's split settings as they are now.
+
+    A Python data source sees no session setting when a query is planned (docs/spark.md,
+    "Split settings"), so :func:`register` can only take them once; this reader passes the
+    current ones as options when the DataFrame is created.  Options set on it afterwards win.
+    """
+    return spark.read.format("mariabinlog").options(**session_defaults(spark))
+
+
+def stream_reader(spark: SparkSession) -> DataStreamReader | ConnectStreamReader:
+    """``spark.readStream.format("mariabinlog")`` with the current split settings (see :func:`reader`)."""
+    return spark.readStream.format("mariabinlog").options(**session_defaults(spark))
 
 
 def check_executors(spark: SparkSession) -> None:
@@ -272,10 +293,13 @@ def check_executors(spark: SparkSession) -> None:
 def register(spark: SparkSession, *, check: bool = True) -> type[DataSource]:
     """Register the ``mariabinlog`` format with ``spark``; returns the registered class.
 
-    With ``check`` (the default) it first runs :func:`check_executors`.  Call it again after
-    changing ``spark.sql.python.filterPushdown.enabled`` or the ``spark.sql.files.*`` split
-    settings (a Python data source's planning sees no session settings; options given to a
-    read always win).
+    With ``check`` (the default) it first runs :func:`check_executors`.  The session's split
+    settings (``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``) are taken now, as
+    the defaults of ``spark.read.format("mariabinlog")``: a Python data source sees no session
+    setting while a query is planned.  After changing them, read through :func:`reader` (which
+    takes them when the DataFrame is created) or call this again; after changing
+    ``spark.sql.python.filterPushdown.enabled``, call this again.  Options given to a read
+    always win.
     """
     if check:
         check_executors(spark)
