@@ -51,6 +51,7 @@ from ..codec.events import (
     RowsEvent,
     TableMapEvent,
     XidEvent,
+    read_header,
 )
 from ..codec.event_header import reframe
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
@@ -151,10 +152,12 @@ def ends_group(event: Event) -> bool:
 class SplitReader:
     """The events a split owns, in order; ``decoder`` holds the table maps of the current group."""
 
-    def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False) -> None:
+    def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False,
+                 skip: frozenset[int] = frozenset()) -> None:
         self.split = split
         self.options = options
         self.raw = raw
+        self.skip = skip  # event types neither decoded nor yielded (none may start or end a group)
         # `.ibb` events carry no checksum; a legacy file's Format_description sets its own.
         self.decoder = EventStreamDecoder(checksum_alg=CHECKSUM_OFF, verify_checksum=options.verify_checksum)
 
@@ -185,7 +188,7 @@ class SplitReader:
         left: int | None = None  # events left in a standalone group
         entered = split.start <= 4  # a split inside the file starts at its first group
         try:
-            for event in legacy_events(data, max(split.start, 4), split.end, dec):
+            for event in legacy_events(data, max(split.start, 4), split.end, dec, self.skip):
                 pos: int = event.position  # type: ignore[assignment]
                 code = event.type_code
                 if pos >= split.end and (group is None or code == GTID_EVENT or code in META_EVENTS):
@@ -281,6 +284,8 @@ class SplitReader:
         group: Group | None = None
         try:
             for index, raw in enumerate(raws):
+                if self.skip and read_header(raw)[1] in self.skip:
+                    continue
                 event = dec.decode(raw, 0)
                 if index == 0 and event.type_code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)
@@ -333,6 +338,10 @@ def _query_position(file: BinlogFile | Split, item: Item) -> tuple[str, int, str
     return os.path.basename(file.path), item.position, None if item.group is None else item.group.gtid
 
 
+#: Events a schema scan never needs decoded (none starts or ends an event group).
+_SCHEMA_SKIP = frozenset(ROWS_KIND)
+
+
 def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, table: tuple[str, str] | None,
                 listing: Listing | None = None) -> tuple[SchemaHistory, TableMapEvent | None]:
     """One driver pass over ``files`` in stream order (read through ``listing``'s storage):
@@ -342,11 +351,16 @@ def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, tabl
     if history is not None and table is None:
         return history, None
     tracker = SchemaTracker(copy.deepcopy(history) if history is not None else SchemaHistory(source="spark driver"))
-    everything = ScanOptions(gtid_seek=False, listing=listing if listing is not None else Listing())
+    # Only Query events (and, for one table, Table_maps) matter here: rows events, most of the
+    # bytes, are hopped over undecoded, and checksums are left to the executors, which verify
+    # every event they read.
+    everything = ScanOptions(gtid_seek=False, verify_checksum=False,
+                             listing=listing if listing is not None else Listing())
+    skip = _SCHEMA_SKIP if table is not None else _SCHEMA_SKIP | {TABLE_MAP_EVENT, ANNOTATE_ROWS_EVENT}
     last: TableMapEvent | None = None
     for f in files:
         split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
-        for item in SplitReader(split, everything):
+        for item in SplitReader(split, everything, skip=skip):
             event = item.event
             code = event.type_code
             if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
