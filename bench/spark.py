@@ -110,6 +110,30 @@ def _aggregate_all(df: Any) -> Any:
     return df.agg(F.count(F.lit(1)).alias("rows"), *parts)
 
 
+def _tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) used so far by process ``root`` and its live descendants
+    (the JVM, its Python workers), with the children they have reaped: on a shared machine
+    wall time says little alone, CPU time says how much of the cores a run got."""
+    kids: dict[int, list[int]] = {}
+    cpu: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(entry))
+        cpu[int(entry)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    ticks, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        ticks += cpu.get(pid, 0)
+        todo += kids.get(pid, [])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _child(master: str, source: str, out: str, mode: str) -> None:
     """In its own process: start Spark, run one job, print timings as JSON."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -129,7 +153,7 @@ def _child(master: str, source: str, out: str, mode: str) -> None:
     from mariabinlog.spark import register
 
     register(spark)
-    ready = time.perf_counter()
+    ready, cpu = time.perf_counter(), _tree_cpu(os.getpid())
     if mode == "pipeline":
         from mariabinlog.spark.pipeline import run_pipeline
 
@@ -148,9 +172,9 @@ def _child(master: str, source: str, out: str, mode: str) -> None:
         view = mode.split("-")[0]
         df = spark.read.format("mariabinlog").option("view", view).load(source)
         rows = df.count() if mode.endswith("-count") else _aggregate_all(df).first()["rows"]
-    done = time.perf_counter()
+    done, cpu = time.perf_counter(), _tree_cpu(os.getpid()) - cpu
     spark.stop()
-    print(json.dumps({"startup": ready - started, "wall": done - ready, "rows": rows}))
+    print(json.dumps({"startup": ready - started, "wall": done - ready, "cpu": cpu, "rows": rows}))
 
 
 def _pin(cores: int) -> list[str]:
@@ -171,14 +195,17 @@ def _run_child(master: str, source: Path, out: Path, mode: str, cores: int) -> d
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _run_tool(cmd: list[str], out: str = os.devnull) -> float:
-    start = time.perf_counter()
+def _run_tool(cmd: list[str], out: str = os.devnull) -> tuple[float, float]:
+    """(wall, CPU) seconds of one tool run pinned to one core."""
+    import resource
+
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out, "wb") as sink:
         proc = subprocess.run([*_pin(1), *cmd], stdout=sink, stderr=subprocess.PIPE, env={**os.environ, "TZ": "UTC"})
-    wall = time.perf_counter() - start
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with {proc.returncode}: {proc.stderr[-2000:]!r}")
-    return wall
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 #: (name, mode, master, cores, input): the Spark runs, in order.
@@ -323,17 +350,19 @@ def main(argv: list[str] | None = None) -> int:
     size = legacy.stat().st_size
     print(f"binlog: {legacy} ({size / 1e6:.0f} MB legacy, {events:,} events); .ibb copy: {ibb}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines drift)")
-    header = f"{'run':<52} {'wall s':>8} {'events/s':>11} {'start-up s':>10} {'rows':>10}"
+    header = f"{'run':<52} {'wall s':>8} {'cpu s':>7} {'events/s':>11} {'start-up s':>10} {'rows':>10}"
     print(header)
     print("-" * len(header))
     only = set(filter(None, args.only.split(",")))
     best: dict[str, float] = {}
 
-    def report(name: str, wall: float, startup: float | None = None, rows: int | None = None) -> None:
+    def report(name: str, wall: float, cpu: float, startup: float | None = None, rows: int | None = None) -> None:
+        """One line; ``cpu``: seconds of CPU the run's processes got (on a shared machine
+        a run pinned to one core may get much less than its wall time)."""
         best[name] = min(wall, best.get(name, wall))
         extra = "" if startup is None else f"{startup:>10.1f}"
-        print(f"{name:<52} {wall:>8.1f} {events / wall:>11,.0f} {extra:>10} {rows if rows is not None else '':>10}",
-              flush=True)
+        print(f"{name:<52} {wall:>8.1f} {cpu:>7.1f} {events / wall:>11,.0f} {extra:>10} "
+              f"{rows if rows is not None else '':>10}", flush=True)
 
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "mariabinlog-bench-spark"
     work.mkdir(parents=True, exist_ok=True)
@@ -341,18 +370,18 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         if not only or "tools" in only:
             dump = [sys.executable, "-m", "mariabinlog", "dump", "-v", "--base64-output=decode-rows", str(legacy)]
-            report("mariabinlog dump -v --base64-output=decode-rows", _run_tool(dump))
+            report("mariabinlog dump -v --base64-output=decode-rows", *_run_tool(dump))
             real = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
             if real:
                 report("mariadb-binlog -v --base64-output=decode-rows",
-                       _run_tool([real, "--no-defaults", "-v", "--base64-output=decode-rows", str(legacy)]))
+                       *_run_tool([real, "--no-defaults", "-v", "--base64-output=decode-rows", str(legacy)]))
         for name, mode, master, cores, source in RUNS:
             if only and mode not in only:
                 continue
             out = work / "out"
             shutil.rmtree(out, ignore_errors=True)
             r = _run_child(master, inputs[source], out, mode, cores)
-            report(name, r["wall"], r["startup"], r["rows"])
+            report(name, r["wall"], r["cpu"], r["startup"], r["rows"])
         if not only or "floor" in only:
             # What any source can reach for these queries: the same aggregate over a Parquet
             # copy of the same DataFrame, read by Spark's own vectorized file source.
@@ -360,16 +389,17 @@ def main(argv: list[str] | None = None) -> int:
                 copy = work / f"{view}.parquet"
                 _run_child("local[1]", legacy, copy, f"{view}-to-parquet", 1)
                 r = _run_child("local[1]", copy, work / "out", f"{view}-parquet", 1)
-                report(f"floor: {view}-agg over a Parquet copy, local[1] 1 core", r["wall"], r["startup"], r["rows"])
+                report(f"floor: {view}-agg over a Parquet copy, local[1] 1 core", r["wall"], r["cpu"], r["startup"],
+                       r["rows"])
                 shutil.rmtree(copy)
         if not only or "json-agg" in only:
             json_file = work / "binlog.json"
-            dumped = _run_tool([sys.executable, "-m", "mariabinlog", "dump", "--format=json", str(legacy)],
+            dumped, dump_cpu = _run_tool([sys.executable, "-m", "mariabinlog", "dump", "--format=json", str(legacy)],
                                out=str(json_file))
-            report("  mariabinlog dump --format=json > file, 1 core", dumped)
+            report("  mariabinlog dump --format=json > file, 1 core", dumped, dump_cpu)
             r = _run_child("local[1]", json_file, work / "out", "json-agg", 1)
-            report("  spark.read.json + aggregate local[1] 1 core", r["wall"], r["startup"], r["rows"])
-            report("JSON route (both steps)", dumped + r["wall"])
+            report("  spark.read.json + aggregate local[1] 1 core", r["wall"], r["cpu"], r["startup"], r["rows"])
+            report("JSON route (both steps)", dumped + r["wall"], dump_cpu + r["cpu"])
             json_file.unlink()
     print()
     _ratios(best)
