@@ -776,6 +776,13 @@ def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:
     return pa.Array.from_buffers(kind, rows, [buf(valid), buf(offsets)], children=[pairs])
 
 
+def _shape(table_map: TableMapEvent) -> tuple[Any, ...]:
+    """Everything of a table map that its row decoder and map images depend on: two maps of
+    one shape decode and name rows alike."""
+    return (table_map.table_id, table_map.map_flags, table_map.schema, table_map.table, table_map.column_types,
+            tuple(table_map.column_meta), table_map.null_bitmap, table_map.optional_metadata)
+
+
 def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list[Any]]) -> pa.RecordBatch:
     """One rows-view batch: per-event columns repeated by the rows' event numbers, the row
     index and the before/after maps from the builder's buffers."""
@@ -803,16 +810,25 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
     maps = None if history is None else TypedMaps(history, split)
     max_rows = options.batch_rows
     labelled = _Batches(schema, max_rows, ("before", "after"))
-    cached: tuple[TableMapEvent, _TableInfo] | None = None
+    cached: tuple[TableMapEvent, _TableInfo, Any] | None = None
+    shapes: dict[tuple[Any, ...], tuple[_TableInfo, Any]] = {}
     events: list[list[Any]] = []  # per-event column values of the batch being built
     for item, event, table_map in _rows_events(reader, None, maps):
         if cached is None or cached[0] is not table_map:
-            cached = (table_map, _map_info(table_map))
-        info = cached[1]
+            # Every event group maps its tables anew: a map of a shape seen before reuses its
+            # names, keys and compiled row decoder (building them costs more than a small
+            # group's rows).
+            shape = _shape(table_map)
+            known = shapes.get(shape)
+            if known is None:
+                if len(shapes) > 256:
+                    shapes.clear()
+                known = shapes[shape] = (_map_info(table_map), row_decoder(table_map))
+            cached = (table_map, *known)
+        info, decoder = cached[1], cached[2]
         if info.labels is not None:
             yield from _add_event(labelled, info, split, item, event, table_map, max_rows, False)
             continue
-        decoder = row_decoder(table_map)
         assert isinstance(decoder, FastRowDecoder)
         try:
             kind, data, first, second = decoder.programs(event)
