@@ -19,6 +19,7 @@ from ..codec.events import (
     HEADER_LEN,
     Event,
     GtidListEvent,
+    read_header,
 )
 from ..codec.gtid import BinlogState
 from ..codec.ibb import PAGE_SIZE_SHIFT, chunk_at
@@ -102,10 +103,13 @@ def ibb_state_points(file: BinlogFile, storage: Storage) -> Iterator[tuple[int, 
         source.close()
 
 
-def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStreamDecoder) -> Iterator[Event]:
+def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStreamDecoder,
+                  skip: frozenset[int] = frozenset()) -> Iterator[Event]:
     """The events of a legacy file from the first event that starts in ``[start, stop)`` on,
     after its Format_description (at offset 4, read first for its checksum setting, and yielded
-    first as :func:`~mariabinlog.codec.stream.iter_legacy_events` does).
+    first as :func:`~mariabinlog.codec.stream.iter_legacy_events` does).  Events whose type is
+    in ``skip`` are hopped over by their header's length, neither decoded nor yielded (a
+    planning pass that wants only DDL skips the rows events, most of a binlog's bytes).
 
     Inside the file the reader enters at the first header whose ``log_pos`` and CRC32 footer
     prove it an event; a file that does not record ``log_pos`` is walked from its start.
@@ -129,6 +133,13 @@ def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStrea
                 event = window.decode(decoder, pos)
                 pos = event.end_position  # type: ignore[assignment]
     while pos < window.size:
+        if skip:
+            buf, base = window.span(pos, HEADER_LEN)
+            if pos - base + HEADER_LEN <= len(buf):
+                _, code, _, length, _, _ = read_header(buf, pos - base)
+                if code in skip and length >= HEADER_LEN:
+                    pos += length
+                    continue
         event = window.decode(decoder, pos)
         yield event
         pos = event.end_position  # type: ignore[assignment]

@@ -51,6 +51,7 @@ from ..codec.events import (
     RowsEvent,
     TableMapEvent,
     XidEvent,
+    read_header,
 )
 from ..codec.event_header import reframe
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
@@ -151,10 +152,12 @@ def ends_group(event: Event) -> bool:
 class SplitReader:
     """The events a split owns, in order; ``decoder`` holds the table maps of the current group."""
 
-    def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False) -> None:
+    def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False,
+                 skip: frozenset[int] = frozenset()) -> None:
         self.split = split
         self.options = options
         self.raw = raw
+        self.skip = skip  # event types neither decoded nor yielded (none may start or end a group)
         # `.ibb` events carry no checksum; a legacy file's Format_description sets its own.
         self.decoder = EventStreamDecoder(checksum_alg=CHECKSUM_OFF, verify_checksum=options.verify_checksum)
 
@@ -185,7 +188,7 @@ class SplitReader:
         left: int | None = None  # events left in a standalone group
         entered = split.start <= 4  # a split inside the file starts at its first group
         try:
-            for event in legacy_events(data, max(split.start, 4), split.end, dec):
+            for event in legacy_events(data, max(split.start, 4), split.end, dec, self.skip):
                 pos: int = event.position  # type: ignore[assignment]
                 code = event.type_code
                 if pos >= split.end and (group is None or code == GTID_EVENT or code in META_EVENTS):
@@ -281,6 +284,8 @@ class SplitReader:
         group: Group | None = None
         try:
             for index, raw in enumerate(raws):
+                if self.skip and read_header(raw)[1] in self.skip:
+                    continue
                 event = dec.decode(raw, 0)
                 if index == 0 and event.type_code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)
@@ -333,6 +338,10 @@ def _query_position(file: BinlogFile | Split, item: Item) -> tuple[str, int, str
     return os.path.basename(file.path), item.position, None if item.group is None else item.group.gtid
 
 
+#: Events a schema scan never needs decoded (none starts or ends an event group).
+_SCHEMA_SKIP = frozenset(ROWS_KIND)
+
+
 def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, table: tuple[str, str] | None,
                 listing: Listing | None = None) -> tuple[SchemaHistory, TableMapEvent | None]:
     """One driver pass over ``files`` in stream order (read through ``listing``'s storage):
@@ -342,11 +351,16 @@ def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, tabl
     if history is not None and table is None:
         return history, None
     tracker = SchemaTracker(copy.deepcopy(history) if history is not None else SchemaHistory(source="spark driver"))
-    everything = ScanOptions(gtid_seek=False, listing=listing if listing is not None else Listing())
+    # Only Query events (and, for one table, Table_maps) matter here: rows events, most of the
+    # bytes, are hopped over undecoded, and checksums are left to the executors, which verify
+    # every event they read.
+    everything = ScanOptions(gtid_seek=False, verify_checksum=False,
+                             listing=listing if listing is not None else Listing())
+    skip = _SCHEMA_SKIP if table is not None else _SCHEMA_SKIP | {TABLE_MAP_EVENT, ANNOTATE_ROWS_EVENT}
     last: TableMapEvent | None = None
     for f in files:
         split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
-        for item in SplitReader(split, everything):
+        for item in SplitReader(split, everything, skip=skip):
             event = item.event
             code = event.type_code
             if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
@@ -762,6 +776,13 @@ def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:
     return pa.Array.from_buffers(kind, rows, [buf(valid), buf(offsets)], children=[pairs])
 
 
+def _shape(table_map: TableMapEvent) -> tuple[Any, ...]:
+    """Everything of a table map that its row decoder and map images depend on: two maps of
+    one shape decode and name rows alike."""
+    return (table_map.table_id, table_map.map_flags, table_map.schema, table_map.table, table_map.column_types,
+            tuple(table_map.column_meta), table_map.null_bitmap, table_map.optional_metadata)
+
+
 def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list[Any]]) -> pa.RecordBatch:
     """One rows-view batch: per-event columns repeated by the rows' event numbers, the row
     index and the before/after maps from the builder's buffers."""
@@ -789,16 +810,25 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
     maps = None if history is None else TypedMaps(history, split)
     max_rows = options.batch_rows
     labelled = _Batches(schema, max_rows, ("before", "after"))
-    cached: tuple[TableMapEvent, _TableInfo] | None = None
+    cached: tuple[TableMapEvent, _TableInfo, Any] | None = None
+    shapes: dict[tuple[Any, ...], tuple[_TableInfo, Any]] = {}
     events: list[list[Any]] = []  # per-event column values of the batch being built
     for item, event, table_map in _rows_events(reader, None, maps):
         if cached is None or cached[0] is not table_map:
-            cached = (table_map, _map_info(table_map))
-        info = cached[1]
+            # Every event group maps its tables anew: a map of a shape seen before reuses its
+            # names, keys and compiled row decoder (building them costs more than a small
+            # group's rows).
+            shape = _shape(table_map)
+            known = shapes.get(shape)
+            if known is None:
+                if len(shapes) > 256:
+                    shapes.clear()
+                known = shapes[shape] = (_map_info(table_map), row_decoder(table_map))
+            cached = (table_map, *known)
+        info, decoder = cached[1], cached[2]
         if info.labels is not None:
             yield from _add_event(labelled, info, split, item, event, table_map, max_rows, False)
             continue
-        decoder = row_decoder(table_map)
         assert isinstance(decoder, FastRowDecoder)
         try:
             kind, data, first, second = decoder.programs(event)
