@@ -180,7 +180,11 @@ class DebeziumWriter:
         if is_ddl(text) and not q.error_code:
             if not self._accept(database):
                 return []
-            changes = [_table_change(key, self.schema.history.table(*key)) for key in dict.fromkeys(changed)]
+            # TRUNCATE starts a new incarnation in the history but changes no table's shape:
+            # Debezium lists no tableChanges for it.
+            truncate = text.lstrip().upper().startswith("TRUNCATE")
+            changes = [] if truncate else [
+                _table_change(key, self.schema.history.table(*key)) for key in dict.fromkeys(changed)]
             value = {
                 "source": self._source(ev, database, None, thread=q.thread_id),
                 "ts_ms": ev.when * 1000,
