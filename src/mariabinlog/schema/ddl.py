@@ -125,6 +125,13 @@ def is_ddl(sql: str) -> bool:
     return _object_word(_tokens(sql)) is not None
 
 
+def changes_shape(sql: str) -> bool:
+    """True for DDL that may change a table's shape; False for TRUNCATE, which keeps the shape
+    and only starts a new incarnation, and for statements that are not DDL."""
+    tokens = _tokens(sql)
+    return _object_word(tokens) is not None and tokens[0].text.upper() != "TRUNCATE"
+
+
 def _partition_only(tokens: list[Token]) -> bool:
     """An ALTER TABLE whose action manages partitions (ADD PARTITION, REORGANIZE PARTITION...)."""
     words = [t.text.upper() for t in tokens]

@@ -45,7 +45,7 @@ from ..codec.events import (
 )
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
 from ..schema import SchemaTracker, Table
-from ..schema.ddl import is_ddl
+from ..schema.ddl import changes_shape, is_ddl
 from .jsonout import TableView, json_value
 from .sink import EventSink
 
@@ -180,11 +180,9 @@ class DebeziumWriter:
         if is_ddl(text) and not q.error_code:
             if not self._accept(database):
                 return []
-            # TRUNCATE starts a new incarnation in the history but changes no table's shape:
-            # Debezium lists no tableChanges for it.
-            truncate = text.lstrip().upper().startswith("TRUNCATE")
-            changes = [] if truncate else [
-                _table_change(key, self.schema.history.table(*key)) for key in dict.fromkeys(changed)]
+            # Debezium lists tableChanges only for a shape change (none for TRUNCATE).
+            shapes = changed if changes_shape(text) else []
+            changes = [_table_change(key, self.schema.history.table(*key)) for key in dict.fromkeys(shapes)]
             value = {
                 "source": self._source(ev, database, None, thread=q.thread_id),
                 "ts_ms": ev.when * 1000,

@@ -564,28 +564,25 @@ _GEOMETRY_NAMES = (
     b"GEOMETRYCOLLECTION",
 )
 
+#: get_type_name's names that take nothing from the column's metadata.
+_FIXED_TYPE_NAMES = {
+    C.MYSQL_TYPE_TINY: b"TINYINT", C.MYSQL_TYPE_SHORT: b"SMALLINT", C.MYSQL_TYPE_INT24: b"MEDIUMINT",
+    C.MYSQL_TYPE_LONG: b"INT", C.MYSQL_TYPE_LONGLONG: b"BIGINT", C.MYSQL_TYPE_FLOAT: b"FLOAT",
+    C.MYSQL_TYPE_DOUBLE: b"DOUBLE", C.MYSQL_TYPE_DATE: b"DATE", C.MYSQL_TYPE_NEWDATE: b"DATE",
+    C.MYSQL_TYPE_YEAR: b"YEAR", C.MYSQL_TYPE_ENUM: b"ENUM", C.MYSQL_TYPE_SET: b"SET",
+}
+
 
 def _meta_type_name(
     rtype: int, ctype: int, meta: int, cs: int | None, geometry_type: int
 ) -> bytes:
     """get_type_name of log_event_client.cc (--print-table-metadata)."""
     binary = cs is None or cs == C.BINARY_COLLATION
-    if rtype == C.MYSQL_TYPE_LONG:
-        return b"INT"
-    if rtype == C.MYSQL_TYPE_TINY:
-        return b"TINYINT"
-    if rtype == C.MYSQL_TYPE_SHORT:
-        return b"SMALLINT"
-    if rtype == C.MYSQL_TYPE_INT24:
-        return b"MEDIUMINT"
-    if rtype == C.MYSQL_TYPE_LONGLONG:
-        return b"BIGINT"
+    fixed = _FIXED_TYPE_NAMES.get(rtype)
+    if fixed is not None:
+        return fixed
     if rtype == C.MYSQL_TYPE_NEWDECIMAL:
         return b"DECIMAL(%d,%d)" % (meta >> 8, meta & 0xFF)
-    if rtype == C.MYSQL_TYPE_FLOAT:
-        return b"FLOAT"
-    if rtype == C.MYSQL_TYPE_DOUBLE:
-        return b"DOUBLE"
     if rtype == C.MYSQL_TYPE_BIT:
         return b"BIT(%d)" % ((meta & 0xFF) + (meta >> 8) * 8)
     if rtype == C.MYSQL_TYPE_TIMESTAMP2:
@@ -594,14 +591,6 @@ def _meta_type_name(
         return b"DATETIME(%d)" % meta if meta else b"DATETIME"
     if rtype == C.MYSQL_TYPE_TIME2:
         return b"TIME(%d)" % meta if meta else b"TIME"
-    if rtype in (C.MYSQL_TYPE_NEWDATE, C.MYSQL_TYPE_DATE):
-        return b"DATE"
-    if rtype == C.MYSQL_TYPE_YEAR:
-        return b"YEAR"
-    if rtype == C.MYSQL_TYPE_ENUM:
-        return b"ENUM"
-    if rtype == C.MYSQL_TYPE_SET:
-        return b"SET"
     if rtype == C.MYSQL_TYPE_BLOB:
         kind = b"BLOB" if binary else b"TEXT"
         if meta == 0 or meta > 4:
