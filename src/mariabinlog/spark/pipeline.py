@@ -430,8 +430,9 @@ def _count_rows(changes: Any) -> Any:
                           .alias("image"))
 
 
-#: A state table's columns: (name, Spark type) from the schema history, or names only (text).
-Layout = list[tuple[str, Any]] | list[str]
+#: A state table's columns: (name, Spark type), from the schema history, or text (``StringType``)
+#: for a table it does not know.
+Layout = list[tuple[str, Any]]
 
 
 def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]) -> dict[str, Layout]:
@@ -439,6 +440,8 @@ def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]
     (with their widest column list): a table the history knows becomes the tables its
     incarnations are at the end (the same one, renamed, or none when dropped), with the
     columns and types of that shape; a table it never knew keeps the text columns seen."""
+    from pyspark.sql.types import StringType
+
     from .schema import history_column_type
 
     current = history.current_incarnations()
@@ -446,7 +449,7 @@ def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]
     for (database, name), columns in seen.items():
         known = history.incarnations(database, name)
         if not known:
-            layouts[f"{database}.{name}"] = columns
+            layouts[f"{database}.{name}"] = [(column, StringType()) for column in columns]
         for incarnation in known:
             table = current.get(incarnation)
             if table is not None:
@@ -622,17 +625,11 @@ def _write_tables(df: Any, directory: str, layouts: dict[str, Layout], table_for
     return paths
 
 
-def _arrow_type(column: str | tuple[str, Any]) -> Any:
+def _state_schema(layout: Layout) -> Any:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_type
 
-    return pa.string() if isinstance(column, str) else to_arrow_type(column[1], timezone="UTC")
-
-
-def _state_schema(layout: Layout) -> Any:
-    import pyarrow as pa
-
-    return pa.schema([pa.field(c if isinstance(c, str) else c[0], _arrow_type(c)) for c in layout])
+    return pa.schema([pa.field(name, to_arrow_type(kind, timezone="UTC")) for name, kind in layout])
 
 
 def _change_schema(layout: Layout) -> Any:
@@ -647,22 +644,21 @@ def _change_schema(layout: Layout) -> Any:
 
 
 def _image_columns(rows: Any, layout: Layout) -> list[Any]:
-    """The columns of images (maps of text) as the layout types them."""
+    """The columns of images (maps of text) as the layout types them (text stays as it is)."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    from pyspark.sql.types import StringType
 
     from .schema import text_reader
 
     columns = []
-    for column in layout:
-        name = column if isinstance(column, str) else column[0]
+    for (name, kind), field in zip(layout, _state_schema(layout)):
         text = pc.map_lookup(rows, name, "first")
-        if isinstance(column, str):
+        if isinstance(kind, StringType):
             columns.append(text)
             continue
-        read = text_reader(column[1])
-        values = [None if v is None else read(v) for v in text.to_pylist()]
-        columns.append(pa.array(values, type=_arrow_type(column)))
+        read = text_reader(kind)
+        columns.append(pa.array([None if v is None else read(v) for v in text.to_pylist()], type=field.type))
     return columns
 
 

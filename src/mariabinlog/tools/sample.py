@@ -99,7 +99,7 @@ class Column:
     type_code: int
     meta: int = 0
     unsigned: bool = False
-    sql: str = ""
+    sql: str = field(kw_only=True)
 
 
 @dataclass
