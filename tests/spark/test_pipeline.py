@@ -55,20 +55,36 @@ def test_pipeline_command_on_bundled_sample(spark: Any, tmp_path: Path) -> None:
         assert got == want, name
 
 
-def _changes(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
+def _changes(rows: list[tuple[Any, ...]]) -> Any:
+    """CDC rows of one table in binlog order, as the pipeline's tasks read them."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     from mariabinlog.spark.schema import ROWS_SCHEMA
 
-    full = []
-    for i, (op, keys, before, after) in enumerate(rows):
-        full.append(("f", 1, 100 + i, 0, 0, None, None, None, None, None, None, "db", "t", op, keys, before, after))
-    return spark.createDataFrame(full, ROWS_SCHEMA)
+    schema = to_arrow_schema(ROWS_SCHEMA, timezone="UTC")
+    return pa.Table.from_pylist([
+        {"file_no": 1, "position": 100 + i, "event_index": 0, "row_index": 0, "database": "db", "table": "t",
+         "op": op, "key_columns": keys, "before": None if before is None else list(before.items()),
+         "after": None if after is None else list(after.items())}
+        for i, (op, keys, before, after) in enumerate(rows)
+    ], schema=schema)
 
 
-def test_latest_state_merges_partial_images_and_key_changes(spark: Any) -> None:
-    from mariabinlog.spark.pipeline import latest_state
+def _state(rows: list[tuple[Any, ...]], columns: list[str]) -> list[tuple[Any, ...]]:
+    from mariabinlog.spark.tables import fold
 
+    images = fold(_changes(rows), columns).to_pylist()
+    return sorted((tuple(dict(image).get(c) for c in columns) for image in images), key=_nulls_first)
+
+
+def _nulls_first(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is not None, v or "") for v in row)
+
+
+def test_latest_state_merges_partial_images_and_key_changes() -> None:
     keys = ["id"]
-    changes = _changes(spark, [
+    changes = [
         ("insert", keys, None, {"id": "1", "a": "x", "b": "y"}),
         ("insert", keys, None, {"id": "2", "a": "p", "b": "q"}),
         ("update", keys, {"id": "1"}, {"b": "z"}),  # MINIMAL: key only before, changed column after
@@ -76,23 +92,65 @@ def test_latest_state_merges_partial_images_and_key_changes(spark: Any) -> None:
         ("insert", keys, None, {"id": "4", "a": None, "b": "n"}),
         ("delete", keys, {"id": "4"}, None),
         ("insert", keys, None, {"id": "5", "a": "s", "b": None}),
-    ])
-    state = sorted((r.id, r.a, r.b) for r in latest_state(changes).collect())
-    assert state == [("1", "x", "z"), ("3", "p", "q"), ("5", "s", None)]
+        ("update", keys, {"id": "5"}, {"a": "t"}),
+        ("update", keys, {"id": "5"}, {"b": "u"}),  # two partial images merged in order
+        ("delete", keys, {"id": "5"}, None),
+        ("insert", keys, None, {"id": "5", "a": "v", "b": "w"}),  # deleted, then inserted again
+        ("update", keys, {"id": "6"}, {"a": "only"}),  # a row from before the binlog: what it tells
+        ("update", keys, {"id": "7", "a": "1", "b": "2"}, {"id": "7", "a": "1", "b": "3"}),
+        ("update", keys, {"id": "7", "a": "1", "b": "3"}, {"id": "8", "a": "1", "b": "3"}),
+        ("update", keys, {"id": "8", "a": "1", "b": "3"}, {"id": "7", "a": "9", "b": "9"}),  # and back
+    ]
+    assert _state(changes, ["id", "a", "b"]) == [
+        (None, "only", None), ("1", "x", "z"), ("3", "p", "q"), ("5", "v", "w"), ("7", "9", "9")]
 
 
-def test_latest_state_without_key_counts_identical_rows(spark: Any) -> None:
-    from mariabinlog.spark.pipeline import latest_state
-
+def test_latest_state_without_key_counts_identical_rows() -> None:
     row, other = {"a": "1", "b": "x"}, {"a": "2", "b": "y"}
-    changes = _changes(spark, [
+    changes = [
         ("insert", None, None, row),
         ("insert", None, None, row),
         ("insert", None, None, other),
         ("update", None, other, {"a": "3", "b": "y"}),
         ("delete", None, row, None),
-    ])
-    assert sorted((r.a, r.b) for r in latest_state(changes).collect()) == [("1", "x"), ("3", "y")]
+    ]
+    assert _state(changes, ["a", "b"]) == [("1", "x"), ("3", "y")]
+
+
+def test_latest_state_folds_as_binlog_order_replayed(tmp_path: Path) -> None:
+    """Many keys, random inserts/updates (full and partial images)/deletes/key moves: the fold
+    equals replaying the changes one by one into a dict."""
+    import random
+
+    draw = random.Random(20261126)
+    columns = ["id", "a", "b"]
+    table: dict[str, dict[str, Any]] = {}
+    changes = []
+    for _ in range(3000):
+        key = str(draw.randrange(60))
+        choice = draw.random()
+        if key not in table:
+            image = {"id": key, "a": str(draw.randrange(5)), "b": draw.choice([None, "b"])}
+            changes.append(("insert", ["id"], None, image))
+            table[key] = image
+        elif choice < 0.3:
+            changes.append(("delete", ["id"], {"id": key}, None))
+            del table[key]
+        elif choice < 0.6:  # MINIMAL update of one column
+            column = draw.choice(["a", "b"])
+            value = str(draw.randrange(9))
+            changes.append(("update", ["id"], {"id": key}, {column: value}))
+            table[key] = {**table[key], column: value}
+        else:  # FULL update, the key moving now and then
+            new = str(draw.randrange(60)) if choice > 0.9 else key
+            if new != key and new in table:
+                continue
+            image = {"id": new, "a": str(draw.randrange(5)), "b": "full"}
+            changes.append(("update", ["id"], dict(table[key]), image))
+            del table[key]
+            table[new] = image
+    want = sorted((tuple(image.get(c) for c in columns) for image in table.values()), key=_nulls_first)
+    assert _state(changes, columns) == want
 
 
 def test_delta_tables_committed_by_delta_rs(spark: Any, tmp_path: Path) -> None:

@@ -410,3 +410,32 @@ def text_reader(spark_type: DataType) -> Callable[[str], Any]:
     ``spark_type`` (a type :func:`history_column_type` gives), as the typed view has it;
     text types read as they are."""
     return _TEXT_READERS.get(type(spark_type), str)
+
+
+#: Spark types whose map text Arrow's own cast reads as :data:`_TEXT_READERS` do (``naive``:
+#: a date or time, where Arrow takes the year 0 that Python's readers refuse).
+_ARROW_CASTS: dict[type, bool] = {
+    LongType: False, DecimalType: False, DoubleType: False, DateType: True, TimestampNTZType: True, TimestampType: True,
+}
+
+
+def text_array(text: Any, spark_type: DataType, arrow_type: Any) -> Any:
+    """A column of map text (a pyarrow string array) read back as ``arrow_type`` values, as
+    :func:`text_reader` reads each one: by Arrow's cast where it reads the text alike (the
+    text :func:`render` writes), value by value where the cast refuses any of it (zero dates,
+    bytes written as ``0x`` + hex, text of other kinds)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(spark_type, StringType):
+        return text
+    naive = _ARROW_CASTS.get(type(spark_type))
+    if naive is not None and not (naive and pc.any(pc.starts_with(text, "0000")).as_py()):
+        try:
+            if isinstance(spark_type, TimestampType):  # wall time in UTC, as _utc_timestamp reads it
+                return pc.cast(text, pa.timestamp("us")).cast(arrow_type)
+            return pc.cast(text, arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    read = text_reader(spark_type)
+    return pa.array([None if v is None else read(v) for v in text.to_pylist()], type=arrow_type)

@@ -1,0 +1,541 @@
+"""The pipeline's tables per source table: latest state and typed changes, in one Spark job.
+
+The CDC table (Parquet partitioned by ``database`` and ``table``, maps of text) is the input.
+Moving its rows through Spark's rows into Python and back costs more than decoding the binlog
+(map columns cross as Arrow row by row, ~12 µs a row), so each task here reads the Parquet
+files of its tables itself, with pyarrow, and does everything in Arrow:
+
+1. **Carry** (:func:`carrier`): a row logged under an older shape of its table is renamed by
+   column identity (renamed columns keep their values, dropped ones go, added ones get their
+   constant default or NULL) and moved to its table's current name; a row of an incarnation
+   that no longer exists (dropped, recreated, truncated) is dropped; a row of a table the
+   history does not know passes unchanged, unless its name now holds a table the history
+   created after the row.  Rows of the current shape pass as Arrow data.
+2. **Changes**: each table's rows in binlog order, ``before``/``after`` as structs typed as
+   the state (:func:`~.schema.text_array`).
+3. **Latest state** (:func:`fold`): per primary key the changes folded in binlog order (an
+   update's after image merged onto the row, so MINIMAL images work when the key does not
+   change; an update that moves the key deletes the old one); without a key, identical rows
+   are counted (+1 insert, -1 delete, update = both).
+
+A task owns a *unit*: CDC partitions whose rows can land in the same current table (a table
+renamed mid-stream has rows under both names), so no table is written by two tasks.  One
+task holds its unit's CDC rows in memory (Arrow, columns as stored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..schema import SchemaHistory, Table
+from .read import loaded_history
+
+#: Binlog order of CDC rows.
+ORDER = ["file_no", "position", "event_index", "row_index"]
+#: CDC columns a task reads (``database``/``table`` come from the partition's path).
+CARRIED = ["database", "table", "op", "key_columns", "before", "after", "gtid", "timestamp", *ORDER]
+#: The columns of a typed change table besides its images.
+CHANGE_COLUMNS = ["gtid", "timestamp", *ORDER, "op"]
+
+#: A state table's columns: (name, Spark type), from the schema history, or text (``StringType``)
+#: for a table it does not know.
+Layout = list[tuple[str, Any]]
+
+
+def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]) -> dict[str, Layout]:
+    """The state tables to write, by ``db.table``, from the tables ``seen`` in the CDC rows
+    (with their widest column list): a table the history knows becomes the tables its
+    incarnations are at the end (the same one, renamed, or none when dropped), with the
+    columns and types of that shape; a table it never knew keeps the text columns seen."""
+    from pyspark.sql.types import StringType
+
+    from .schema import history_column_type
+
+    layouts: dict[str, Layout] = {}
+    for (database, name), columns in seen.items():
+        targets = landing_tables(history, database, name)
+        if targets is None:
+            layouts[f"{database}.{name}"] = [(column, StringType()) for column in columns]
+            continue
+        for table in targets:
+            layouts[f"{table.database}.{table.name}"] = [(c.name, history_column_type(c)) for c in table.columns]
+    return layouts
+
+
+def landing_tables(history: SchemaHistory, database: str, name: str) -> list[Table] | None:
+    """The current tables rows logged under ``database.name`` can be carried to (none when
+    every incarnation is gone); None when the history never knew the name."""
+    known = history.incarnations(database, name)
+    if not known:
+        return None
+    current = history.current_incarnations()
+    return [current[i] for i in known if i in current]
+
+
+# ------------------------------------------------------------------------------------------------
+# Carry to the current shapes
+
+
+#: How rows logged under one table version reach the current shape: (current table, old
+#: column name -> current name, columns added since with their defaults); None: gone.
+Carry = tuple[Table, dict[str, str], list[tuple[str, str | None]]] | None
+
+
+def _carry_of(then: Table, current: dict[int, Table]) -> Carry:
+    now = current.get(then.incarnation)
+    if now is None:
+        return None
+    names = {c.ident: c.name for c in now.columns}
+    had = {c.ident for c in then.columns}
+    renamed = {c.name: names[c.ident] for c in then.columns if c.ident in names}
+    return now, renamed, [(c.name, c.default) for c in now.columns if c.ident not in had]
+
+
+def _carry(row: dict[str, Any], carry: Carry) -> dict[str, Any] | None:
+    """One CDC row carried to its table's current shape (None: the row is gone)."""
+    if carry is None:
+        return None
+    now, renamed, added = carry
+
+    def image(values: list[tuple[str, str | None]] | None) -> list[tuple[str, str | None]] | None:
+        """The image in the current column order (so rows counted without a key compare
+        equal whatever shape logged them); columns missing from a MINIMAL image stay missing."""
+        if values is None:
+            return None
+        named = dict(added)
+        named.update((renamed[k], v) for k, v in values if k in renamed)
+        return [(c.name, named[c.name]) for c in now.columns if c.name in named]
+
+    return {**row, "database": now.database, "table": now.name, "before": image(row["before"]),
+            "after": image(row["after"]), "key_columns": list(now.primary_key)}
+
+
+def carrier(history_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The carry step (module docstring) over Arrow batches of CDC rows (with ``source_file``):
+    rows of tables the history never knew, and rows logged under their table's current
+    version, pass as Arrow data (only their key columns set); rows of older versions are
+    carried row by row, the carry worked out once per version."""
+
+    def carry(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        history = loaded_history(history_json)
+        current = history.current_incarnations()
+        carries: dict[int, Carry] = {}
+        for batch in batches:
+            names = pc.binary_join_element_wise(batch.column("database"), batch.column("table"), "\0")
+            schema = pa.schema([batch.schema.field(c) for c in CARRIED])
+            unique = pc.unique(names).to_pylist()
+            for name in unique:
+                rows = batch if len(unique) == 1 else batch.filter(pc.equal(names, name))
+                database, _, table = name.partition("\0")
+                if not history.incarnations(database, table):
+                    yield rows.select(CARRIED)
+                    continue
+                for then, kept in _by_version(rows, history, database, table):
+                    if then is None:  # rows of a table since recreated: gone
+                        continue
+                    if then is current.get(then.incarnation) or then.unknown is not None:
+                        keys = pa.array([list(then.primary_key)] * kept.num_rows, schema.field("key_columns").type)
+                        kept = kept.select(CARRIED)
+                        if then.unknown is None:
+                            kept = kept.set_column(CARRIED.index("key_columns"), "key_columns", keys)
+                        yield kept
+                        continue
+                    if id(then) not in carries:
+                        carries[id(then)] = _carry_of(then, current)
+                    carried = [_carry(row, carries[id(then)]) for row in kept.select(CARRIED).to_pylist()]
+                    yield pa.RecordBatch.from_pylist([r for r in carried if r is not None], schema=schema)
+
+    return carry
+
+
+def _by_version(rows: Any, history: SchemaHistory, database: str, table: str) -> Iterator[tuple[Table | None, Any]]:
+    """``rows`` (of one table name) split by the table version each was logged under:
+    (version, rows) pairs; a row of a shape the history does not know is kept as logged (an
+    unknown version), unless the name now holds a table the history knows, created after
+    the row (version None: gone with the table it belonged to)."""
+    import pyarrow as pa
+
+    end = history.table(database, table)
+    recreated = end is not None and end.unknown is None
+    unknown = Table(database, table, (), unknown="not in the schema history")
+    versions: dict[tuple[str | None, int, str | None], Table | None] = {}  # by event: its rows share one
+    groups: dict[int, tuple[Table | None, list[int]]] = {}
+    events = zip(rows.column("source_file").to_pylist(), rows.column("position").to_pylist(),
+                 rows.column("gtid").to_pylist())
+    for index, event in enumerate(events):
+        if event in versions:
+            then = versions[event]
+        else:
+            file, pos, gtid = event
+            then = history.table_for_event(database, table, os.path.basename(file or ""), pos, gtid)
+            if then is None or then.unknown is not None:
+                then = None if recreated else unknown
+            versions[event] = then
+        groups.setdefault(id(then), (then, []))[1].append(index)
+    for then, indexes in groups.values():
+        yield then, rows.take(pa.array(indexes, pa.int64()))
+
+
+# ------------------------------------------------------------------------------------------------
+# The fold: the images a table's changes leave
+
+
+def fold(rows: Any, columns: Sequence[str]) -> Any:
+    """The images (a map array, in no particular order) that ``rows`` leave: CDC rows of one
+    table (``op``, ``key_columns``, ``before``, ``after``) in binlog order, ``columns`` the
+    table's columns (an image holding them all replaces the row whole).  Keyed rows are
+    folded per key in Arrow, merging partial (MINIMAL) images in Python only for the keys
+    whose last full image or delete is followed by partial ones; rows without a key are
+    counted."""
+    import pyarrow as pa
+
+    rows = rows.combine_chunks() if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
+    image_type = rows.schema.field("after").type
+    parts = []
+    for names, mine in _by_key_columns(rows):
+        parts.append(_count_rows(mine, image_type) if not names else _fold_by_key(mine, names, columns))
+    parts = [p for p in parts if len(p)]
+    return pa.concat_arrays(parts) if parts else pa.array([], image_type)
+
+
+def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
+    """``rows`` split by their key column names (usually all alike: one check, no split)."""
+    import pyarrow.compute as pc
+
+    listed = rows.column("key_columns").combine_chunks()
+    if len(listed) and listed.null_count == 0:
+        first = listed[0].as_py()
+        lengths = pc.list_value_length(listed).to_numpy()
+        if (lengths == len(first)).all():
+            flat = pc.dictionary_encode(listed.flatten()) if first else None
+            codes = None if flat is None else flat.indices.to_numpy().reshape(len(listed), len(first))
+            if codes is None or (codes == codes[0]).all():
+                yield first, rows
+                return
+    key_names = pc.fill_null(pc.binary_join(listed, "\0"), "")  # column names hold no NUL
+    for names in pc.unique(key_names).to_pylist():
+        yield [n for n in names.split("\0") if n], rows.filter(pc.equal(key_names, names))
+
+
+def _lookup(images: Any, names: Sequence[str]) -> list[Any]:
+    """The values of columns ``names`` in each image (a map array): null where the image or
+    its column is missing.  Arrow's ``map_lookup`` searches every map for every name; here
+    the keys are dictionary-encoded once and each column is one comparison of codes."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(images, pa.ChunkedArray):
+        images = images.combine_chunks()
+    offsets = images.offsets.to_numpy()
+    first, end = int(offsets[0]), int(offsets[-1])
+    keys = pc.dictionary_encode(images.keys.slice(first, end - first)) if end > first else None
+    values = images.items.slice(first, end - first)
+    rows = np.repeat(np.arange(len(images)), np.diff(offsets))
+    valid = np.asarray(images.is_valid())
+    known = {} if keys is None else {name: i for i, name in enumerate(keys.dictionary.to_pylist())}
+    codes = None if keys is None else keys.indices.to_numpy()
+    out = []
+    for name in names:
+        at = np.full(len(images), -1, np.int64)
+        if name in known:
+            entries = np.nonzero(codes == known[name])[0][::-1]  # the first entry of a key wins
+            at[rows[entries]] = entries
+        at[~valid] = -1
+        out.append(values.take(pa.array(at, mask=at < 0)))
+    return out
+
+
+def _differs(left: Any, right: Any) -> Any:
+    """Per row: the two (nullable) values differ, a null differing from any value."""
+    import pyarrow.compute as pc
+
+    nulls = pc.not_equal(pc.is_null(left), pc.is_null(right))
+    return pc.or_(nulls, pc.fill_null(pc.not_equal(left, right), False))
+
+
+def _holds_all(images: Any, columns: Sequence[str]) -> Any:
+    """Per image: it holds every one of ``columns`` (a null image holds none)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(images) == 0:
+        return pa.array([], pa.bool_())
+    listed = pa.ListArray.from_arrays(images.offsets, images.keys)
+    parents = pc.list_parent_indices(listed).to_numpy()
+    inside = pc.is_in(images.keys, value_set=pa.array(list(columns), pa.string())).to_numpy(zero_copy_only=False)
+    counts = np.bincount(parents[inside], minlength=len(images)) if len(parents) else np.zeros(len(images), np.int64)
+    return pc.and_(pa.array(counts == len(columns)), pc.is_valid(images))
+
+
+def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
+    """Each key's steps (an update moving the key deletes the old one first) sorted by key
+    and binlog order; a key's row is its last step's image when that step is a delete or a
+    whole image, else the images from its last such step merged in order.  Steps carry the
+    row number of their image, so images are copied once, at the end."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    op, before, after = rows.column("op"), rows.column("before").combine_chunks(), rows.column("after").combine_chunks()
+    number = np.arange(rows.num_rows, dtype=np.int64)
+    before_key, after_key = _lookup(before, keys), _lookup(after, keys)
+    after_key = [pc.coalesce(a, b) for a, b in zip(after_key, before_key)]  # an update's key after it
+    moved = pc.and_(pc.equal(op, "update"), _any([_differs(b, a) for b, a in zip(before_key, after_key)]))
+    writes = pc.invert(pc.equal(op, "delete"))
+    gone = pa.scalar(-1, pa.int64())
+    steps = pa.concat_tables([
+        _steps(before_key, number * 2, pa.repeat(gone, rows.num_rows), pc.fill_null(moved, False)),
+        _steps([pc.if_else(writes, a, b) for a, b in zip(after_key, before_key)], number * 2 + 1,
+               pc.if_else(writes, pa.array(number), gone), None),
+    ])
+    order = pc.sort_indices(steps, [(f"k{i}", "ascending") for i in range(len(keys))] + [("seq", "ascending")])
+    source = steps.column("source").take(order).to_numpy()  # row whose after image a step writes, -1: none
+    whole = np.asarray(_holds_all(after, columns))
+    index = np.arange(len(source), dtype=np.int64)
+    resets = np.where((source < 0) | whole[np.maximum(source, 0)], index, -1)
+    grouped = steps.select([f"k{i}" for i in range(len(keys))]).take(order).append_column(
+        "i", pa.array(index)).append_column("reset", pa.array(resets))
+    last = grouped.group_by([f"k{i}" for i in range(len(keys))], use_threads=False).aggregate(
+        [("i", "min"), ("i", "max"), ("reset", "max")])
+    first, end, reset = (last.column(c).to_numpy() for c in ("i_min", "i_max", "reset_max"))
+    simple = reset == end
+    written = source[end[simple]]
+    out = [after.take(pa.array(written[written >= 0]))]
+    merged = []
+    for start, stop in zip(np.maximum(reset[~simple], first[~simple]), end[~simple]):
+        row: dict[str, Any] | None = None
+        for step in source[start : stop + 1]:
+            image = after[int(step)].as_py() if step >= 0 else None
+            row = None if image is None else dict(image) if row is None else {**row, **dict(image)}
+        if row is not None:
+            merged.append(list(row.items()))
+    out.append(pa.array(merged, after.type))
+    return pa.concat_arrays(out)
+
+
+def _any(flags: list[Any]) -> Any:
+    import pyarrow.compute as pc
+
+    result = flags[0]
+    for flag in flags[1:]:
+        result = pc.or_(result, flag)
+    return result
+
+
+def _steps(values: list[Any], seq: Any, source: Any, where: Any) -> Any:
+    import pyarrow as pa
+
+    table = pa.table({**{f"k{i}": v for i, v in enumerate(values)}, "seq": seq, "source": source})
+    return table if where is None else table.filter(where)
+
+
+def _count_rows(rows: Any, image_type: Any) -> Any:
+    """Rows of a table without a key: identical images counted, +1 written, -1 removed."""
+    import pyarrow as pa
+
+    counts: Counter[tuple[Any, ...]] = Counter()
+    for op, before, after in zip(rows.column("op").to_pylist(), rows.column("before").to_pylist(),
+                                 rows.column("after").to_pylist()):
+        if op != "delete" and after is not None:
+            counts[tuple(after)] += 1
+        if op != "insert" and before is not None:
+            counts[tuple(before)] -= 1
+    return pa.array([list(image) for image, n in counts.items() for _ in range(n)], image_type)
+
+
+# ------------------------------------------------------------------------------------------------
+# Typed tables
+
+
+def state_schema(layout: Layout) -> Any:
+    """The Arrow schema of a state table."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return pa.schema([pa.field(name, to_arrow_type(kind, timezone="UTC")) for name, kind in layout])
+
+
+def change_schema(layout: Layout) -> Any:
+    """The Arrow schema of a typed change table."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .schema import ROWS_SCHEMA
+
+    image = pa.struct(list(state_schema(layout)))
+    fixed = to_arrow_schema(ROWS_SCHEMA, timezone="UTC")
+    return pa.schema([fixed.field(c) for c in CHANGE_COLUMNS] + [pa.field("before", image), pa.field("after", image)])
+
+
+def _image_columns(images: Any, layout: Layout) -> list[Any]:
+    """The columns of images (maps of text) as the layout types them (text stays as it is)."""
+    from .schema import text_array
+
+    schema = state_schema(layout)
+    return [text_array(column, kind, field.type)
+            for column, (_, kind), field in zip(_lookup(images, [n for n, _ in layout]), layout, schema)]
+
+
+def state_table(images: Any, layout: Layout) -> Any:
+    """The typed state table of ``images`` (maps of text)."""
+    import pyarrow as pa
+
+    return pa.table(_image_columns(images, layout), schema=state_schema(layout))
+
+
+def change_table(rows: Any, layout: Layout) -> Any:
+    """The typed change table of CDC rows (in the order given)."""
+    import pyarrow as pa
+
+    schema = change_schema(layout)
+
+    def image(name: str) -> Any:
+        maps = rows.column(name).combine_chunks()
+        return pa.StructArray.from_arrays(_image_columns(maps, layout), fields=list(schema.field(name).type),
+                                          mask=maps.is_null())
+
+    fixed = [rows.column(c).cast(schema.field(c).type) for c in CHANGE_COLUMNS]
+    return pa.table([*fixed, image("before"), image("after")], schema=schema)
+
+
+# ------------------------------------------------------------------------------------------------
+# The job
+
+
+def partition_of(path: str, root: str) -> tuple[str, str] | None:
+    """(database, table) of a CDC file from its ``database=.../table=...`` directories
+    (Spark escapes those values as ``%XX``)."""
+    parts = os.path.relpath(path, root).split(os.sep)
+    values = dict(p.split("=", 1) for p in parts[:-1] if "=" in p)
+    if "database" not in values or "table" not in values:
+        return None
+    return urllib.parse.unquote(values["database"]), urllib.parse.unquote(values["table"])
+
+
+def local_path(uri: str) -> str:
+    """A local file's path from the URI Spark lists it by."""
+    parsed = urllib.parse.urlparse(uri)
+    return parsed.path if parsed.scheme in ("", "file") else uri
+
+
+def units(files: dict[tuple[str, str], list[str]], history: SchemaHistory) -> list[list[tuple[str, str]]]:
+    """CDC partitions grouped so that every current table's rows are in one group: partitions
+    whose rows can land in the same table (:func:`landing_tables`) go together."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for database, name in files:
+        here = f"p:{database}\0{name}"
+        targets = landing_tables(history, database, name)
+        for target in [f"t:{database}\0{name}"] if targets is None else [f"t:{t.database}\0{t.name}" for t in targets]:
+            parent[find(here)] = find(target)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for key in sorted(files):
+        groups.setdefault(find(f"p:{key[0]}\0{key[1]}"), []).append(key)
+    return list(groups.values())
+
+
+def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, layouts: dict[str, Layout],
+                 history: SchemaHistory) -> tuple[dict[str, str], dict[str, str]]:
+    """Write every table's latest state (``out/state/<db>.<table>``) and typed changes
+    (``out/changes/<db>.<table>``) in one Spark job, a task per unit (:func:`units`), the
+    largest first; returns (state paths, change paths) by table name."""
+    import json
+
+    by_partition: dict[tuple[str, str], list[str]] = {}
+    for uri in cdc_files:
+        path = local_path(uri)
+        key = partition_of(path, cdc_root)
+        if key is not None:
+            by_partition.setdefault(key, []).append(path)
+    groups = sorted(units(by_partition, history),
+                    key=lambda g: -sum(os.path.getsize(f) for k in g for f in by_partition[k]))
+    plan = [[(k, sorted(by_partition[k])) for k in group] for group in groups]
+    dirs = {"state": os.path.join(out, "state"), "changes": os.path.join(out, "changes")}
+    for directory in dirs.values():
+        if os.path.isdir(directory):
+            shutil.rmtree(directory)
+        os.makedirs(directory)
+    if plan:
+        task = _task(plan, layouts, json.dumps(history.to_json(), ensure_ascii=False), dirs)
+        spark.range(0, len(plan), 1, len(plan)).mapInArrow(task, "tables long").collect()
+    states, changes = {}, {}
+    for name, layout in layouts.items():
+        for kind, paths, schema in (("state", states, state_schema(layout)), ("changes", changes, change_schema(layout))):
+            path = paths[name] = os.path.join(dirs[kind], name)
+            if not os.path.isdir(path) or not os.listdir(path):  # no rows: an empty table
+                import pyarrow.parquet as pq
+
+                os.makedirs(path, exist_ok=True)
+                pq.write_table(schema.empty_table(), os.path.join(path, "part-empty.parquet"))
+    return states, changes
+
+
+def _task(plan: list[list[tuple[tuple[str, str], list[str]]]], layouts: dict[str, Layout], history_json: str,
+          dirs: dict[str, str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: the batch's ids are the units it writes."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        written = 0
+        for batch in batches:
+            for unit in batch.column("id").to_pylist():
+                written += write_unit(plan[unit], layouts, history_json, dirs)
+        yield pa.RecordBatch.from_pydict({"tables": [written]})
+
+    return run
+
+
+def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str, Layout], history_json: str,
+               dirs: dict[str, str]) -> int:
+    """Read one unit's CDC files, carry, and write the state and change table of each of its
+    tables still there at the end; returns how many tables it wrote."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    batches = []
+    for (database, table), paths in unit:
+        for path in paths:
+            data = pq.read_table(path, columns=[c for c in CARRIED if c not in ("database", "table")] + ["source_file"])
+            for batch in data.to_batches():
+                n = batch.num_rows
+                batches.append(batch.append_column("database", pa.repeat(pa.scalar(database), n))
+                               .append_column("table", pa.repeat(pa.scalar(table), n)))
+    by_table: dict[str, list[Any]] = {}
+    for batch in carrier(history_json)(iter(batches)):  # each carried batch is of one table
+        if batch.num_rows:
+            name = f"{batch.column('database')[0].as_py()}.{batch.column('table')[0].as_py()}"
+            by_table.setdefault(name, []).append(batch)
+    written = 0
+    for name, carried in by_table.items():
+        layout = layouts.get(name)
+        if layout is None:
+            continue  # a table the schema history has dropped by the end
+        mine = pa.Table.from_batches(carried).combine_chunks()
+        order = pc.sort_indices(mine, [(c, "ascending") for c in ORDER])
+        if not np.array_equal(order.to_numpy(), np.arange(len(order))):  # usually in order already
+            mine = mine.take(order)
+        changes = change_table(mine, layout)
+        state = state_table(fold(mine, [n for n, _ in layout]), layout)
+        for kind, table in (("changes", changes), ("state", state)):
+            os.makedirs(os.path.join(dirs[kind], name), exist_ok=True)
+            pq.write_table(table, os.path.join(dirs[kind], name, "part-00000.parquet"))
+        written += 1
+    return written
