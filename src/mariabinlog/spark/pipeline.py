@@ -15,14 +15,14 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    after image is merged onto the row, so MINIMAL images work when the key does not change);
    without one, identical rows are counted (+1 insert, -1 delete, update = both) and the rows
    left over are kept.  A table the schema history knows at the binlogs' end has its columns
-   in that shape and typed as the typed ``rows`` view types them (see :func:`write_states`);
+   in that shape and typed as the typed ``rows`` view types them (see :mod:`.tables`);
    rows logged under an older shape follow the history's column identities (a renamed column
    keeps its values, a dropped one is gone, an added one holds its constant default or
    NULL), rows from before a DROP/CREATE or TRUNCATE are gone, and a table dropped at the
    end has no state table.  A table the history does not know (no DDL in the binlogs, no
    starting schema) keeps text columns named as the binlog names them (``@N`` without names).
 3. ``DIR/changes/<database>.<table>``: each table's changes typed as its state (``before`` /
-   ``after`` structs), in binlog order (see :func:`write_changes`).
+   ``after`` structs), in binlog order (see :mod:`.tables`).
 4. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
    over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts, and the
    changes logged as SQL statements, which no table holds, with the advice to log rows).
@@ -47,7 +47,7 @@ from typing import Any
 from ..errors import OptionError
 from .options import ScanOptions
 from .source import MariabinlogDataSource, rows_history, source_paths
-from .tables import state_layouts, write_tables
+from .tables import write_tables
 
 FORMATS = ("parquet", "delta")
 
@@ -257,10 +257,10 @@ def bucket_seconds(bucket: str, first: int | None, last: int | None) -> tuple[in
 def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
          options: dict[str, str]) -> PipelineResult:
     """The job in a fixed number of Spark jobs whatever the number of tables: write the CDC
-    table (one pass over the binlogs), one aggregate of it per table, the events view once
-    (per second, cached) for the span and the buckets, one job for the changes over time and
-    one that folds and writes every latest-state table, one that writes every typed change
-    table."""
+    table (one pass over the binlogs), the events view once (narrowed and cached) for the
+    span, the time buckets and the statement count, one aggregate of the CDC table for the
+    changes per table over time, and one job whose tasks write every latest-state and typed
+    change table (:mod:`.tables`)."""
     listing = "spark.sql.sources.parallelPartitionDiscovery.threshold"
     before = spark.conf.get(listing, None)
     spark.conf.set(listing, str(1 << 30))  # list the CDC table's partitions without a job per read
@@ -282,38 +282,31 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     rows = _reader(spark, options, "rows").load(source)
     _write(rows, result.cdc, table_format, ("database", "table"))
     cdc = _read(spark, result.cdc, table_format, rows.schema)
-    names = F.map_keys(F.coalesce("after", "before"))  # keeps the table's column order
-    tables = cdc.groupBy("database", "table").agg(
-        F.max_by(names, F.size(names)).alias("columns"),
-        *[F.sum((F.col("op") == op).cast("long")).alias(op) for op in ("insert", "update", "delete")],
-    ).collect()
-    events = _reader(spark, options, "events").load(source)
-    per_second = (
-        events.groupBy(F.unix_seconds("timestamp").alias("second"), "domain_id", "database", "table", "event_type")
-        .agg(F.count("*").alias("events"), F.countDistinct("gtid").alias("groups"))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    # The events view once, narrowed and kept, for the time buckets and the statement count.
+    events = _events_kept(_reader(spark, options, "events").load(source)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        span = per_second.agg(F.min("second").alias("first"), F.max("second").alias("last")).first()
+        span = events.agg(F.min("second").alias("first"), F.max("second").alias("last")).first()
         seconds, label = bucket_seconds(bucket, span["first"], span["last"])
 
         def bucketed(column: Any) -> Any:
             return F.timestamp_seconds(F.floor(column / seconds) * seconds).alias("bucket")
 
-        # A group's events share its GTID event's time, so per-second distinct GTIDs add up.
         buckets = (
-            per_second.groupBy(bucketed(F.col("second")), "domain_id", "database", "table", "event_type")
-            .agg(F.sum("events").alias("events"), F.sum("groups").alias("groups"))
+            events.groupBy(bucketed(F.col("second")), "domain_id", "database", "table", "event_type")
+            .agg(F.count("*").alias("events"), F.countDistinct("gtid").alias("groups"))
             .collect()
         )
+        result.statements = statement_changes(events)
     finally:
-        per_second.unpersist()
-    by_table = cdc.groupBy(bucketed(F.unix_seconds("timestamp")), "database", "table").count().collect()
-    result.statements = statement_changes(events)
+        events.unpersist()
+    by_table = cdc.groupBy(bucketed(F.unix_seconds("timestamp")), "database", "table").agg(
+        F.count("*").alias("count"),
+        *[F.sum((F.col("op") == op).cast("long")).alias(op) for op in ("insert", "update", "delete")],
+    ).collect()
+    tables = _table_counts(by_table)
     scan = ScanOptions.parse(options, MariabinlogDataSource.defaults)
     history = rows_history(source_paths({**options, "path": source}), scan)[0]
-    layouts = state_layouts(history, {(t["database"], t["table"]): list(t["columns"] or []) for t in tables})
-    result.states, result.changes = write_tables(spark, cdc.inputFiles(), result.cdc, out, layouts, history)
+    result.states, result.changes = write_tables(spark, cdc.inputFiles(), result.cdc, out, history)
     if table_format == "delta":
         for path in [*result.states.values(), *result.changes.values()]:
             _commit_delta(path, ())
@@ -327,23 +320,47 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     return result
 
 
+def _table_counts(by_table: list[Any]) -> list[dict[str, Any]]:
+    """Inserts, updates and deletes per table, from its counts per time bucket."""
+    totals: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in by_table:
+        entry = totals.setdefault((row["database"], row["table"]), {
+            "database": row["database"], "table": row["table"], "insert": 0, "update": 0, "delete": 0})
+        for op in ("insert", "update", "delete"):
+            entry[op] += row[op]
+    return [totals[key] for key in sorted(totals)]
+
+
 #: Query events of a transaction that are its frame, not a change.
 _FRAME_QUERIES = ("BEGIN", "COMMIT", "ROLLBACK", "XA START", "XA END", "XA PREPARE", "XA COMMIT", "XA ROLLBACK")
+
+
+def _events_kept(events: Any) -> Any:
+    """What the report needs of each event: its second, domain, table and type, its group,
+    and whether it is a statement of a transaction (``statement``) or ends one (``ends``)."""
+    from pyspark.sql import functions as F
+
+    text = F.upper(F.trim(F.col("query")))
+    framed = text.isin(*_FRAME_QUERIES) | text.startswith("SAVEPOINT") | text.startswith("ROLLBACK TO")
+    query = F.col("event_type").isin("Query", "Query_compressed")
+    return events.select(
+        F.unix_seconds("timestamp").alias("second"), "domain_id", "database", "table", "event_type", "gtid",
+        F.coalesce(query & ~framed, F.lit(False)).alias("statement"),
+        F.coalesce((F.col("event_type") == "Xid") | (text == "COMMIT"), F.lit(False)).alias("ends"),
+    )
 
 
 def statement_changes(events: Any) -> int:
     """How many changes the binlogs hold as SQL statements (``binlog_format=STATEMENT`` or
     ``MIXED``) rather than rows: the Query events of a transaction (a group that an Xid or a
-    ``COMMIT`` ends) other than its frame.  DDL is logged as a group of its own that neither
-    ends, so it is not counted."""
+    ``COMMIT`` ends) other than its frame (``events`` as :func:`_events_kept` gives them).
+    DDL is logged as a group of its own that neither ends, so it is not counted."""
     from pyspark.sql import functions as F
 
-    text = F.upper(F.trim(F.col("query")))
-    grouped = events.filter(F.col("gtid").isNotNull())
-    queries = grouped.filter(F.col("event_type").isin("Query", "Query_compressed"))
-    transactions = grouped.filter((F.col("event_type") == "Xid") | (text == "COMMIT")).select("gtid")
-    framed = text.isin(*_FRAME_QUERIES) | text.startswith("SAVEPOINT") | text.startswith("ROLLBACK TO")
-    return int(queries.filter(~framed).join(transactions.distinct(), "gtid", "left_semi").count())
+    groups = events.filter(F.col("gtid").isNotNull()).groupBy("gtid").agg(
+        F.sum(F.col("statement").cast("long")).alias("statements"), F.max("ends").alias("ends"))
+    total = groups.filter("ends").agg(F.sum("statements").alias("n")).first()
+    return int(total["n"] or 0)
 
 
 def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: int, label: str) -> None:

@@ -29,7 +29,7 @@ import os
 import shutil
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..schema import SchemaHistory, Table
@@ -47,24 +47,39 @@ CHANGE_COLUMNS = ["gtid", "timestamp", *ORDER, "op"]
 Layout = list[tuple[str, Any]]
 
 
-def state_layouts(history: SchemaHistory, seen: dict[tuple[str, str], list[str]]) -> dict[str, Layout]:
-    """The state tables to write, by ``db.table``, from the tables ``seen`` in the CDC rows
-    (with their widest column list): a table the history knows becomes the tables its
-    incarnations are at the end (the same one, renamed, or none when dropped), with the
-    columns and types of that shape; a table it never knew keeps the text columns seen."""
-    from pyspark.sql.types import StringType
-
+def state_layouts(history: SchemaHistory, seen: Iterable[tuple[str, str]]) -> dict[str, Layout | None]:
+    """The state tables to write, by ``db.table``, for the CDC partitions ``seen``: a table the
+    history knows becomes the tables its incarnations are at the end (the same one, renamed,
+    or none when dropped), with the columns and types of that shape; a table it never knew
+    (None) keeps the text columns of its widest image, found by the task that writes it."""
     from .schema import history_column_type
 
-    layouts: dict[str, Layout] = {}
-    for (database, name), columns in seen.items():
+    layouts: dict[str, Layout | None] = {}
+    for database, name in seen:
         targets = landing_tables(history, database, name)
         if targets is None:
-            layouts[f"{database}.{name}"] = [(column, StringType()) for column in columns]
+            layouts[f"{database}.{name}"] = None
             continue
         for table in targets:
             layouts[f"{table.database}.{table.name}"] = [(c.name, history_column_type(c)) for c in table.columns]
     return layouts
+
+
+def _text_layout(rows: Any) -> Layout:
+    """Text columns named as the widest image of ``rows`` names them (a table the history
+    does not know)."""
+    import numpy as np
+    from pyspark.sql.types import StringType
+
+    widest, best = None, -1
+    for name in ("after", "before"):
+        images = rows.column(name).combine_chunks()
+        if len(images):
+            sizes = np.diff(images.offsets.to_numpy()) * np.asarray(images.is_valid())
+            at = int(sizes.argmax())
+            if sizes[at] > best:
+                widest, best = images[at].as_py(), int(sizes[at])
+    return [(column, StringType()) for column, _ in widest or []]
 
 
 def landing_tables(history: SchemaHistory, database: str, name: str) -> list[Table] | None:
@@ -161,27 +176,33 @@ def _by_version(rows: Any, history: SchemaHistory, database: str, table: str) ->
     (version, rows) pairs; a row of a shape the history does not know is kept as logged (an
     unknown version), unless the name now holds a table the history knows, created after
     the row (version None: gone with the table it belonged to)."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     end = history.table(database, table)
     recreated = end is not None and end.unknown is None
     unknown = Table(database, table, (), unknown="not in the schema history")
-    versions: dict[tuple[str | None, int, str | None], Table | None] = {}  # by event: its rows share one
-    groups: dict[int, tuple[Table | None, list[int]]] = {}
-    events = zip(rows.column("source_file").to_pylist(), rows.column("position").to_pylist(),
-                 rows.column("gtid").to_pylist())
-    for index, event in enumerate(events):
-        if event in versions:
-            then = versions[event]
+    # Rows of one event are adjacent and share a version: look it up once per run of them.
+    files, positions, gtids = (rows.column(c) for c in ("source_file", "position", "gtid"))
+    codes = [pc.dictionary_encode(files).indices.to_numpy(zero_copy_only=False),
+             pc.fill_null(positions, -1).to_numpy(), pc.dictionary_encode(gtids).indices.to_numpy(zero_copy_only=False)]
+    starts = np.flatnonzero(np.r_[True, np.any([c[1:] != c[:-1] for c in codes], axis=0)]) if len(rows) else []
+    versions: dict[int, Table | None] = {}
+    run_version = np.empty(len(starts), np.int64)
+    for run, start in enumerate(starts):
+        file, pos, gtid = files[int(start)].as_py(), positions[int(start)].as_py(), gtids[int(start)].as_py()
+        then = history.table_for_event(database, table, os.path.basename(file or ""), pos, gtid)
+        if then is None or then.unknown is not None:
+            then = None if recreated else unknown
+        versions[id(then)] = then
+        run_version[run] = id(then)
+    per_row = np.repeat(run_version, np.diff(np.r_[starts, len(rows)])) if len(starts) else run_version
+    for key, then in versions.items():
+        if len(versions) == 1:
+            yield then, rows
         else:
-            file, pos, gtid = event
-            then = history.table_for_event(database, table, os.path.basename(file or ""), pos, gtid)
-            if then is None or then.unknown is not None:
-                then = None if recreated else unknown
-            versions[event] = then
-        groups.setdefault(id(then), (then, []))[1].append(index)
-    for then, indexes in groups.values():
-        yield then, rows.take(pa.array(indexes, pa.int64()))
+            yield then, rows.take(pa.array(np.flatnonzero(per_row == key)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -449,12 +470,14 @@ def units(files: dict[tuple[str, str], list[str]], history: SchemaHistory) -> li
     return list(groups.values())
 
 
-def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, layouts: dict[str, Layout],
-                 history: SchemaHistory) -> tuple[dict[str, str], dict[str, str]]:
+def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, history: SchemaHistory
+                 ) -> tuple[dict[str, str], dict[str, str]]:
     """Write every table's latest state (``out/state/<db>.<table>``) and typed changes
-    (``out/changes/<db>.<table>``) in one Spark job, a task per unit (:func:`units`), the
-    largest first; returns (state paths, change paths) by table name."""
+    (``out/changes/<db>.<table>``) from the CDC table's files in one Spark job, a task per
+    unit (:func:`units`), the largest first; returns (state paths, change paths) by table."""
     import json
+
+    import pyarrow.parquet as pq
 
     by_partition: dict[tuple[str, str], list[str]] = {}
     for uri in cdc_files:
@@ -462,6 +485,7 @@ def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, 
         key = partition_of(path, cdc_root)
         if key is not None:
             by_partition.setdefault(key, []).append(path)
+    layouts = state_layouts(history, by_partition)
     groups = sorted(units(by_partition, history),
                     key=lambda g: -sum(os.path.getsize(f) for k in g for f in by_partition[k]))
     plan = [[(k, sorted(by_partition[k])) for k in group] for group in groups]
@@ -470,41 +494,42 @@ def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, 
         if os.path.isdir(directory):
             shutil.rmtree(directory)
         os.makedirs(directory)
+    written: set[str] = set()
     if plan:
         task = _task(plan, layouts, json.dumps(history.to_json(), ensure_ascii=False), dirs)
-        spark.range(0, len(plan), 1, len(plan)).mapInArrow(task, "tables long").collect()
+        written.update(r[0] for r in spark.range(0, len(plan), 1, len(plan)).mapInArrow(task, "table string").collect())
     states, changes = {}, {}
-    for name, layout in layouts.items():
-        for kind, paths, schema in (("state", states, state_schema(layout)), ("changes", changes, change_schema(layout))):
+    for name in sorted(written | {n for n, layout in layouts.items() if layout is not None}):
+        layout = layouts.get(name)
+        for kind, paths in (("state", states), ("changes", changes)):
             path = paths[name] = os.path.join(dirs[kind], name)
-            if not os.path.isdir(path) or not os.listdir(path):  # no rows: an empty table
-                import pyarrow.parquet as pq
-
+            if name not in written and layout is not None:  # no rows left: an empty table
+                schema = state_schema(layout) if kind == "state" else change_schema(layout)
                 os.makedirs(path, exist_ok=True)
                 pq.write_table(schema.empty_table(), os.path.join(path, "part-empty.parquet"))
     return states, changes
 
 
-def _task(plan: list[list[tuple[tuple[str, str], list[str]]]], layouts: dict[str, Layout], history_json: str,
-          dirs: dict[str, str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function: the batch's ids are the units it writes."""
+def _task(plan: list[list[tuple[tuple[str, str], list[str]]]], layouts: dict[str, Layout | None],
+          history_json: str, dirs: dict[str, str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: the batch's ids are the units it writes; it yields the
+    names of the tables written."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        written = 0
         for batch in batches:
             for unit in batch.column("id").to_pylist():
-                written += write_unit(plan[unit], layouts, history_json, dirs)
-        yield pa.RecordBatch.from_pydict({"tables": [written]})
+                names = write_unit(plan[unit], layouts, history_json, dirs)
+                yield pa.RecordBatch.from_pydict({"table": names}, schema=pa.schema([("table", pa.string())]))
 
     return run
 
 
-def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str, Layout], history_json: str,
-               dirs: dict[str, str]) -> int:
+def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str, Layout | None],
+               history_json: str, dirs: dict[str, str]) -> list[str]:
     """Read one unit's CDC files, carry, and write the state and change table of each of its
-    tables still there at the end; returns how many tables it wrote."""
+    tables still there at the end; returns the names of the tables written."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -523,12 +548,12 @@ def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str,
         if batch.num_rows:
             name = f"{batch.column('database')[0].as_py()}.{batch.column('table')[0].as_py()}"
             by_table.setdefault(name, []).append(batch)
-    written = 0
+    written = []
     for name, carried in by_table.items():
-        layout = layouts.get(name)
-        if layout is None:
+        if name not in layouts:
             continue  # a table the schema history has dropped by the end
         mine = pa.Table.from_batches(carried).combine_chunks()
+        layout = layouts[name] or _text_layout(mine)
         order = pc.sort_indices(mine, [(c, "ascending") for c in ORDER])
         if not np.array_equal(order.to_numpy(), np.arange(len(order))):  # usually in order already
             mine = mine.take(order)
@@ -537,5 +562,5 @@ def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str,
         for kind, table in (("changes", changes), ("state", state)):
             os.makedirs(os.path.join(dirs[kind], name), exist_ok=True)
             pq.write_table(table, os.path.join(dirs[kind], name, "part-00000.parquet"))
-        written += 1
+        written.append(name)
     return written
