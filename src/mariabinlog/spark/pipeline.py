@@ -47,7 +47,7 @@ from typing import Any
 from ..errors import OptionError
 from .options import ScanOptions
 from .source import MariabinlogDataSource, rows_history, source_paths
-from .tables import write_tables
+from .tables import ORDER, write_tables
 
 FORMATS = ("parquet", "delta")
 
@@ -280,7 +280,9 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
 
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
     rows = _reader(spark, options, "rows").load(source)
-    _write(rows, result.cdc, table_format, ("database", "table"))
+    # Each file sorted in binlog order (the sort the partitioned write makes anyway, by more
+    # columns), so the table writers can read it chunk by chunk.
+    _write(rows.sortWithinPartitions("database", "table", *ORDER), result.cdc, table_format, ("database", "table"))
     cdc = _read(spark, result.cdc, table_format, rows.schema)
     # The events view once, narrowed and kept, for the time buckets and the statement count.
     events = _events_kept(_reader(spark, options, "events").load(source)).persist(StorageLevel.MEMORY_AND_DISK)

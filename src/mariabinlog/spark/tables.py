@@ -69,11 +69,13 @@ def _text_layout(rows: Any) -> Layout:
     """Text columns named as the widest image of ``rows`` names them (a table the history
     does not know)."""
     import numpy as np
+    import pyarrow as pa
     from pyspark.sql.types import StringType
 
     widest, best = None, -1
     for name in ("after", "before"):
-        images = rows.column(name).combine_chunks()
+        images = rows.column(name)
+        images = images.combine_chunks() if isinstance(images, pa.ChunkedArray) else images
         if len(images):
             sizes = np.diff(images.offsets.to_numpy()) * np.asarray(images.is_valid())
             at = int(sizes.argmax())
@@ -212,19 +214,82 @@ def _by_version(rows: Any, history: SchemaHistory, database: str, table: str) ->
 def fold(rows: Any, columns: Sequence[str]) -> Any:
     """The images (a map array, in no particular order) that ``rows`` leave: CDC rows of one
     table (``op``, ``key_columns``, ``before``, ``after``) in binlog order, ``columns`` the
-    table's columns (an image holding them all replaces the row whole).  Keyed rows are
-    folded per key in Arrow, merging partial (MINIMAL) images in Python only for the keys
-    whose last full image or delete is followed by partial ones; rows without a key are
-    counted."""
-    import pyarrow as pa
+    table's columns (see :class:`Folder`)."""
+    folder = Folder(columns)
+    folder.add(rows)
+    return folder.images()
 
-    rows = rows.combine_chunks() if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
-    image_type = rows.schema.field("after").type
-    parts = []
-    for names, mine in _by_key_columns(rows):
-        parts.append(_count_rows(mine, image_type) if not names else _fold_by_key(mine, names, columns))
-    parts = [p for p in parts if len(p)]
-    return pa.concat_arrays(parts) if parts else pa.array([], image_type)
+
+class Folder:
+    """The latest state of one table, folded from its CDC rows given in binlog order, chunk
+    by chunk: it holds the rows alive and one chunk, not every change.
+
+    Keyed rows are folded per key in Arrow (:func:`_fold_by_key`): an image holding all of
+    ``columns`` replaces the row whole, partial (MINIMAL) images are merged in Python, only
+    for keys whose last whole image or delete is followed by partial ones; the state rows
+    whose keys a chunk touches are folded again with it, as inserts before its rows.  Rows
+    without a key are counted (+1 written, -1 removed), the counts kept across chunks."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.keyed: dict[tuple[str, ...], Any] = {}  # key names -> table of k0..., image
+        self.counts: Counter[tuple[Any, ...]] = Counter()
+        self.image_type: Any = None
+
+    def add(self, rows: Any) -> None:
+        """Fold the next chunk of rows (a pyarrow table or batch)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = rows.combine_chunks() if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
+        rows = rows.select(["op", "key_columns", "before", "after"])
+        self.image_type = rows.schema.field("after").type
+        for names, mine in _by_key_columns(rows):
+            if not names:
+                _count_rows(mine, self.counts)
+                continue
+            state = self.keyed.get(tuple(names))
+            rest = None
+            if state is not None and state.num_rows:
+                touched = _touched(state, mine, names)
+                again = state.filter(touched)
+                rest = state.filter(pc.invert(touched))
+                n = again.num_rows
+                schema = mine.schema
+                mine = pa.concat_tables([pa.table({
+                    "op": pa.repeat(pa.scalar("insert", schema.field("op").type), n),
+                    "key_columns": pa.repeat(pa.scalar(names, schema.field("key_columns").type), n),
+                    "before": pa.nulls(n, schema.field("before").type),
+                    "after": again.column("image").cast(schema.field("after").type),
+                }, schema=schema), mine])
+            folded = _fold_by_key(mine, names, self.columns)
+            self.keyed[tuple(names)] = folded if rest is None else pa.concat_tables([rest, folded])
+
+    def images(self) -> Any:
+        """The images of the rows alive (a map array)."""
+        import pyarrow as pa
+
+        image_type = self.image_type or pa.map_(pa.string(), pa.string())
+        parts = [t.column("image").combine_chunks() for t in self.keyed.values() if t.num_rows]
+        counted = [list(image) for image, n in self.counts.items() for _ in range(n)]
+        if counted:
+            parts.append(pa.array(counted, image_type))
+        return pa.concat_arrays([p.cast(image_type) for p in parts]) if parts else pa.array([], image_type)
+
+
+def _touched(state: Any, rows: Any, names: list[str]) -> Any:
+    """Per state row: a key of ``rows`` (before or after a change) may be its key.  Keys are
+    compared as joined text, which can only add rows (folded again unchanged), never miss one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def joined(values: list[Any]) -> Any:
+        return pc.binary_join_element_wise(*values, "\x1f", null_handling="replace", null_replacement="\x00")
+
+    before = _lookup(rows.column("before"), names)
+    after = [pc.coalesce(a, b) for a, b in zip(_lookup(rows.column("after"), names), before)]
+    seen = pc.unique(pa.concat_arrays([joined(before), joined(after)]))
+    return pc.is_in(joined([state.column(f"k{i}").combine_chunks() for i in range(len(names))]), value_set=seen)
 
 
 def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
@@ -299,7 +364,7 @@ def _holds_all(images: Any, columns: Sequence[str]) -> Any:
 
 
 def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
-    """Each key's steps (an update moving the key deletes the old one first) sorted by key
+    """The rows ``rows`` leave (a table: key values ``k0``... and ``image``).  Each key's steps (an update moving the key deletes the old one first) sorted by key
     and binlog order; a key's row is its last step's image when that step is a delete or a
     whole image, else the images from its last such step merged in order.  Steps carry the
     row number of their image, so images are copied once, at the end."""
@@ -329,19 +394,22 @@ def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
     last = grouped.group_by([f"k{i}" for i in range(len(keys))], use_threads=False).aggregate(
         [("i", "min"), ("i", "max"), ("reset", "max")])
     first, end, reset = (last.column(c).to_numpy() for c in ("i_min", "i_max", "reset_max"))
-    simple = reset == end
+    keys_of = last.select([f"k{i}" for i in range(len(keys))])
+    simple = np.flatnonzero(reset == end)
     written = source[end[simple]]
-    out = [after.take(pa.array(written[written >= 0]))]
-    merged = []
-    for start, stop in zip(np.maximum(reset[~simple], first[~simple]), end[~simple]):
+    kept = written >= 0
+    parts = [keys_of.take(pa.array(simple[kept])).append_column("image", after.take(pa.array(written[kept])))]
+    merged, merged_at = [], []
+    for at in np.flatnonzero(reset != end):
         row: dict[str, Any] | None = None
-        for step in source[start : stop + 1]:
+        for step in source[max(reset[at], first[at]) : end[at] + 1]:
             image = after[int(step)].as_py() if step >= 0 else None
             row = None if image is None else dict(image) if row is None else {**row, **dict(image)}
         if row is not None:
             merged.append(list(row.items()))
-    out.append(pa.array(merged, after.type))
-    return pa.concat_arrays(out)
+            merged_at.append(at)
+    parts.append(keys_of.take(pa.array(merged_at, pa.int64())).append_column("image", pa.array(merged, after.type)))
+    return pa.concat_tables(parts)
 
 
 def _any(flags: list[Any]) -> Any:
@@ -360,18 +428,19 @@ def _steps(values: list[Any], seq: Any, source: Any, where: Any) -> Any:
     return table if where is None else table.filter(where)
 
 
-def _count_rows(rows: Any, image_type: Any) -> Any:
-    """Rows of a table without a key: identical images counted, +1 written, -1 removed."""
-    import pyarrow as pa
-
-    counts: Counter[tuple[Any, ...]] = Counter()
+def _count_rows(rows: Any, counts: Counter[tuple[Any, ...]]) -> None:
+    """Count the images of rows without a key in binlog order: +1 written, -1 removed (a
+    row removed that the binlog never showed, from before it, leaves no count to take)."""
     for op, before, after in zip(rows.column("op").to_pylist(), rows.column("before").to_pylist(),
                                  rows.column("after").to_pylist()):
+        if op != "insert" and before is not None:
+            image = tuple(before)
+            if counts[image] > 1:
+                counts[image] -= 1
+            else:
+                counts.pop(image, None)
         if op != "delete" and after is not None:
             counts[tuple(after)] += 1
-        if op != "insert" and before is not None:
-            counts[tuple(before)] -= 1
-    return pa.array([list(image) for image, n in counts.items() for _ in range(n)], image_type)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -526,41 +595,129 @@ def _task(plan: list[list[tuple[tuple[str, str], list[str]]]], layouts: dict[str
     return run
 
 
+#: CDC rows a task reads, carries and folds at a time.
+CHUNK_ROWS = 1 << 18
+
+
 def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str, Layout | None],
                history_json: str, dirs: dict[str, str]) -> list[str]:
     """Read one unit's CDC files, carry, and write the state and change table of each of its
-    tables still there at the end; returns the names of the tables written."""
-    import numpy as np
+    tables still there at the end; returns the names of the tables written.
+
+    The files are read chunk by chunk in binlog order (the CDC job writes each file sorted;
+    files of different tasks hold different stretches of the binlogs), so a task holds the
+    rows alive and one chunk; files whose stretches overlap are read whole and sorted."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    batches = []
-    for (database, table), paths in unit:
-        for path in paths:
-            data = pq.read_table(path, columns=[c for c in CARRIED if c not in ("database", "table")] + ["source_file"])
-            for batch in data.to_batches():
+    columns = [c for c in CARRIED if c not in ("database", "table")] + ["source_file"]
+    files = [(database, table, path) for (database, table), paths in unit for path in paths]
+    ordered = _in_binlog_order([path for _, _, path in files])
+    widest = {f"{d}.{t}": _widest(paths) for (d, t), paths in unit if layouts.get(f"{d}.{t}", ()) is None}
+
+    def batches(order: list[int]) -> Iterator[Any]:
+        for index in order:
+            database, table, path = files[index]
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS, columns=columns):
                 n = batch.num_rows
-                batches.append(batch.append_column("database", pa.repeat(pa.scalar(database), n))
-                               .append_column("table", pa.repeat(pa.scalar(table), n)))
-    by_table: dict[str, list[Any]] = {}
-    for batch in carrier(history_json)(iter(batches)):  # each carried batch is of one table
-        if batch.num_rows:
-            name = f"{batch.column('database')[0].as_py()}.{batch.column('table')[0].as_py()}"
-            by_table.setdefault(name, []).append(batch)
-    written = []
-    for name, carried in by_table.items():
+                yield (batch.append_column("database", pa.repeat(pa.scalar(database), n))
+                       .append_column("table", pa.repeat(pa.scalar(table), n)))
+
+    sinks: dict[str, _TableSink] = {}
+    carried = carrier(history_json)(batches(ordered if ordered is not None else list(range(len(files)))))
+    if ordered is None:  # read whole, then sorted
+        whole: dict[str, list[Any]] = {}
+        for batch in carried:
+            if batch.num_rows:
+                whole.setdefault(_table_of(batch), []).append(batch)
+        chunks: Iterator[Any] = iter([
+            rows.take(pc.sort_indices(rows, [(c, "ascending") for c in ORDER]))
+            for rows in (pa.Table.from_batches(b).combine_chunks() for b in whole.values())
+        ])
+    else:
+        chunks = (batch for batch in carried if batch.num_rows)
+    for chunk in chunks:
+        name = _table_of(chunk)
         if name not in layouts:
             continue  # a table the schema history has dropped by the end
-        mine = pa.Table.from_batches(carried).combine_chunks()
-        layout = layouts[name] or _text_layout(mine)
-        order = pc.sort_indices(mine, [(c, "ascending") for c in ORDER])
-        if not np.array_equal(order.to_numpy(), np.arange(len(order))):  # usually in order already
-            mine = mine.take(order)
-        changes = change_table(mine, layout)
-        state = state_table(fold(mine, [n for n, _ in layout]), layout)
-        for kind, table in (("changes", changes), ("state", state)):
-            os.makedirs(os.path.join(dirs[kind], name), exist_ok=True)
-            pq.write_table(table, os.path.join(dirs[kind], name, "part-00000.parquet"))
-        written.append(name)
-    return written
+        sink = sinks.get(name)
+        if sink is None:
+            layout = layouts[name] or widest.get(name) or []
+            sink = sinks[name] = _TableSink(name, layout, dirs)
+        sink.add(chunk)
+    for sink in sinks.values():
+        sink.close()
+    return list(sinks)
+
+
+def _table_of(rows: Any) -> str:
+    """``db.table`` of carried rows (each carried batch is of one table)."""
+    return f"{rows.column('database')[0].as_py()}.{rows.column('table')[0].as_py()}"
+
+
+def _in_binlog_order(paths: list[str]) -> list[int] | None:
+    """The files' indexes in binlog order when each file is sorted and their stretches do not
+    overlap; None otherwise.  Reads only the order columns, a file at a time."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    spans = []
+    for index, path in enumerate(paths):
+        data = pq.read_table(path, columns=ORDER)
+        if not data.num_rows:
+            continue
+        keys = np.stack([data.column(c).to_numpy(zero_copy_only=False) for c in ORDER], axis=1)
+        step = keys[1:] - keys[:-1]
+        # each row after the one before it: the first differing order column grows
+        first = np.argmax(step != 0, axis=1)
+        if len(step) and not (step[np.arange(len(step)), first] > 0).all():
+            return None
+        spans.append((tuple(keys[0]), tuple(keys[-1]), index))
+    spans.sort()
+    if any(later[0] <= earlier[1] for earlier, later in zip(spans, spans[1:])):
+        return None
+    return [index for _, _, index in spans]
+
+
+def _widest(paths: list[str]) -> Layout:
+    """Text columns of a table the history does not know: as its widest image names them."""
+    import pyarrow.parquet as pq
+
+    best: tuple[int, Layout] = (-1, [])
+    for path in paths:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS, columns=["before", "after"]):
+            layout = _text_layout(batch)
+            if len(layout) > best[0]:
+                best = (len(layout), layout)
+    return best[1]
+
+
+class _TableSink:
+    """One table's outputs, fed chunks of its carried CDC rows in binlog order: the change
+    table written as they come, the state folded and written at the end."""
+
+    def __init__(self, name: str, layout: Layout, dirs: dict[str, str]) -> None:
+        import pyarrow.parquet as pq
+
+        self.layout = layout
+        self.paths = {kind: os.path.join(dirs[kind], name, "part-00000.parquet") for kind in ("changes", "state")}
+        for path in self.paths.values():
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.changes = pq.ParquetWriter(self.paths["changes"], change_schema(layout))
+        self.folder = Folder([n for n, _ in layout])
+
+    def add(self, rows: Any) -> None:
+        """The next chunk."""
+        import pyarrow as pa
+
+        rows = rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
+        self.changes.write_table(change_table(rows, self.layout))
+        self.folder.add(rows)
+
+    def close(self) -> None:
+        """Write the state table."""
+        import pyarrow.parquet as pq
+
+        self.changes.close()
+        pq.write_table(state_table(self.folder.images(), self.layout), self.paths["state"])
