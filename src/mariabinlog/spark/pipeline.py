@@ -13,7 +13,7 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    primary key (from the table map, or the schema history for a NO_LOG/MINIMAL binlog: see
    the source's ``schemaHistory`` option), the changes of each key are folded in binlog order (an update's
    after image is merged onto the row, so MINIMAL images work when the key does not change);
-   without one, identical rows are counted (+1 insert, -1 delete, update = both) and the rows
+   without one, identical rows are counted in binlog order (+1 insert, -1 delete, never below 0; update = both) and the rows
    left over are kept.  A table the schema history knows at the binlogs' end has its columns
    in that shape and typed as the typed ``rows`` view types them (see :mod:`.tables`);
    rows logged under an older shape follow the history's column identities (a renamed column
