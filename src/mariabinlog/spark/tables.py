@@ -228,7 +228,8 @@ class Folder:
     ``columns`` replaces the row whole, partial (MINIMAL) images are merged in Python, only
     for keys whose last whole image or delete is followed by partial ones; the state rows
     whose keys a chunk touches are folded again with it, as inserts before its rows.  Rows
-    without a key are counted (+1 written, -1 removed), the counts kept across chunks."""
+    without a key are counted in binlog order (+1 written, -1 removed, never below zero),
+    the counts kept across chunks."""
 
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
