@@ -250,12 +250,13 @@ class Folder:
                 _count_rows(mine, self.counts)
                 continue
             state = self.keyed.get(tuple(names))
-            rest = None
+            rest, n = None, 0
             if state is not None and state.num_rows:
                 touched = _touched(state, mine, names)
                 again = state.filter(touched)
                 rest = state.filter(pc.invert(touched))
                 n = again.num_rows
+            if rest is not None and n:
                 schema = mine.schema
                 mine = pa.concat_tables([pa.table({
                     "op": pa.repeat(pa.scalar("insert", schema.field("op").type), n),
@@ -597,7 +598,7 @@ def _task(plan: list[list[tuple[tuple[str, str], list[str]]]], layouts: dict[str
 
 
 #: CDC rows a task reads, carries and folds at a time.
-CHUNK_ROWS = 1 << 18
+CHUNK_ROWS = 1 << 20
 
 
 def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str, Layout | None],
