@@ -233,14 +233,13 @@ class Folder:
 
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
-        self.keyed: dict[tuple[str, ...], Any] = {}  # key names -> table of k0..., image
+        self.keyed: dict[tuple[str, ...], _KeyedState] = {}  # by key column names
         self.counts: Counter[tuple[Any, ...]] = Counter()
         self.image_type: Any = None
 
     def add(self, rows: Any) -> None:
         """Fold the next chunk of rows (a pyarrow table or batch)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         rows = rows.combine_chunks() if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
         rows = rows.select(["op", "key_columns", "before", "after"])
@@ -249,49 +248,93 @@ class Folder:
             if not names:
                 _count_rows(mine, self.counts)
                 continue
-            state = self.keyed.get(tuple(names))
-            rest, n = None, 0
-            if state is not None and state.num_rows:
-                touched = _touched(state, mine, names)
-                again = state.filter(touched)
-                rest = state.filter(pc.invert(touched))
-                n = again.num_rows
-            if rest is not None and n:
-                schema = mine.schema
+            state = self.keyed.setdefault(tuple(names), _KeyedState(len(names)))
+            again = state.take_touched(_chunk_keys(mine, names))
+            if again is not None:
+                n, schema = again.num_rows, mine.schema
                 mine = pa.concat_tables([pa.table({
                     "op": pa.repeat(pa.scalar("insert", schema.field("op").type), n),
                     "key_columns": pa.repeat(pa.scalar(names, schema.field("key_columns").type), n),
                     "before": pa.nulls(n, schema.field("before").type),
                     "after": again.column("image").cast(schema.field("after").type),
                 }, schema=schema), mine])
-            folded = _fold_by_key(mine, names, self.columns)
-            self.keyed[tuple(names)] = folded if rest is None else pa.concat_tables([rest, folded])
+            state.add(_fold_by_key(mine, names, self.columns))
 
     def images(self) -> Any:
         """The images of the rows alive (a map array)."""
         import pyarrow as pa
 
         image_type = self.image_type or pa.map_(pa.string(), pa.string())
-        parts = [t.column("image").combine_chunks() for t in self.keyed.values() if t.num_rows]
+        parts = [image for state in self.keyed.values() for image in state.images()]
         counted = [list(image) for image, n in self.counts.items() for _ in range(n)]
         if counted:
             parts.append(pa.array(counted, image_type))
         return pa.concat_arrays([p.cast(image_type) for p in parts]) if parts else pa.array([], image_type)
 
 
-def _touched(state: Any, rows: Any, names: list[str]) -> Any:
-    """Per state row: a key of ``rows`` (before or after a change) may be its key.  Keys are
-    compared as joined text, which can only add rows (folded again unchanged), never miss one."""
+def _joined(values: list[Any]) -> Any:
+    """Key values joined as one text per row.  Two keys may join alike, which can only make
+    :meth:`_KeyedState.take_touched` take a row more (folded again unchanged), never miss one."""
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(*values, "\x1f", null_handling="replace", null_replacement="\x00")
+
+
+def _chunk_keys(rows: Any, names: list[str]) -> Any:
+    """The keys a chunk's changes touch (before and after each change), joined."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def joined(values: list[Any]) -> Any:
-        return pc.binary_join_element_wise(*values, "\x1f", null_handling="replace", null_replacement="\x00")
-
     before = _lookup(rows.column("before"), names)
     after = [pc.coalesce(a, b) for a, b in zip(_lookup(rows.column("after"), names), before)]
-    seen = pc.unique(pa.concat_arrays([joined(before), joined(after)]))
-    return pc.is_in(joined([state.column(f"k{i}").combine_chunks() for i in range(len(names))]), value_set=seen)
+    return pc.unique(pa.concat_arrays([_joined(before), _joined(after)]))
+
+
+class _KeyedState:
+    """The rows alive of one key: fragments (tables of ``k0``... and ``image``) that are never
+    copied: rows a chunk touches are taken out by marking them dead, the folded ones come as
+    a new fragment, and the fragments are joined again once half their rows are dead."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.parts: list[tuple[Any, Any, Any]] = []  # (rows, joined keys, alive mask)
+        self.alive = 0
+
+    def add(self, rows: Any) -> None:
+        """A fragment of rows alive."""
+        import numpy as np
+
+        if rows.num_rows:
+            keys = _joined([rows.column(f"k{i}").combine_chunks() for i in range(self.width)])
+            self.parts.append((rows, keys, np.ones(rows.num_rows, bool)))
+            self.alive += rows.num_rows
+
+    def take_touched(self, keys: Any) -> Any:
+        """The rows alive whose key is among ``keys`` (joined), taken out (None: none)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        taken = []
+        for rows, joined, alive in self.parts:
+            hit = np.asarray(pc.is_in(joined, value_set=keys)) & alive
+            if hit.any():
+                alive &= ~hit
+                self.alive -= int(hit.sum())
+                taken.append(rows.filter(pa.array(hit)))
+        total = sum(len(a) for _, _, a in self.parts)
+        if total > 2 * self.alive + (1 << 16) or len(self.parts) > 16:  # mostly dead, or many: join what lives
+            live = [rows.filter(pa.array(alive)) for rows, _, alive in self.parts if alive.any()]
+            self.parts, self.alive = [], 0
+            if live:
+                self.add(pa.concat_tables(live).combine_chunks())
+        return pa.concat_tables(taken) if taken else None
+
+    def images(self) -> list[Any]:
+        """The images alive, a map array per fragment."""
+        import pyarrow as pa
+
+        return [rows.column("image").combine_chunks().filter(pa.array(alive)) for rows, _, alive in self.parts]
 
 
 def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
@@ -708,18 +751,31 @@ class _TableSink:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.changes = pq.ParquetWriter(self.paths["changes"], change_schema(layout))
         self.folder = Folder([n for n, _ in layout])
+        self.pending: list[Any] = []  # batches gathered into a chunk of CHUNK_ROWS
+        self.rows = 0
 
     def add(self, rows: Any) -> None:
-        """The next chunk."""
+        """The next rows (a pyarrow table or batch)."""
         import pyarrow as pa
 
-        rows = rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
-        self.changes.write_table(change_table(rows, self.layout))
-        self.folder.add(rows)
+        self.pending += rows.to_batches() if isinstance(rows, pa.Table) else [rows]
+        self.rows += rows.num_rows
+        if self.rows >= CHUNK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            rows = pa.Table.from_batches(self.pending).combine_chunks()
+            self.pending, self.rows = [], 0
+            self.changes.write_table(change_table(rows, self.layout))
+            self.folder.add(rows)
 
     def close(self) -> None:
         """Write the state table."""
         import pyarrow.parquet as pq
 
+        self._flush()
         self.changes.close()
         pq.write_table(state_table(self.folder.images(), self.layout), self.paths["state"])
