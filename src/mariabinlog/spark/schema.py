@@ -412,8 +412,8 @@ def text_reader(spark_type: DataType) -> Callable[[str], Any]:
     return _TEXT_READERS.get(type(spark_type), str)
 
 
-#: Spark types whose map text Arrow's own cast reads as :data:`_TEXT_READERS` do (``naive``:
-#: a date or time, where Arrow takes the year 0 that Python's readers refuse).
+#: Spark types whose map text Arrow's own cast reads as :data:`_TEXT_READERS` do, and whether
+#: the type is dated (Arrow takes the year 0 that Python's date readers refuse).
 _ARROW_CASTS: dict[type, bool] = {
     LongType: False, DecimalType: False, DoubleType: False, DateType: True, TimestampNTZType: True, TimestampType: True,
 }
@@ -429,8 +429,8 @@ def text_array(text: Any, spark_type: DataType, arrow_type: Any) -> Any:
 
     if isinstance(spark_type, StringType):
         return text
-    naive = _ARROW_CASTS.get(type(spark_type))
-    if naive is not None and not (naive and pc.any(pc.starts_with(text, "0000")).as_py()):
+    dated = _ARROW_CASTS.get(type(spark_type))
+    if dated is not None and not (dated and pc.any(pc.starts_with(text, "0000")).as_py()):
         try:
             if isinstance(spark_type, TimestampType):  # wall time in UTC, as _utc_timestamp reads it
                 return pc.cast(text, pa.timestamp("us")).cast(arrow_type)

@@ -13,14 +13,14 @@ files of its tables itself, with pyarrow, and does everything in Arrow:
    created after the row.  Rows of the current shape pass as Arrow data.
 2. **Changes**: each table's rows in binlog order, ``before``/``after`` as structs typed as
    the state (:func:`~.schema.text_array`).
-3. **Latest state** (:func:`fold`): per primary key the changes folded in binlog order (an
+3. **Latest state** (:class:`Folder`): per primary key the changes folded in binlog order (an
    update's after image merged onto the row, so MINIMAL images work when the key does not
    change; an update that moves the key deletes the old one); without a key, identical rows
-   are counted (+1 insert, -1 delete, update = both).
+   are counted (+1 insert, -1 delete, never below zero; update = both).
 
 A task owns a *unit*: CDC partitions whose rows can land in the same current table (a table
-renamed mid-stream has rows under both names), so no table is written by two tasks.  One
-task holds its unit's CDC rows in memory (Arrow, columns as stored).
+renamed mid-stream has rows under both names), so no table is written by two tasks.  It reads
+them chunk by chunk in binlog order and holds each table's rows alive plus one chunk.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..schema import SchemaHistory, Table
+from .fs import local_path
 from .read import loaded_history
 
 #: Binlog order of CDC rows.
@@ -356,33 +357,56 @@ def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
         yield [n for n in names.split("\0") if n], rows.filter(pc.equal(key_names, names))
 
 
+class _Entries:
+    """A map array's entries, decomposed once: each entry's row and key code, and the values.
+    Arrow's ``map_lookup`` searches every map for every name; here a column is one comparison
+    of codes."""
+
+    def __init__(self, images: Any) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(images, pa.ChunkedArray):
+            images = images.combine_chunks()
+        offsets = images.offsets.to_numpy()
+        first, end = int(offsets[0]), int(offsets[-1])
+        keys = pc.dictionary_encode(images.keys.slice(first, end - first)) if end > first else None
+        self.size = len(images)
+        self.values = images.items.slice(first, end - first)
+        self.rows = np.repeat(np.arange(len(images)), np.diff(offsets))
+        self.valid = np.asarray(images.is_valid())
+        self.known = {} if keys is None else {name: i for i, name in enumerate(keys.dictionary.to_pylist())}
+        self.codes = np.zeros(0, np.int64) if keys is None else keys.indices.to_numpy()
+
+    def column(self, name: str) -> Any:
+        """The values of column ``name``: null where the image or its column is missing."""
+        import numpy as np
+        import pyarrow as pa
+
+        at = np.full(self.size, -1, np.int64)
+        if name in self.known:
+            entries = np.nonzero(self.codes == self.known[name])[0][::-1]  # the first entry of a key wins
+            at[self.rows[entries]] = entries
+        at[~self.valid] = -1
+        return self.values.take(pa.array(at, mask=at < 0))
+
+    def holds_all(self, names: Sequence[str]) -> Any:
+        """Per image: it holds every one of ``names`` (a null image holds none)."""
+        import numpy as np
+
+        wanted = [self.known[n] for n in set(names) if n in self.known]
+        if len(wanted) < len(set(names)):
+            return np.zeros(self.size, bool)
+        inside = np.isin(self.codes, wanted)
+        return (np.bincount(self.rows[inside], minlength=self.size) == len(wanted)) & self.valid
+
+
 def _lookup(images: Any, names: Sequence[str]) -> list[Any]:
     """The values of columns ``names`` in each image (a map array): null where the image or
-    its column is missing.  Arrow's ``map_lookup`` searches every map for every name; here
-    the keys are dictionary-encoded once and each column is one comparison of codes."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(images, pa.ChunkedArray):
-        images = images.combine_chunks()
-    offsets = images.offsets.to_numpy()
-    first, end = int(offsets[0]), int(offsets[-1])
-    keys = pc.dictionary_encode(images.keys.slice(first, end - first)) if end > first else None
-    values = images.items.slice(first, end - first)
-    rows = np.repeat(np.arange(len(images)), np.diff(offsets))
-    valid = np.asarray(images.is_valid())
-    known = {} if keys is None else {name: i for i, name in enumerate(keys.dictionary.to_pylist())}
-    codes = None if keys is None else keys.indices.to_numpy()
-    out = []
-    for name in names:
-        at = np.full(len(images), -1, np.int64)
-        if name in known:
-            entries = np.nonzero(codes == known[name])[0][::-1]  # the first entry of a key wins
-            at[rows[entries]] = entries
-        at[~valid] = -1
-        out.append(values.take(pa.array(at, mask=at < 0)))
-    return out
+    its column is missing."""
+    entries = _Entries(images)
+    return [entries.column(name) for name in names]
 
 
 def _differs(left: Any, right: Any) -> Any:
@@ -393,24 +417,9 @@ def _differs(left: Any, right: Any) -> Any:
     return pc.or_(nulls, pc.fill_null(pc.not_equal(left, right), False))
 
 
-def _holds_all(images: Any, columns: Sequence[str]) -> Any:
-    """Per image: it holds every one of ``columns`` (a null image holds none)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if len(images) == 0:
-        return pa.array([], pa.bool_())
-    listed = pa.ListArray.from_arrays(images.offsets, images.keys)
-    parents = pc.list_parent_indices(listed).to_numpy()
-    inside = pc.is_in(images.keys, value_set=pa.array(list(columns), pa.string())).to_numpy(zero_copy_only=False)
-    counts = np.bincount(parents[inside], minlength=len(images)) if len(parents) else np.zeros(len(images), np.int64)
-    return pc.and_(pa.array(counts == len(columns)), pc.is_valid(images))
-
-
 def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
-    """The rows ``rows`` leave (a table: key values ``k0``... and ``image``).  Each key's steps (an update moving the key deletes the old one first) sorted by key
-    and binlog order; a key's row is its last step's image when that step is a delete or a
+    """The rows ``rows`` leave (a table: key values ``k0``... and ``image``).  Each key's
+    steps (an update moving the key deletes the old one first) sorted by key and binlog order; a key's row is its last step's image when that step is a delete or a
     whole image, else the images from its last such step merged in order.  Steps carry the
     row number of their image, so images are copied once, at the end."""
     import numpy as np
@@ -419,7 +428,8 @@ def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
 
     op, before, after = rows.column("op"), rows.column("before").combine_chunks(), rows.column("after").combine_chunks()
     number = np.arange(rows.num_rows, dtype=np.int64)
-    before_key, after_key = _lookup(before, keys), _lookup(after, keys)
+    after_entries = _Entries(after)
+    before_key, after_key = _lookup(before, keys), [after_entries.column(k) for k in keys]
     after_key = [pc.coalesce(a, b) for a, b in zip(after_key, before_key)]  # an update's key after it
     moved = pc.and_(pc.equal(op, "update"), _any([_differs(b, a) for b, a in zip(before_key, after_key)]))
     writes = pc.invert(pc.equal(op, "delete"))
@@ -431,7 +441,7 @@ def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
     ])
     order = pc.sort_indices(steps, [(f"k{i}", "ascending") for i in range(len(keys))] + [("seq", "ascending")])
     source = steps.column("source").take(order).to_numpy()  # row whose after image a step writes, -1: none
-    whole = np.asarray(_holds_all(after, columns))
+    whole = after_entries.holds_all(columns)
     index = np.arange(len(source), dtype=np.int64)
     resets = np.where((source < 0) | whole[np.maximum(source, 0)], index, -1)
     grouped = steps.select([f"k{i}" for i in range(len(keys))]).take(order).append_column(
@@ -555,12 +565,6 @@ def partition_of(path: str, root: str) -> tuple[str, str] | None:
     if "database" not in values or "table" not in values:
         return None
     return urllib.parse.unquote(values["database"]), urllib.parse.unquote(values["table"])
-
-
-def local_path(uri: str) -> str:
-    """A local file's path from the URI Spark lists it by."""
-    parsed = urllib.parse.urlparse(uri)
-    return parsed.path if parsed.scheme in ("", "file") else uri
 
 
 def units(files: dict[tuple[str, str], list[str]], history: SchemaHistory) -> list[list[tuple[str, str]]]:
@@ -704,7 +708,6 @@ def _table_of(rows: Any) -> str:
 def _in_binlog_order(paths: list[str]) -> list[int] | None:
     """The files' indexes in binlog order when each file is sorted and their stretches do not
     overlap; None otherwise.  Reads only the order columns, a file at a time."""
-    import numpy as np
     import pyarrow.parquet as pq
 
     spans = []
@@ -712,17 +715,23 @@ def _in_binlog_order(paths: list[str]) -> list[int] | None:
         data = pq.read_table(path, columns=ORDER)
         if not data.num_rows:
             continue
-        keys = np.stack([data.column(c).to_numpy(zero_copy_only=False) for c in ORDER], axis=1)
-        step = keys[1:] - keys[:-1]
-        # each row after the one before it: the first differing order column grows
-        first = np.argmax(step != 0, axis=1)
-        if len(step) and not (step[np.arange(len(step)), first] > 0).all():
+        if not _sorted(data):
             return None
-        spans.append((tuple(keys[0]), tuple(keys[-1]), index))
+        first, last = data.slice(0, 1).to_pylist()[0], data.slice(data.num_rows - 1, 1).to_pylist()[0]
+        spans.append((tuple(first[c] for c in ORDER), tuple(last[c] for c in ORDER), index))
     spans.sort()
     if any(later[0] <= earlier[1] for earlier, later in zip(spans, spans[1:])):
         return None
     return [index for _, _, index in spans]
+
+
+def _sorted(rows: Any) -> bool:
+    """Whether ``rows`` are in binlog order already."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    order = pc.sort_indices(rows, [(c, "ascending") for c in ORDER]).to_numpy()
+    return bool(np.array_equal(order, np.arange(len(order))))
 
 
 def _widest(paths: list[str]) -> Layout:
