@@ -260,3 +260,35 @@ def test_schema_scan_skips_only_rows_events(corpus_dir: Path, stress_ibb: tuple[
             assert hopped == [e for e in every if e[2] not in ROWS_KIND], f.path
             skipped += len(every) - len(hopped)
     assert skipped > 1000
+
+
+@pytest.mark.parametrize("kind, texts", [
+    ("long", ["1", "-5", "+7", None, "9223372036854775807", " 3"]),
+    ("double", ["1.5", "inf", "-inf", "nan", "1e+300", "0.1", None, "-0.0", "1_0"]),
+    ("decimal", ["12.30", "-0.05", "7", None]),
+    ("date", ["2024-02-29", "1000-01-01", None]),
+    ("date", ["2024-02-29", "0000-00-00", "0000-01-01"]),  # zero dates: the per-value readers
+    ("timestamp_ntz", ["2024-01-01 10:11:12.123456", "2024-01-01 10:11:12", None]),
+    ("timestamp_ntz", ["2024-01-01 10:11:12", "0000-00-00 00:00:00"]),
+    ("timestamp", ["2024-01-01 10:11:12.5", "1970-01-01 00:00:01", "0000-00-00 00:00:00"]),
+    ("binary", ["abc", "0xff00", None]),
+    ("string", ["é", None]),
+])
+def test_text_array_reads_as_text_reader(kind: str, texts: list[str | None]) -> None:
+    """The pipeline reads map text back column by column (Arrow's casts where they read it
+    alike): every value as the per-value reader of its type reads it."""
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import (BinaryType, DateType, DecimalType, DoubleType, LongType, StringType,
+                                   TimestampNTZType, TimestampType)
+
+    from mariabinlog.spark.schema import text_array, text_reader
+
+    spark_type = {"long": LongType(), "double": DoubleType(), "decimal": DecimalType(12, 2), "date": DateType(),
+                  "timestamp_ntz": TimestampNTZType(), "timestamp": TimestampType(), "binary": BinaryType(),
+                  "string": StringType()}[kind]
+    arrow_type = to_arrow_type(spark_type, timezone="UTC")
+    read = text_reader(spark_type)
+    want = pa.array([None if t is None else read(t) for t in texts], type=arrow_type)
+    got = text_array(pa.array(texts, pa.string()), spark_type, arrow_type)
+    assert got.type == arrow_type
+    assert [repr(v) for v in got.to_pylist()] == [repr(v) for v in want.to_pylist()]  # NaN, -0.0 too
