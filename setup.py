@@ -5,7 +5,9 @@
 printer's hot loops (base64 lines, row counts, ``###`` lines).  Both modules
 fall back to pure Python without them: a failed compile (no C compiler) does
 not fail the install (``optional=True``).  Both include ``codec/_decimal.h``, the one
-C implementation of packed DECIMAL.
+C implementation of packed DECIMAL; ``_rowsfast`` renders FLOAT/DOUBLE values as
+``float.__repr__`` by ``codec/_shortest.h`` (Ryu, with the powers of five that
+``scripts/gen_pow5_table.py`` writes into ``codec/_pow5.h``).
 """
 
 from setuptools import Extension, setup
@@ -17,7 +19,7 @@ setup(
         Extension(
             "mariabinlog.codec._rowsfast",
             ["src/mariabinlog/codec/_rowsfast.c"],
-            depends=[_DECIMAL_H],
+            depends=[_DECIMAL_H, "src/mariabinlog/codec/_shortest.h", "src/mariabinlog/codec/_pow5.h"],
             optional=True,
         ),
         Extension(

@@ -84,8 +84,8 @@ fi
 python="$(find_python)" || { log "Python 3.11 or newer not found (set PYTHON=/path/to/python3)"; exit 1; }
 venv="$repo/.venv"
 stamp="$venv/.setup-stamp"
-# setup.py and the C sources too: the editable install compiles the C fast paths in place.
-wanted="$(cat pyproject.toml requirements/test.txt setup.py $(find src -name "*.c" | sort) | sha256sum | cut -d' ' -f1)"
+# setup.py and the C sources and headers too: the editable install compiles the C fast paths in place.
+wanted="$(cat pyproject.toml requirements/test.txt setup.py $(find src -name "*.c" -o -name "*.h" | sort) | sha256sum | cut -d' ' -f1)"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ] && "$venv/bin/python" -c '' 2>/dev/null; then
   log ".venv up to date"

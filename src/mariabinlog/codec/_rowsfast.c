@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "_decimal.h"
+#include "_shortest.h"
 
 /* Bump together with rows._FAST_PLAN_VERSION whenever opcodes or arguments change. */
 #define PLAN_VERSION 1
@@ -1072,7 +1073,12 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
         if (d == -1.0 && PyErr_Occurred()) {
             return -1;
         }
-        char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);  /* float.__repr__ */
+        char repr[MB_DOUBLE_TEXT_MAX];
+        int n = mb_double_repr(d, repr);  /* float.__repr__ */
+        if (n >= 0) {
+            return buf_put(b, repr, n) < 0 ? -1 : 1;
+        }
+        char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);  /* inf, nan */
         if (r == NULL) {
             return -1;
         }
@@ -1540,7 +1546,25 @@ rowsfast_configure(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* double_repr(x): float.__repr__(x) by the compiled conversion the map builder uses. */
+static PyObject *
+rowsfast_double_repr(PyObject *self, PyObject *arg)
+{
+    double d = PyFloat_AsDouble(arg);
+    if (d == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    char text[MB_DOUBLE_TEXT_MAX];
+    int n = mb_double_repr(d, text);
+    if (n < 0) {
+        return PyObject_Repr(arg);
+    }
+    return PyUnicode_FromStringAndSize(text, n);
+}
+
 static PyMethodDef methods[] = {
+    {"double_repr", rowsfast_double_repr, METH_O,
+     "double_repr(x) -> str: float.__repr__(x) as the map builder renders FLOAT/DOUBLE values."},
     {"decode", (PyCFunction)(void (*)(void))rowsfast_decode, METH_FASTCALL,
      "decode(data, first, second, kind) -> list of RowChange: every row image of a rows event."},
     {"configure", rowsfast_configure, METH_VARARGS,
