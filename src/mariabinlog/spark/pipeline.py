@@ -34,20 +34,21 @@ own engine) to ``DIR/sample-binlogs`` and runs on that.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
 import importlib.util
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError
 from .options import ScanOptions
 from .source import MariabinlogDataSource, rows_history, source_paths
-from .tables import ORDER, write_tables
+from .tables import write_tables
 
 FORMATS = ("parquet", "delta")
 
@@ -261,16 +262,32 @@ def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
     span, the time buckets and the statement count, one aggregate of the CDC table for the
     changes per table over time, and one job whose tasks write every latest-state and typed
     change table (:mod:`.tables`)."""
-    listing = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-    before = spark.conf.get(listing, None)
-    spark.conf.set(listing, str(1 << 30))  # list the CDC table's partitions without a job per read
-    try:
+    # List the CDC table's partitions without a job per read.
+    with _conf(spark, "spark.sql.sources.parallelPartitionDiscovery.threshold", str(1 << 30)):
         return _jobs(spark, source, out, table_format, bucket, options)
+
+
+#: With concurrent writers, a partitioned write keeps a file open per partition a task meets
+#: instead of sorting its rows by partition first (Spark falls back to the sort past this many
+#: in one task): the rows view arrives in binlog order, so every CDC file is in binlog order
+#: as written, which the table writers read chunk by chunk.  Parquet's memory manager shrinks
+#: the row groups of many open writers to fit the heap.
+CONCURRENT_WRITERS = "spark.sql.maxConcurrentOutputFileWriters"
+MAX_OPEN_TABLES = 64
+
+
+@contextlib.contextmanager
+def _conf(spark: Any, key: str, value: str) -> Iterator[None]:
+    """``key`` set to ``value`` in the session for the block, then as it was."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
     finally:
         if before is None:
-            spark.conf.unset(listing)
+            spark.conf.unset(key)
         else:
-            spark.conf.set(listing, before)
+            spark.conf.set(key, before)
 
 
 def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
@@ -280,9 +297,8 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
 
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
     rows = _reader(spark, options, "rows").load(source)
-    # Each file sorted in binlog order (the sort the partitioned write makes anyway, by more
-    # columns), so the table writers can read it chunk by chunk.
-    _write(rows.sortWithinPartitions("database", "table", *ORDER), result.cdc, table_format, ("database", "table"))
+    with _conf(spark, CONCURRENT_WRITERS, str(MAX_OPEN_TABLES)):
+        _write(rows, result.cdc, table_format, ("database", "table"))
     cdc = _read(spark, result.cdc, table_format, rows.schema)
     # The events view once, narrowed and kept, for the time buckets and the statement count.
     events = _events_kept(_reader(spark, options, "events").load(source)).persist(StorageLevel.MEMORY_AND_DISK)

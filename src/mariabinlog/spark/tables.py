@@ -239,9 +239,12 @@ class Folder:
         self.image_type: Any = None
 
     def add(self, rows: Any) -> None:
-        """Fold the next chunk of rows (a pyarrow table or batch)."""
+        """Fold the next chunk of rows (a pyarrow table or batch, or a :class:`_Chunk`)."""
         import pyarrow as pa
 
+        whole = rows if isinstance(rows, _Chunk) else None
+        if whole is not None:
+            rows = whole.rows
         rows = rows.combine_chunks() if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
         rows = rows.select(["op", "key_columns", "before", "after"])
         self.image_type = rows.schema.field("after").type
@@ -250,7 +253,8 @@ class Folder:
                 _count_rows(mine, self.counts)
                 continue
             state = self.keyed.setdefault(tuple(names), _KeyedState(len(names)))
-            again = state.take_touched(_chunk_keys(mine, names))
+            chunk = whole if whole is not None and mine.num_rows == whole.rows.num_rows else _Chunk(mine)
+            again = state.take_touched(_chunk_keys(chunk, names))
             if again is not None:
                 n, schema = again.num_rows, mine.schema
                 mine = pa.concat_tables([pa.table({
@@ -259,7 +263,8 @@ class Folder:
                     "before": pa.nulls(n, schema.field("before").type),
                     "after": again.column("image").cast(schema.field("after").type),
                 }, schema=schema), mine])
-            state.add(_fold_by_key(mine, names, self.columns))
+                chunk = _Chunk(mine)
+            state.add(_fold_by_key(chunk, names, self.columns))
 
     def images(self) -> Any:
         """The images of the rows alive (a map array)."""
@@ -281,13 +286,13 @@ def _joined(values: list[Any]) -> Any:
     return pc.binary_join_element_wise(*values, "\x1f", null_handling="replace", null_replacement="\x00")
 
 
-def _chunk_keys(rows: Any, names: list[str]) -> Any:
+def _chunk_keys(chunk: _Chunk, names: list[str]) -> Any:
     """The keys a chunk's changes touch (before and after each change), joined."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    before = _lookup(rows.column("before"), names)
-    after = [pc.coalesce(a, b) for a, b in zip(_lookup(rows.column("after"), names), before)]
+    before = [chunk.entries("before").column(n) for n in names]
+    after = [pc.coalesce(chunk.entries("after").column(n), b) for n, b in zip(names, before)]
     return pc.unique(pa.concat_arrays([_joined(before), _joined(after)]))
 
 
@@ -358,9 +363,11 @@ def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
 
 
 class _Entries:
-    """A map array's entries, decomposed once: each entry's row and key code, and the values.
-    Arrow's ``map_lookup`` searches every map for every name; here a column is one comparison
-    of codes."""
+    """A map array's entries, decomposed once: where each image's value of a column is.
+    Arrow's ``map_lookup`` searches every map for every name; here a column is one ``take``.
+    Images written by the rows view usually hold the same keys in the same order (full
+    images): then a column's value is at a fixed step from each image's first entry, found
+    by comparing the key bytes, not by encoding every key."""
 
     def __init__(self, images: Any) -> None:
         import numpy as np
@@ -371,23 +378,35 @@ class _Entries:
             images = images.combine_chunks()
         offsets = images.offsets.to_numpy()
         first, end = int(offsets[0]), int(offsets[-1])
-        keys = pc.dictionary_encode(images.keys.slice(first, end - first)) if end > first else None
+        keys = images.keys.slice(first, end - first)
         self.size = len(images)
         self.values = images.items.slice(first, end - first)
-        self.rows = np.repeat(np.arange(len(images)), np.diff(offsets))
         self.valid = np.asarray(images.is_valid())
-        self.known = {} if keys is None else {name: i for i, name in enumerate(keys.dictionary.to_pylist())}
-        self.codes = np.zeros(0, np.int64) if keys is None else keys.indices.to_numpy()
+        names = _same_keys(keys, np.diff(offsets), self.valid)
+        self.starts = None if names is None else offsets[:-1] - first  # per image, its first entry
+        self.known: dict[str, int] = {}
+        if names is not None:
+            for i, name in enumerate(names):
+                self.known.setdefault(name, i)  # the first entry of a key wins
+            return
+        encoded = pc.dictionary_encode(keys) if end > first else None
+        self.rows = np.repeat(np.arange(len(images)), np.diff(offsets))
+        if encoded is not None:
+            self.known = {name: i for i, name in enumerate(encoded.dictionary.to_pylist())}
+        self.codes = np.zeros(0, np.int64) if encoded is None else encoded.indices.to_numpy()
 
     def column(self, name: str) -> Any:
         """The values of column ``name``: null where the image or its column is missing."""
         import numpy as np
         import pyarrow as pa
 
+        if name not in self.known:
+            return pa.nulls(self.size, self.values.type)
+        if self.starts is not None:
+            return self.values.take(pa.array(self.starts + self.known[name], mask=~self.valid))
         at = np.full(self.size, -1, np.int64)
-        if name in self.known:
-            entries = np.nonzero(self.codes == self.known[name])[0][::-1]  # the first entry of a key wins
-            at[self.rows[entries]] = entries
+        entries = np.nonzero(self.codes == self.known[name])[0][::-1]  # the first entry of a key wins
+        at[self.rows[entries]] = entries
         at[~self.valid] = -1
         return self.values.take(pa.array(at, mask=at < 0))
 
@@ -398,15 +417,53 @@ class _Entries:
         wanted = [self.known[n] for n in set(names) if n in self.known]
         if len(wanted) < len(set(names)):
             return np.zeros(self.size, bool)
+        if self.starts is not None:
+            return self.valid.copy()
         inside = np.isin(self.codes, wanted)
         return (np.bincount(self.rows[inside], minlength=self.size) == len(wanted)) & self.valid
 
 
-def _lookup(images: Any, names: Sequence[str]) -> list[Any]:
-    """The values of columns ``names`` in each image (a map array): null where the image or
-    its column is missing."""
-    entries = _Entries(images)
-    return [entries.column(name) for name in names]
+def _same_keys(keys: Any, lengths: Any, valid: Any) -> list[str] | None:
+    """The key names every valid image holds in the same order (null images holding none),
+    or None when the images differ: their key texts compared as bytes, row by row."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not valid.any() or keys.type != pa.string():
+        return None
+    width = int(lengths[np.argmax(valid)])
+    if not width or not np.array_equal(lengths, np.where(valid, width, 0)):
+        return None
+    count = int(valid.sum())
+    key_offsets = np.frombuffer(keys.buffers()[1], np.int32)[keys.offset : keys.offset + len(keys) + 1]
+    sizes = np.diff(key_offsets).reshape(count, width)
+    if not (sizes == sizes[0]).all():
+        return None
+    data = np.frombuffer(keys.buffers()[2], np.uint8)[key_offsets[0] : key_offsets[-1]].reshape(count, -1)
+    if not (data == data[0]).all():
+        return None
+    return keys.slice(0, width).to_pylist()
+
+
+class _Chunk:
+    """CDC rows (a pyarrow table) with their image columns decomposed once, on first use, for
+    every step that reads them (typed changes, touched keys, the fold)."""
+
+    def __init__(self, rows: Any) -> None:
+        self.rows = rows
+        self._entries: dict[str, _Entries] = {}
+
+    def entries(self, column: str) -> _Entries:
+        """The decomposed ``before`` or ``after`` images."""
+        found = self._entries.get(column)
+        if found is None:
+            found = self._entries[column] = _Entries(_whole(self.rows.column(column)))
+        return found
+
+
+def _whole(column: Any) -> Any:
+    """A table column as one array (no copy when it is one chunk already)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _differs(left: Any, right: Any) -> Any:
@@ -417,7 +474,7 @@ def _differs(left: Any, right: Any) -> Any:
     return pc.or_(nulls, pc.fill_null(pc.not_equal(left, right), False))
 
 
-def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
+def _fold_by_key(chunk: _Chunk, keys: list[str], columns: Sequence[str]) -> Any:
     """The rows ``rows`` leave (a table: key values ``k0``... and ``image``).  Each key's
     steps (an update moving the key deletes the old one first) sorted by key and binlog order; a key's row is its last step's image when that step is a delete or a
     whole image, else the images from its last such step merged in order.  Steps carry the
@@ -426,10 +483,12 @@ def _fold_by_key(rows: Any, keys: list[str], columns: Sequence[str]) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    op, before, after = rows.column("op"), rows.column("before").combine_chunks(), rows.column("after").combine_chunks()
+    rows = chunk.rows
+    op, after = rows.column("op"), _whole(rows.column("after"))
     number = np.arange(rows.num_rows, dtype=np.int64)
-    after_entries = _Entries(after)
-    before_key, after_key = _lookup(before, keys), [after_entries.column(k) for k in keys]
+    after_entries = chunk.entries("after")
+    before_key = [chunk.entries("before").column(k) for k in keys]
+    after_key = [after_entries.column(k) for k in keys]
     after_key = [pc.coalesce(a, b) for a, b in zip(after_key, before_key)]  # an update's key after it
     moved = pc.and_(pc.equal(op, "update"), _any([_differs(b, a) for b, a in zip(before_key, after_key)]))
     writes = pc.invert(pc.equal(op, "delete"))
@@ -522,32 +581,34 @@ def change_schema(layout: Layout) -> Any:
     return pa.schema([fixed.field(c) for c in CHANGE_COLUMNS] + [pa.field("before", image), pa.field("after", image)])
 
 
-def _image_columns(images: Any, layout: Layout) -> list[Any]:
+def _image_columns(entries: _Entries, layout: Layout) -> list[Any]:
     """The columns of images (maps of text) as the layout types them (text stays as it is)."""
     from .schema import text_array
 
     schema = state_schema(layout)
-    return [text_array(column, kind, field.type)
-            for column, (_, kind), field in zip(_lookup(images, [n for n, _ in layout]), layout, schema)]
+    return [text_array(entries.column(name), kind, field.type) for (name, kind), field in zip(layout, schema)]
 
 
 def state_table(images: Any, layout: Layout) -> Any:
     """The typed state table of ``images`` (maps of text)."""
     import pyarrow as pa
 
-    return pa.table(_image_columns(images, layout), schema=state_schema(layout))
+    return pa.table(_image_columns(_Entries(images), layout), schema=state_schema(layout))
 
 
 def change_table(rows: Any, layout: Layout) -> Any:
-    """The typed change table of CDC rows (in the order given)."""
+    """The typed change table of CDC rows (a pyarrow table or a :class:`_Chunk`, in the order
+    given)."""
     import pyarrow as pa
 
     schema = change_schema(layout)
+    chunk = rows if isinstance(rows, _Chunk) else _Chunk(rows)
+    rows = chunk.rows
 
     def image(name: str) -> Any:
-        maps = rows.column(name).combine_chunks()
-        return pa.StructArray.from_arrays(_image_columns(maps, layout), fields=list(schema.field(name).type),
-                                          mask=maps.is_null())
+        entries = chunk.entries(name)
+        return pa.StructArray.from_arrays(_image_columns(entries, layout), fields=list(schema.field(name).type),
+                                          mask=pa.array(~entries.valid))
 
     fixed = [rows.column(c).cast(schema.field(c).type) for c in CHANGE_COLUMNS]
     return pa.table([*fixed, image("before"), image("after")], schema=schema)
@@ -776,10 +837,10 @@ class _TableSink:
         import pyarrow as pa
 
         if self.pending:
-            rows = pa.Table.from_batches(self.pending).combine_chunks()
+            chunk = _Chunk(pa.Table.from_batches(self.pending).combine_chunks())
             self.pending, self.rows = [], 0
-            self.changes.write_table(change_table(rows, self.layout))
-            self.folder.add(rows)
+            self.changes.write_table(change_table(chunk, self.layout))
+            self.folder.add(chunk)
 
     def close(self) -> None:
         """Write the state table."""
