@@ -165,6 +165,35 @@ def test_latest_state_folds_as_binlog_order_replayed(tmp_path: Path) -> None:
         assert got == want
 
 
+@pytest.mark.parametrize("layout", ["same keys", "same keys, sliced", "keys vary", "all null", "one key twice"])
+def test_map_entries_read_as_arrow_map_lookup(layout: str) -> None:
+    """``_Entries`` (the fold's and the typed tables' column lookup) gives what Arrow's own
+    ``map_lookup`` gives, on its shortcut for images of the same keys and on the general path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from mariabinlog.spark.tables import _Entries
+
+    kind = pa.map_(pa.string(), pa.string())
+    full = [[("id", str(i)), ("a", None if i % 3 else f"a{i}"), ("b", "x" * i)] for i in range(40)]
+    images: list[Any] = [None if i % 4 == 1 else image for i, image in enumerate(full)]
+    if layout == "keys vary":
+        images[5] = [("b", "moved"), ("id", "5")]
+    elif layout == "all null":
+        images = [None] * 7
+    elif layout == "one key twice":
+        images = [[("id", str(i)), ("id", "again"), ("a", "1")] for i in range(9)]
+    array = pa.array(images, kind)
+    if layout == "same keys, sliced":
+        array = array.slice(3, 30)
+    entries = _Entries(array)
+    assert (entries.starts is not None) == (layout in ("same keys", "same keys, sliced", "one key twice"))
+    for name in ("id", "a", "b", "missing"):
+        assert entries.column(name).to_pylist() == pc.map_lookup(array, name, "first").to_pylist()
+    holds = [image is not None and {"id", "b"} <= {k for k, _ in image} for image in array.to_pylist()]
+    assert entries.holds_all(["id", "b"]).tolist() == holds
+
+
 def test_delta_tables_committed_by_delta_rs(spark: Any, tmp_path: Path) -> None:
     """``--format delta`` on a Spark without Delta Lake's jars: every table is a Delta table that
     an independent Delta reader (delta-rs) reads back with the rows Spark wrote."""

@@ -262,7 +262,7 @@ class Folder:
                     "key_columns": pa.repeat(pa.scalar(names, schema.field("key_columns").type), n),
                     "before": pa.nulls(n, schema.field("before").type),
                     "after": again.column("image").cast(schema.field("after").type),
-                }, schema=schema), mine])
+                }, schema=schema), mine]).combine_chunks()
                 chunk = _Chunk(mine)
             state.add(_fold_by_key(chunk, names, self.columns))
 
@@ -382,6 +382,7 @@ class _Entries:
         self.size = len(images)
         self.values = images.items.slice(first, end - first)
         self.valid = np.asarray(images.is_valid())
+        self._columns: dict[str, Any] = {}  # the columns taken so far
         names = _same_keys(keys, np.diff(offsets), self.valid)
         self.starts = None if names is None else offsets[:-1] - first  # per image, its first entry
         self.known: dict[str, int] = {}
@@ -400,15 +401,21 @@ class _Entries:
         import numpy as np
         import pyarrow as pa
 
+        found = self._columns.get(name)
+        if found is not None:
+            return found
         if name not in self.known:
-            return pa.nulls(self.size, self.values.type)
-        if self.starts is not None:
-            return self.values.take(pa.array(self.starts + self.known[name], mask=~self.valid))
-        at = np.full(self.size, -1, np.int64)
-        entries = np.nonzero(self.codes == self.known[name])[0][::-1]  # the first entry of a key wins
-        at[self.rows[entries]] = entries
-        at[~self.valid] = -1
-        return self.values.take(pa.array(at, mask=at < 0))
+            found = pa.nulls(self.size, self.values.type)
+        elif self.starts is not None:
+            found = self.values.take(pa.array(self.starts + self.known[name], mask=~self.valid))
+        else:
+            at = np.full(self.size, -1, np.int64)
+            entries = np.nonzero(self.codes == self.known[name])[0][::-1]  # the first entry of a key wins
+            at[self.rows[entries]] = entries
+            at[~self.valid] = -1
+            found = self.values.take(pa.array(at, mask=at < 0))
+        self._columns[name] = found
+        return found
 
     def holds_all(self, names: Sequence[str]) -> Any:
         """Per image: it holds every one of ``names`` (a null image holds none)."""
