@@ -27,6 +27,9 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts, and the
    changes logged as SQL statements, which no table holds, with the advice to log rows).
 
+``DIR/schema-history.json`` is the schema history all of it was named and typed by (the
+one given, or the one the driver built from the binlogs' DDL), worked out once for the job.
+
 Without SOURCE the job first writes the bundled sample (:mod:`mariabinlog.tools.sample`, made with the project's
 own engine) to ``DIR/sample-binlogs`` and runs on that.
 """
@@ -47,6 +50,7 @@ from typing import Any
 
 from ..errors import OptionError
 from .options import ScanOptions
+from .read import NO_HISTORY
 from .source import MariabinlogDataSource, rows_history, source_paths
 from .tables import write_tables
 
@@ -67,6 +71,8 @@ class PipelineResult:
     events: int = 0
     #: Changes logged as SQL statements (binlog_format=STATEMENT/MIXED), which no table holds.
     statements: int = 0
+    #: The schema history the rows were named and typed by (``DIR/schema-history.json``).
+    history: str = ""
 
 
 def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -296,7 +302,17 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     from pyspark.sql import functions as F
 
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
-    rows = _reader(spark, options, "rows").load(source)
+    # The schema history the rows are named and typed by, worked out once (one pass over the
+    # files when no saved one is given) and kept beside the tables; the CDC read takes it.
+    scan = ScanOptions.parse(options, MariabinlogDataSource.defaults)
+    history = rows_history(source_paths({**options, "path": source}), scan)[0]
+    result.history = os.path.join(out, "schema-history.json")
+    history.save(result.history)
+    read_options = dict(options)
+    if scan.schema_history != NO_HISTORY:
+        read_options = {k: v for k, v in options.items() if k.lower() != "schemahistory"}
+        read_options["schemaHistory"] = result.history
+    rows = _reader(spark, read_options, "rows").load(source)
     with _conf(spark, CONCURRENT_WRITERS, str(MAX_OPEN_TABLES)):
         _write(rows, result.cdc, table_format, ("database", "table"))
     cdc = _read(spark, result.cdc, table_format, rows.schema)
@@ -322,8 +338,6 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
         *[F.sum((F.col("op") == op).cast("long")).alias(op) for op in ("insert", "update", "delete")],
     ).collect()
     tables = _table_counts(by_table)
-    scan = ScanOptions.parse(options, MariabinlogDataSource.defaults)
-    history = rows_history(source_paths({**options, "path": source}), scan)[0]
     result.states, result.changes = write_tables(spark, cdc.inputFiles(), result.cdc, out, history)
     if table_format == "delta":
         for path in [*result.states.values(), *result.changes.values()]:
