@@ -4,11 +4,12 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
 
 1. ``DIR/cdc``: the change stream, one row per changed row (the ``rows`` view: GTID, commit
    time, operation, key columns, before/after images as maps), as Parquet partitioned by
-   ``database`` and ``table``.  With ``--format delta`` every table is a Delta table: written
-   by Spark's own Delta source when the session has Delta Lake (``delta-spark`` and its jars),
-   otherwise Spark writes the Parquet files in parallel and the driver commits them as the
-   table's first Delta version with delta-rs (``deltalake``, which the project installs), as
-   ``CONVERT TO DELTA`` does, so a machine without Maven access still gets Delta tables.
+   ``database`` and ``table``, written by the tasks that read the binlogs (:mod:`.cdc`).
+   With ``--format delta`` every table is a Delta table: the tasks write the Parquet files
+   in parallel and the driver commits them as the table's first Delta version with delta-rs
+   (``deltalake``, which the project installs), as ``CONVERT TO DELTA`` does, so a machine
+   without Maven access gets Delta tables too (read back by Spark's Delta source where the
+   session has one).
 2. ``DIR/state/<database>.<table>``: the table as the binlogs leave it, per source table.  With a
    primary key (from the table map, or the schema history for a NO_LOG/MINIMAL binlog: see
    the source's ``schemaHistory`` option), the changes of each key are folded in binlog order (an update's
@@ -50,6 +51,7 @@ from typing import Any
 
 from ..errors import OptionError
 from .options import ScanOptions
+from .cdc import write_cdc
 from .read import NO_HISTORY
 from .source import MariabinlogDataSource, rows_history, source_paths
 from .tables import write_tables
@@ -214,17 +216,6 @@ def _reader(spark: Any, options: dict[str, str], view: str) -> Any:
     return reader
 
 
-def _write(df: Any, path: str, table_format: str, partition_by: Sequence[str] = ()) -> None:
-    """Write ``df`` as a table at ``path`` (see the module docstring for Delta without delta-spark)."""
-    native = table_format != "delta" or _spark_has_delta(df.sparkSession)
-    writer = df.write.mode("overwrite").format(table_format if native else "parquet")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.save(path)
-    if not native:
-        _commit_delta(path, partition_by)
-
-
 def _read(spark: Any, path: str, table_format: str, schema: Any) -> Any:
     """A table :func:`_write` wrote, with its known ``schema`` (no inference job; a Delta table
     committed by delta-rs is read as its Parquet)."""
@@ -273,14 +264,6 @@ def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
         return _jobs(spark, source, out, table_format, bucket, options)
 
 
-#: With concurrent writers, a partitioned write keeps a file open per partition a task meets
-#: instead of sorting its rows by partition first (Spark falls back to the sort past this many
-#: in one task): the rows view arrives in binlog order, so every CDC file is in binlog order
-#: as written, which the table writers read chunk by chunk.  Parquet's memory manager shrinks
-#: the row groups of many open writers to fit the heap.
-CONCURRENT_WRITERS = "spark.sql.maxConcurrentOutputFileWriters"
-MAX_OPEN_TABLES = 64
-
 
 @contextlib.contextmanager
 def _conf(spark: Any, key: str, value: str) -> Iterator[None]:
@@ -312,10 +295,11 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     if scan.schema_history != NO_HISTORY:
         read_options = {k: v for k, v in options.items() if k.lower() != "schemahistory"}
         read_options["schemaHistory"] = result.history
-    rows = _reader(spark, read_options, "rows").load(source)
-    with _conf(spark, CONCURRENT_WRITERS, str(MAX_OPEN_TABLES)):
-        _write(rows, result.cdc, table_format, ("database", "table"))
-    cdc = _read(spark, result.cdc, table_format, rows.schema)
+    rows = MariabinlogDataSource({**read_options, "path": source, "view": "rows"})
+    files = write_cdc(spark, rows.reader(rows.schema()), result.cdc)
+    if table_format == "delta":
+        _commit_delta(result.cdc, ("database", "table"))
+    cdc = _read(spark, result.cdc, table_format, rows.schema())
     # The events view once, narrowed and kept, for the time buckets and the statement count.
     events = _events_kept(_reader(spark, options, "events").load(source)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -338,7 +322,7 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
         *[F.sum((F.col("op") == op).cast("long")).alias(op) for op in ("insert", "update", "delete")],
     ).collect()
     tables = _table_counts(by_table)
-    result.states, result.changes = write_tables(spark, cdc.inputFiles(), result.cdc, out, history)
+    result.states, result.changes = write_tables(spark, files, result.cdc, out, history)
     if table_format == "delta":
         for path in [*result.states.values(), *result.changes.values()]:
             _commit_delta(path, ())
