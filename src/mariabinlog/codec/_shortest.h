@@ -131,8 +131,14 @@ static void mb_shortest(uint64_t ieee_mantissa, uint32_t ieee_exponent, uint64_t
     int32_t removed = 0;
     uint64_t output;
     if (vm_zeros || vr_zeros) {
+        /* Then, where vm's dropped digits are all zero (vm itself in the interval), drop
+         * its trailing zeros too (the interval cannot hold a shorter decimal again). */
         uint32_t last = 0;
-        while (vp / 10 > vm / 10) {
+        for (;;) {
+            const int shorter = vp / 10 > vm / 10;
+            if (!shorter && !(vm_zeros && vm % 10 == 0)) {
+                break;
+            }
             vm_zeros &= vm % 10 == 0;
             vr_zeros &= last == 0;
             last = (uint32_t)(vr % 10);
@@ -140,16 +146,6 @@ static void mb_shortest(uint64_t ieee_mantissa, uint32_t ieee_exponent, uint64_t
             vp /= 10;
             vm /= 10;
             removed++;
-        }
-        if (vm_zeros) {
-            while (vm % 10 == 0) {
-                vr_zeros &= last == 0;
-                last = (uint32_t)(vr % 10);
-                vr /= 10;
-                vp /= 10;
-                vm /= 10;
-                removed++;
-            }
         }
         if (vr_zeros && last == 5 && vr % 2 == 0) {
             last = 4;  /* exactly halfway: round to even */
