@@ -88,7 +88,7 @@ def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.Argument
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     parser.add_argument("--format", choices=FORMATS, default="parquet",
-                        help="table format (delta: by delta-spark, or committed by delta-rs when Spark has no Delta Lake)")
+                        help="table format (delta: the Parquet files committed as Delta tables by delta-rs)")
     parser.add_argument("--bucket", default="auto",
                         help="time bucket of the report: 'N second|minute|hour|day|week' or auto (default: "
                              "picked from the data's span, one second to 30 days)")
