@@ -201,6 +201,43 @@ def test_map_entries_read_as_arrow_map_lookup(layout: str) -> None:
     assert entries.holds_all(["id", "b"]).tolist() == holds
 
 
+def test_cdc_task_files_hold_each_table_in_binlog_order(tmp_path: Path) -> None:
+    """A CDC task's files (small row groups, so batches of several tables split and flush):
+    one per table, each in binlog order, together the rows view of its partition."""
+    import pyarrow.parquet as pq
+
+    from mariabinlog.spark import cdc
+    from mariabinlog.spark.source import MariabinlogDataSource
+    from mariabinlog.spark.tables import ORDER, _sorted, partition_of
+
+    write_sample(str(tmp_path / "binlogs"))
+    source = MariabinlogDataSource({"path": str(tmp_path / "binlogs"), "view": "rows", "batchRows": "7"})
+    reader = source.reader(source.schema())
+    root = str(tmp_path / "cdc")
+    want = sorted(tuple(r[c] for c in ORDER) for p in reader.partitions()
+                  for b in reader.read(p) for r in b.select(ORDER).to_pylist())
+    groups, held = cdc.GROUP_ROWS, cdc.HELD_BYTES
+    cdc.GROUP_ROWS, cdc.HELD_BYTES = 5, 2000
+    files = []
+    try:
+        for index, partition in enumerate(reader.partitions()):
+            written = cdc.write_partition(reader, partition, index, root)
+            keys = [partition_of(f, root) for f in written]
+            assert len(set(keys)) == len(keys)  # one file per table
+            files += written
+    finally:
+        cdc.GROUP_ROWS, cdc.HELD_BYTES = groups, held
+    assert len({partition_of(f, root) for f in files}) > 3
+    assert not [n for n in os.listdir(root) if n.startswith(".")]  # the attempt's directory is gone
+    got = []
+    for path in files:
+        table = pq.read_table(path, columns=ORDER)
+        assert _sorted(table), path
+        got += [tuple(r[c] for c in ORDER) for r in table.to_pylist()]
+    assert max(pq.ParquetFile(path).num_row_groups for path in files) > 1
+    assert sorted(got) == want
+
+
 def test_cdc_directories_named_as_spark_names_them(spark: Any, tmp_path: Path) -> None:
     """The CDC tasks name their partition directories as Spark's own partitioned write does
     (``%XX`` escapes, the default partition), so Spark reads the values back alike."""

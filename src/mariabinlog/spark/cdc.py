@@ -128,7 +128,7 @@ class _Sink:
         if pc.all(pc.equal(databases, databases[0])).as_py() and pc.all(pc.equal(tables, tables[0])).as_py():
             self._add((databases[0].as_py(), tables[0].as_py()), batch)
             return
-        names = pc.binary_join_element_wise(databases, tables, "\0")
+        names = pc.binary_join_element_wise(pc.fill_null(databases, ""), pc.fill_null(tables, ""), "\0")
         for name in pc.unique(names).to_pylist():
             database, _, table = name.partition("\0")
             self._add((database, table), batch.filter(pc.equal(names, name)))

@@ -38,6 +38,7 @@ own engine) to ``DIR/sample-binlogs`` and runs on that.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import csv
 import datetime
@@ -281,8 +282,7 @@ def _conf(spark: Any, key: str, value: str) -> Iterator[None]:
 
 def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
           options: dict[str, str]) -> PipelineResult:
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    from pyspark.util import inheritable_thread_target
 
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
     # The schema history the rows are named and typed by, worked out once (one pass over the
@@ -300,7 +300,34 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     if table_format == "delta":
         _commit_delta(result.cdc, ("database", "table"))
     cdc = _read(spark, result.cdc, table_format, rows.schema())
-    # The events view once, narrowed and kept, for the time buckets and the statement count.
+    # The state and change tables (a task per table unit: few when the binlogs change few
+    # tables) run while the events view and the report's aggregates take the cores they leave.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mariabinlog-tables") as pool:
+        tables_job = pool.submit(inheritable_thread_target(spark)(write_tables), spark, files, result.cdc, out, history)
+        buckets, seconds, label, by_table = _report_jobs(spark, source, options, bucket, cdc, result)
+        result.states, result.changes = tables_job.result()
+    tables = _table_counts(by_table)
+    if table_format == "delta":
+        for path in [*result.states.values(), *result.changes.values()]:
+            _commit_delta(path, ())
+    report = os.path.join(out, "report")
+    os.makedirs(report, exist_ok=True)
+    result.chart = os.path.join(report, "events_over_time.png")
+    _chart(buckets, rows_by_table=by_table, path=result.chart, seconds=seconds, label=label)
+    result.summary = _summary(buckets, tables, report, result.statements)
+    result.events = sum(b["events"] for b in buckets)
+    result.rows = sum(t["insert"] + t["update"] + t["delete"] for t in tables)
+    return result
+
+
+def _report_jobs(spark: Any, source: str, options: dict[str, str], bucket: str, cdc: Any,
+                 result: PipelineResult) -> tuple[list[Any], int, str, list[Any]]:
+    """The report's numbers: events per time bucket (and the statement count, into
+    ``result``) from the events view read once, narrowed and kept, and the CDC table's
+    changes per table and bucket; returns (buckets, bucket seconds, bucket label, by table)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
     events = _events_kept(_reader(spark, options, "events").load(source)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         span = events.agg(F.min("second").alias("first"), F.max("second").alias("last")).first()
@@ -321,19 +348,7 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
         F.count("*").alias("count"),
         *[F.sum((F.col("op") == op).cast("long")).alias(op) for op in ("insert", "update", "delete")],
     ).collect()
-    tables = _table_counts(by_table)
-    result.states, result.changes = write_tables(spark, files, result.cdc, out, history)
-    if table_format == "delta":
-        for path in [*result.states.values(), *result.changes.values()]:
-            _commit_delta(path, ())
-    report = os.path.join(out, "report")
-    os.makedirs(report, exist_ok=True)
-    result.chart = os.path.join(report, "events_over_time.png")
-    _chart(buckets, rows_by_table=by_table, path=result.chart, seconds=seconds, label=label)
-    result.summary = _summary(buckets, tables, report, result.statements)
-    result.events = sum(b["events"] for b in buckets)
-    result.rows = sum(t["insert"] + t["update"] + t["delete"] for t in tables)
-    return result
+    return buckets, seconds, label, by_table
 
 
 def _table_counts(by_table: list[Any]) -> list[dict[str, Any]]:
