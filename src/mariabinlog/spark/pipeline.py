@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError
-from .options import ScanOptions
 from .cdc import write_cdc
+from .options import ScanOptions
 from .read import NO_HISTORY
 from .source import MariabinlogDataSource, rows_history, source_paths
 from .tables import write_tables
@@ -218,7 +218,7 @@ def _reader(spark: Any, options: dict[str, str], view: str) -> Any:
 
 
 def _read(spark: Any, path: str, table_format: str, schema: Any) -> Any:
-    """A table :func:`_write` wrote, with its known ``schema`` (no inference job; a Delta table
+    """A table the job wrote, with its known ``schema`` (no inference job; a Delta table
     committed by delta-rs is read as its Parquet)."""
     native = table_format != "delta" or _spark_has_delta(spark)
     if native and table_format == "delta":
@@ -255,15 +255,14 @@ def bucket_seconds(bucket: str, first: int | None, last: int | None) -> tuple[in
 
 def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
          options: dict[str, str]) -> PipelineResult:
-    """The job in a fixed number of Spark jobs whatever the number of tables: write the CDC
-    table (one pass over the binlogs), the events view once (narrowed and cached) for the
-    span, the time buckets and the statement count, one aggregate of the CDC table for the
-    changes per table over time, and one job whose tasks write every latest-state and typed
-    change table (:mod:`.tables`)."""
+    """The job in a fixed number of Spark jobs whatever the number of tables: the CDC table
+    (one pass over the binlogs, :mod:`.cdc`), then at the same time one job whose tasks write
+    every latest-state and typed change table (:mod:`.tables`) and the report's: the events
+    view once (narrowed and cached) for the span, the time buckets and the statement count,
+    and one aggregate of the CDC table for the changes per table over time."""
     # List the CDC table's partitions without a job per read.
     with _conf(spark, "spark.sql.sources.parallelPartitionDiscovery.threshold", str(1 << 30)):
         return _jobs(spark, source, out, table_format, bucket, options)
-
 
 
 @contextlib.contextmanager
