@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -45,6 +46,29 @@ def escape(value: str | None) -> str:
     if not value:
         return _DEFAULT_PARTITION
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def partition_of(path: str, root: str) -> tuple[str, str] | None:
+    """(database, table) of a CDC file from its ``database=.../table=...`` directories (the
+    inverse of :func:`escape`, which only escapes ASCII)."""
+    parts = os.path.relpath(path, root).split(os.sep)
+    values = dict(p.split("=", 1) for p in parts[:-1] if "=" in p)
+    if "database" not in values or "table" not in values:
+        return None
+    return urllib.parse.unquote(values["database"]), urllib.parse.unquote(values["table"])
+
+
+def by_table(batch: Any) -> Iterator[tuple[tuple[str, str], Any]]:
+    """The rows of a rows-view batch by (database, table), each table's in the batch's order
+    (the batch itself when it holds one table)."""
+    import pyarrow.compute as pc
+
+    names = pc.binary_join_element_wise(pc.fill_null(batch.column("database"), ""),
+                                        pc.fill_null(batch.column("table"), ""), "\0")
+    unique = pc.unique(names).to_pylist()
+    for name in unique:
+        database, _, table = name.partition("\0")
+        yield (database, table), batch if len(unique) == 1 else batch.filter(pc.equal(names, name))
 
 
 def write_cdc(spark: Any, reader: BinlogReader, root: str) -> list[str]:
@@ -120,18 +144,8 @@ class _Sink:
 
     def add(self, batch: Any) -> None:
         """One batch of the rows view."""
-        import pyarrow.compute as pc
-
-        if not batch.num_rows:
-            return
-        databases, tables = batch.column("database"), batch.column("table")
-        if pc.all(pc.equal(databases, databases[0])).as_py() and pc.all(pc.equal(tables, tables[0])).as_py():
-            self._add((databases[0].as_py(), tables[0].as_py()), batch)
-            return
-        names = pc.binary_join_element_wise(pc.fill_null(databases, ""), pc.fill_null(tables, ""), "\0")
-        for name in pc.unique(names).to_pylist():
-            database, _, table = name.partition("\0")
-            self._add((database, table), batch.filter(pc.equal(names, name)))
+        for key, rows in by_table(batch):
+            self._add(key, rows)
 
     def _add(self, key: tuple[str, str], batch: Any) -> None:
         pending = self.pending.setdefault(key, [])

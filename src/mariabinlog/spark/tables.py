@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..schema import SchemaHistory, Table
+from .cdc import by_table, partition_of
 from .fs import local_path
 from .read import loaded_history
 
@@ -141,18 +141,13 @@ def carrier(history_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
 
     def carry(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         history = loaded_history(history_json)
         current = history.current_incarnations()
         carries: dict[int, Carry] = {}
         for batch in batches:
-            names = pc.binary_join_element_wise(batch.column("database"), batch.column("table"), "\0")
             schema = pa.schema([batch.schema.field(c) for c in CARRIED])
-            unique = pc.unique(names).to_pylist()
-            for name in unique:
-                rows = batch if len(unique) == 1 else batch.filter(pc.equal(names, name))
-                database, _, table = name.partition("\0")
+            for (database, table), rows in by_table(batch):
                 if not history.incarnations(database, table):
                     yield rows.select(CARRIED)
                     continue
@@ -375,7 +370,7 @@ class _Entries:
         import pyarrow.compute as pc
 
         if isinstance(images, pa.ChunkedArray):
-            images = images.combine_chunks()
+            images = _whole(images)
         offsets = images.offsets.to_numpy()
         first, end = int(offsets[0]), int(offsets[-1])
         keys = images.keys.slice(first, end - first)
@@ -623,16 +618,6 @@ def change_table(rows: Any, layout: Layout) -> Any:
 
 # ------------------------------------------------------------------------------------------------
 # The job
-
-
-def partition_of(path: str, root: str) -> tuple[str, str] | None:
-    """(database, table) of a CDC file from its ``database=.../table=...`` directories
-    (Spark escapes those values as ``%XX``)."""
-    parts = os.path.relpath(path, root).split(os.sep)
-    values = dict(p.split("=", 1) for p in parts[:-1] if "=" in p)
-    if "database" not in values or "table" not in values:
-        return None
-    return urllib.parse.unquote(values["database"]), urllib.parse.unquote(values["table"])
 
 
 def units(files: dict[tuple[str, str], list[str]], history: SchemaHistory) -> list[list[tuple[str, str]]]:
