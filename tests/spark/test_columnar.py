@@ -292,3 +292,47 @@ def test_text_array_reads_as_text_reader(kind: str, texts: list[str | None]) -> 
     got = text_array(pa.array(texts, pa.string()), spark_type, arrow_type)
     assert got.type == arrow_type
     assert [repr(v) for v in got.to_pylist()] == [repr(v) for v in want.to_pylist()]  # NaN, -0.0 too
+
+
+_REPEAT_TYPES = {"q": pa.int64(), "i": pa.int32(), "s": pa.string(), "l": pa.list_(pa.string())}
+_REPEAT_VALUES = {
+    "q": st.none() | st.integers(-(2**63), 2**63 - 1),
+    "i": st.none() | st.integers(-(2**31), 2**31 - 1),
+    "s": st.none() | st.text(),
+    "l": st.none() | st.lists(st.text(max_size=5), max_size=4),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_repeat_per_row_is_arrow_take(data: st.DataObject) -> None:
+    """The compiled per-row repetition of per-event values gives the arrays Arrow's
+    ``pa.array(...).take(...)`` gives (what it replaced), nulls and empty lists included."""
+    _compiled()
+    kinds = data.draw(st.text(alphabet="qisl", min_size=1, max_size=6))
+    events = data.draw(st.lists(st.tuples(*(_REPEAT_VALUES[k] for k in kinds)).map(list), min_size=1, max_size=8))
+    index = data.draw(st.lists(st.integers(0, len(events) - 1), max_size=40))
+    packed = pa.array(index, pa.int32())
+    parts = rows.repeat_per_row(events, kinds, packed.buffers()[1].to_pybytes())
+    for column, (kind, part) in enumerate(zip(kinds, parts)):
+        expected = pa.array([e[column] for e in events], _REPEAT_TYPES[kind]).take(packed)
+        got = read._repeated(_REPEAT_TYPES[kind], len(index), part)
+        got.validate(full=True)
+        assert got.equals(expected)
+
+
+def test_repeat_per_row_refuses_bad_input() -> None:
+    _compiled()
+    one = pa.array([0], pa.int32()).buffers()[1].to_pybytes()
+    with pytest.raises(IndexError):
+        rows.repeat_per_row([["a"]], "s", pa.array([1], pa.int32()).buffers()[1].to_pybytes())
+    with pytest.raises(TypeError):
+        rows.repeat_per_row([[1]], "s", one)
+    with pytest.raises(TypeError):
+        rows.repeat_per_row([["a"]], "l", one)
+    with pytest.raises(OverflowError):
+        rows.repeat_per_row([[2**31]], "i", one)
+    with pytest.raises(ValueError):
+        rows.repeat_per_row([[1]], "x", one)
+    with pytest.raises(TypeError):
+        rows.repeat_per_row([[1]], "qq", one)

@@ -1546,6 +1546,290 @@ rowsfast_configure(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* repeat(events, kinds, index) -> list: per-event values repeated per row, as Arrow buffers.
+ *
+ * Row r of column c is events[index[r]][c] (index: the int32 event numbers
+ * MapBuilder.take returns).  kinds has one letter per column: 'q' int64 and
+ * 'i' int32 give (valid | None, null_count, data); 's' str gives (valid | None,
+ * null_count, offsets, data); 'l' list of str gives (valid | None, null_count,
+ * offsets, child_offsets, child_data).  None is null.  This is what Arrow's
+ * take does after pa.array on each column, without building either. */
+
+static PyObject *
+rep_item(PyObject *event, Py_ssize_t c)
+{
+    return PyList_Check(event) ? PyList_GET_ITEM(event, c) : PyTuple_GET_ITEM(event, c);
+}
+
+/* The validity bitmap of the rows whose event has null[e] set: None when no row is null. */
+static PyObject *
+rep_valid(const int32_t *index, Py_ssize_t rows, const char *null, Py_ssize_t *nulls)
+{
+    *nulls = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        *nulls += null[index[r]];
+    }
+    if (*nulls == 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (rows + 7) >> 3);
+    if (out == NULL) {
+        return NULL;
+    }
+    unsigned char *bits = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(bits, 0, (size_t)((rows + 7) >> 3));
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (!null[index[r]]) {
+            bits[r >> 3] |= (unsigned char)(1 << (r & 7));
+        }
+    }
+    return out;
+}
+
+static int
+rep_str(PyObject *v, const char **text, Py_ssize_t *len)
+{
+    if (!PyUnicode_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "repeat: a 's' or 'l' column holds a value that is not str");
+        return -1;
+    }
+    *text = PyUnicode_AsUTF8AndSize(v, len);
+    return *text == NULL ? -1 : 0;
+}
+
+/* The offsets (int32) and data of rows' strings; strings[e] / lens[e] per event. */
+static int
+rep_strings(const int32_t *index, Py_ssize_t rows, const char *const *strings, const Py_ssize_t *lens,
+            PyObject **offsets, PyObject **data)
+{
+    Py_ssize_t total = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        total += lens[index[r]];
+    }
+    if (total > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
+        return -1;
+    }
+    *offsets = PyBytes_FromStringAndSize(NULL, (rows + 1) * 4);
+    *data = *offsets == NULL ? NULL : PyBytes_FromStringAndSize(NULL, total);
+    if (*data == NULL) {
+        Py_CLEAR(*offsets);
+        return -1;
+    }
+    int32_t *off = (int32_t *)PyBytes_AS_STRING(*offsets);
+    char *out = PyBytes_AS_STRING(*data);
+    int32_t at = 0;
+    off[0] = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        int32_t e = index[r];
+        if (lens[e]) {
+            memcpy(out + at, strings[e], (size_t)lens[e]);
+        }
+        at += (int32_t)lens[e];
+        off[r + 1] = at;
+    }
+    return 0;
+}
+
+static PyObject *
+rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_ssize_t rows, char *null)
+{
+    Py_ssize_t n = PyList_GET_SIZE(events), nulls;
+    PyObject *valid = NULL, *a = NULL, *b = NULL, *d = NULL, *out = NULL;
+    if (kind == 'q' || kind == 'i') {
+        int64_t *vals = PyMem_Calloc((size_t)(n ? n : 1), sizeof(int64_t));
+        if (vals == NULL) {
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t e = 0; e < n; e++) {
+            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
+            null[e] = v == Py_None;
+            if (v != Py_None) {
+                long long x = PyLong_AsLongLong(v);
+                if (x == -1 && PyErr_Occurred()) {
+                    PyMem_Free(vals);
+                    return NULL;
+                }
+                if (kind == 'i' && (x > INT32_MAX || x < INT32_MIN)) {
+                    PyMem_Free(vals);
+                    PyErr_SetString(PyExc_OverflowError, "repeat: value out of int32 range");
+                    return NULL;
+                }
+                vals[e] = x;
+            }
+        }
+        size_t width = kind == 'q' ? 8 : 4;
+        a = PyBytes_FromStringAndSize(NULL, rows * (Py_ssize_t)width);
+        if (a != NULL) {
+            char *p = PyBytes_AS_STRING(a);
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                int64_t x = vals[index[r]];
+                if (kind == 'q') {
+                    memcpy(p + r * 8, &x, 8);
+                }
+                else {
+                    int32_t y = (int32_t)x;
+                    memcpy(p + r * 4, &y, 4);
+                }
+            }
+            valid = rep_valid(index, rows, null, &nulls);
+        }
+        PyMem_Free(vals);
+        if (valid != NULL) {
+            out = Py_BuildValue("OnO", valid, nulls, a);
+        }
+    }
+    else if (kind == 's') {
+        const char **strings = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+        Py_ssize_t *lens = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+        int ok = strings != NULL && lens != NULL;
+        if (!ok) {
+            PyErr_NoMemory();
+        }
+        for (Py_ssize_t e = 0; ok && e < n; e++) {
+            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
+            null[e] = v == Py_None;
+            ok = v == Py_None || rep_str(v, &strings[e], &lens[e]) == 0;
+        }
+        if (ok && rep_strings(index, rows, strings, lens, &a, &b) == 0) {
+            valid = rep_valid(index, rows, null, &nulls);
+        }
+        PyMem_Free((void *)strings);
+        PyMem_Free(lens);
+        if (valid != NULL) {
+            out = Py_BuildValue("OnOO", valid, nulls, a, b);
+        }
+    }
+    else {  /* 'l': a list of str per event, laid out as the event's strings joined */
+        Py_ssize_t *counts = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+        const char **strings = NULL;
+        Py_ssize_t *lens = NULL, items = 0, total_items = 0;
+        int ok = counts != NULL;
+        for (Py_ssize_t e = 0; ok && e < n; e++) {
+            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
+            null[e] = v == Py_None;
+            if (v != Py_None && !PyList_Check(v) && !PyTuple_Check(v)) {
+                PyErr_SetString(PyExc_TypeError, "repeat: an 'l' column holds a value that is not a list");
+                ok = 0;
+                break;
+            }
+            counts[e] = v == Py_None ? 0 : PySequence_Fast_GET_SIZE(v);
+            items += counts[e];
+        }
+        if (ok) {
+            strings = PyMem_Calloc((size_t)(items ? items : 1), sizeof(char *));
+            lens = PyMem_Calloc((size_t)(items ? items : 1), sizeof(Py_ssize_t));
+            ok = strings != NULL && lens != NULL;
+        }
+        else if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        /* first[e]: where event e's strings start in strings/lens */
+        Py_ssize_t *first = ok ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t)) : NULL;
+        ok = ok && first != NULL;
+        for (Py_ssize_t e = 0, at = 0; ok && e < n; e++) {
+            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
+            first[e] = at;
+            for (Py_ssize_t i = 0; ok && i < counts[e]; i++, at++) {
+                ok = rep_str(PySequence_Fast_GET_ITEM(v, i), &strings[at], &lens[at]) == 0;
+            }
+        }
+        for (Py_ssize_t r = 0; ok && r < rows; r++) {
+            total_items += counts[index[r]];
+        }
+        if (ok && (total_items > INT32_MAX)) {
+            PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
+            ok = 0;
+        }
+        int32_t *flat = NULL;  /* the item numbers of every row's strings, in row order */
+        if (ok) {
+            flat = PyMem_Malloc((size_t)(total_items ? total_items : 1) * sizeof(int32_t));
+            a = flat == NULL ? NULL : PyBytes_FromStringAndSize(NULL, (rows + 1) * 4);
+            ok = a != NULL;
+            if (flat == NULL) {
+                PyErr_NoMemory();
+            }
+        }
+        if (ok) {
+            int32_t *off = (int32_t *)PyBytes_AS_STRING(a);
+            int32_t at = 0;
+            off[0] = 0;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                int32_t e = index[r];
+                for (Py_ssize_t i = 0; i < counts[e]; i++) {
+                    flat[at++] = (int32_t)(first[e] + i);
+                }
+                off[r + 1] = at;
+            }
+            ok = rep_strings(flat, total_items, strings, lens, &b, &d) == 0;
+        }
+        if (ok) {
+            valid = rep_valid(index, rows, null, &nulls);
+        }
+        PyMem_Free(flat);
+        PyMem_Free(first);
+        PyMem_Free(counts);
+        PyMem_Free((void *)strings);
+        PyMem_Free(lens);
+        if (valid != NULL) {
+            out = Py_BuildValue("OnOOO", valid, nulls, a, b, d);
+        }
+    }
+    Py_XDECREF(valid);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(d);
+    return out;
+}
+
+static PyObject *
+rowsfast_repeat(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyUnicode_Check(args[1]) || !PyBytes_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "repeat(events: list, kinds: str, index: bytes)");
+        return NULL;
+    }
+    PyObject *events = args[0];
+    Py_ssize_t width;
+    const char *kinds = PyUnicode_AsUTF8AndSize(args[1], &width);
+    if (kinds == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(events), rows = PyBytes_GET_SIZE(args[2]) / 4;
+    const int32_t *index = (const int32_t *)PyBytes_AS_STRING(args[2]);
+    for (Py_ssize_t c = 0; c < width; c++) {
+        if (strchr("qisl", kinds[c]) == NULL || kinds[c] == '\0') {
+            PyErr_Format(PyExc_ValueError, "repeat: unknown column kind %R", args[1]);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t e = 0; e < n; e++) {
+        PyObject *event = PyList_GET_ITEM(events, e);
+        if ((!PyList_Check(event) && !PyTuple_Check(event)) || PySequence_Fast_GET_SIZE(event) < width) {
+            PyErr_SetString(PyExc_TypeError, "repeat: every event must be a list or tuple of a value per kind");
+            return NULL;
+        }
+    }
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (index[r] < 0 || index[r] >= n) {
+            PyErr_SetString(PyExc_IndexError, "repeat: an event number outside events");
+            return NULL;
+        }
+    }
+    char *null = PyMem_Calloc((size_t)(n ? n : 1), 1);
+    PyObject *out = null == NULL ? PyErr_NoMemory() : PyList_New(width);
+    for (Py_ssize_t c = 0; out != NULL && c < width; c++) {
+        PyObject *column = rep_column(events, c, kinds[c], index, rows, null);
+        if (column == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, c, column);
+    }
+    PyMem_Free(null);
+    return out;
+}
+
 /* double_repr(x): float.__repr__(x) by the compiled conversion the map builder uses. */
 static PyObject *
 rowsfast_double_repr(PyObject *self, PyObject *arg)
@@ -1563,6 +1847,8 @@ rowsfast_double_repr(PyObject *self, PyObject *arg)
 }
 
 static PyMethodDef methods[] = {
+    {"repeat", (PyCFunction)(void (*)(void))rowsfast_repeat, METH_FASTCALL,
+     "repeat(events, kinds, index) -> list: per-event values repeated per row as Arrow buffers."},
     {"double_repr", rowsfast_double_repr, METH_O,
      "double_repr(x) -> str: float.__repr__(x) as the map builder renders FLOAT/DOUBLE values."},
     {"decode", (PyCFunction)(void (*)(void))rowsfast_decode, METH_FASTCALL,

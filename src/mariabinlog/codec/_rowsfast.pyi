@@ -56,3 +56,8 @@ class MapBuilder:
         """Append rows from ``pos`` until the data ends or a bound is reached: (pos, next row index)."""
     def take(self) -> tuple[int, bytes, bytes, tuple[Any, ...], tuple[Any, ...]]:
         """(rows, event numbers, row indexes, before buffers, after buffers); starts empty again."""
+
+def repeat(events: list[Any], kinds: str, index: bytes) -> list[tuple[Any, ...]]:
+    """Per-event values repeated per row (``index``: int32 event numbers) as Arrow buffers:
+    per ``kinds`` letter ``q``/``i`` (valid, nulls, data), ``s`` (valid, nulls, offsets, data),
+    ``l`` (valid, nulls, offsets, child offsets, child data)."""

@@ -1129,6 +1129,15 @@ def map_builder(render: Callable[[Any], str | None]) -> Any:
     return _rowsfast.MapBuilder(render) if DEFAULT_IMPLEMENTATION is FastRowDecoder else None
 
 
+def repeat_per_row(events: list[Sequence[Any]], kinds: str, index: bytes) -> list[tuple[Any, ...]]:
+    """The per-event values of a :func:`map_builder` batch repeated for each of its rows (row
+    ``r`` takes ``events[index[r]]``; ``index``: the event numbers ``MapBuilder.take`` gives), as
+    the buffers of Arrow arrays: one per ``kinds`` letter, ``q`` int64, ``i`` int32, ``s`` str,
+    ``l`` list of str (see ``_rowsfast.repeat``).  Only with the compiled decoder in use."""
+    assert _rowsfast is not None
+    return _rowsfast.repeat(events, kinds, index)  # type: ignore[no-any-return]
+
+
 def row_decoder(table_map: TableMapLike) -> RowDecoder:
     """The row decoder of ``table_map``, compiled once and cached in ``table_map.decoder``."""
     decoder = table_map.decoder

@@ -67,7 +67,7 @@ def crc_mismatch(buf: Buffer, pos: int, length: int) -> tuple[int, int] | None:
         data[17] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
         actual = crc32(data)
     else:
-        actual = crc32(buf[pos : pos + length - 4])
+        actual = crc32(memoryview(buf)[pos : pos + length - 4])  # a view: no copy of the event
     return None if stored == actual else (stored, actual)
 
 

@@ -55,7 +55,7 @@ from ..codec.events import (
 )
 from ..codec.event_header import reframe
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
-from ..codec.rows import FastRowDecoder, map_builder, row_decoder
+from ..codec.rows import FastRowDecoder, map_builder, repeat_per_row, row_decoder
 from ..codec.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, SchemaHistoryError, TruncatedError
@@ -783,20 +783,44 @@ def _shape(table_map: TableMapEvent) -> tuple[Any, ...]:
             tuple(table_map.column_meta), table_map.null_bitmap, table_map.optional_metadata)
 
 
+def _repeat_kind(kind: pa.DataType) -> str:
+    """The :func:`repeat_per_row` letter of a per-event column's Arrow type."""
+    if pa.types.is_string(kind):
+        return "s"
+    if pa.types.is_int32(kind):
+        return "i"
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        return "l"
+    assert pa.types.is_int64(kind) or pa.types.is_timestamp(kind), kind
+    return "q"
+
+
+def _repeated(kind: pa.DataType, rows: int, parts: tuple[Any, ...]) -> pa.Array:
+    """An array of :func:`repeat_per_row` buffers (no copy)."""
+    buf = pa.py_buffer
+    valid, nulls, *data = parts
+    buffers = [None if valid is None else buf(valid), *(buf(b) for b in data)]
+    if not pa.types.is_list(kind):
+        return pa.Array.from_buffers(kind, rows, buffers, null_count=nulls)
+    items = len(data[1]) // 4 - 1
+    child = pa.Array.from_buffers(kind.value_type, items, [None, *buffers[2:]], null_count=0)
+    return pa.Array.from_buffers(kind, rows, buffers[:2], null_count=nulls, children=[child])
+
+
 def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list[Any]]) -> pa.RecordBatch:
     """One rows-view batch: per-event columns repeated by the rows' event numbers, the row
     index and the before/after maps from the builder's buffers."""
     rows, event_no, row_index, before, after = taken
-    take = pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(event_no)], null_count=0)
+    fields = [f for f in schema if f.name not in ("row_index", "before", "after")]
+    repeated = iter(repeat_per_row(events, "".join(_repeat_kind(f.type) for f in fields), event_no))
     arrays = []
-    for i, field in enumerate(schema):
+    for field in schema:
         if field.name == "row_index":
             arrays.append(pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(row_index)], null_count=0))
         elif field.name in ("before", "after"):
             arrays.append(_map_array(field.type, before if field.name == "before" else after))
         else:
-            column = i if i < 4 else i - 1  # the per-event values skip row_index
-            arrays.append(pa.array([e[column] for e in events], type=field.type).take(take))
+            arrays.append(_repeated(field.type, rows, next(repeated)))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
