@@ -29,12 +29,33 @@ the codec's (:mod:`mariabinlog.codec.ibb_state`).
 
 from __future__ import annotations
 
-from .backup import BackupInfo, prepare
-from .check import CheckReport, check_directory
-from .config import EngineConfig
-from .engine import BinlogListEntry, Engine, EngineStatus
-from .transaction import CommitInfo, PendingXa, Transaction
-from .reader import EngineReader
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .backup import BackupInfo, prepare
+    from .check import CheckReport, check_directory
+    from .config import EngineConfig
+    from .engine import BinlogListEntry, Engine, EngineStatus
+    from .reader import EngineReader
+    from .transaction import CommitInfo, PendingXa, Transaction
+
+#: The package's names and their modules, imported on first use (PEP 562): a reader that
+#: needs only :mod:`.files` (a Spark worker, a planning process) does not load the writer.
+_EXPORTS = {
+    "BackupInfo": "backup",
+    "prepare": "backup",
+    "CheckReport": "check",
+    "check_directory": "check",
+    "EngineConfig": "config",
+    "BinlogListEntry": "engine",
+    "Engine": "engine",
+    "EngineStatus": "engine",
+    "CommitInfo": "transaction",
+    "PendingXa": "transaction",
+    "Transaction": "transaction",
+    "EngineReader": "reader",
+}
 
 __all__ = [
     "BackupInfo",
@@ -50,3 +71,12 @@ __all__ = [
     "check_directory",
     "prepare",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -33,13 +33,10 @@ from collections.abc import Callable
 from ..codec.events import QueryEvent
 from ..engine import Engine, EngineConfig
 from ..schema import SchemaHistory
+from ..schema.history import SCHEMA_HISTORY_FILE
 from .client import BinlogClient
 from .groups import EventGroup, clear_log_pos
 from .progress import Progress
-
-
-#: The archive's schema history, beside its `.ibb` files.
-SCHEMA_HISTORY_FILE = "schema-history.json"
 
 
 class Archiver:

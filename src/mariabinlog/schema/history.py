@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 
+#: The file name of a schema history kept beside the binlogs it describes (an archive's
+#: `.ibb` directory; the pipeline's output), where readers look for it.
+SCHEMA_HISTORY_FILE = "schema-history.json"
+
 #: A stream position: (file name, offset); the snapshot sits before every position.
 Position = tuple[str, int]
 _START: Position = ("", -1)

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError
+from ..schema.history import SCHEMA_HISTORY_FILE
 from .cdc import write_cdc
 from .options import ScanOptions
 from .read import NO_HISTORY
@@ -288,7 +289,7 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     # files when no saved one is given) and kept beside the tables; the CDC read takes it.
     scan = ScanOptions.parse(options, MariabinlogDataSource.defaults)
     history = rows_history(source_paths({**options, "path": source}), scan)[0]
-    result.history = os.path.join(out, "schema-history.json")
+    result.history = os.path.join(out, SCHEMA_HISTORY_FILE)
     history.save(result.history)
     read_options = dict(options)
     if scan.schema_history != NO_HISTORY:

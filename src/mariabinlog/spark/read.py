@@ -59,8 +59,8 @@ from ..codec.rows import FastRowDecoder, map_builder, repeat_per_row, row_decode
 from ..codec.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, SchemaHistoryError, TruncatedError
-from ..replication.archive import SCHEMA_HISTORY_FILE
 from ..schema import SchemaHistory, SchemaTracker
+from ..schema.history import SCHEMA_HISTORY_FILE
 from .files import legacy_events
 from .fs import ByteWindow, Listing, Storage, child_path, is_file, open_pages, read_file
 from .options import ScanOptions
