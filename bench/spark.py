@@ -25,9 +25,14 @@ Goals (issue 16): scan <= 3x our dump (stretch 1.5x), faster than the JSON route
 
 * the floor: the same ``rows-agg`` / ``events-agg`` over a Parquet copy of the view (written
   first, untimed), read by Spark's own file source on ``local[1]`` pinned to one core: what
-  any data source could reach for that query on this machine.
+  any data source could reach for that query on this machine;
+* the Python source floor (``replay``): the same ``rows-agg`` over the rows view's own Arrow
+  batches, made beforehand by this project's reader (untimed) into one Arrow IPC file per
+  partition and replayed by a trivial Python data source that memory-maps them and yields
+  the batches as they are, on ``local[1]`` and ``local[2]``: what PySpark's Python Data
+  Source API costs for this query with a decoder that costs nothing.
 
-    python bench/spark.py [--bytes 1G] [--repeat N] [--only rows-agg,events-agg,floor,...]
+    python bench/spark.py [--bytes 1G] [--repeat N] [--only rows-agg,events-agg,floor,replay,...]
 """
 
 from __future__ import annotations
@@ -137,6 +142,67 @@ def _tree_cpu(root: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def write_replay(binlog: Path, directory: Path) -> int:
+    """The rows view of ``binlog`` as this project's reader makes its Arrow batches, one Arrow
+    IPC file per input partition of the source's own plan (``part-N.arrow``): the replay
+    floor's input.  Returns the rows written."""
+    import pyarrow as pa
+
+    from mariabinlog.spark.fs import discover
+    from mariabinlog.spark.options import ScanOptions
+    from mariabinlog.spark.partition import BinlogPartition, arrow_schema, read_partition
+    from mariabinlog.spark.plan import plan
+    from mariabinlog.spark.schema import SCHEMAS
+
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    options = ScanOptions.parse({"path": str(binlog), "view": "rows"}, {})
+    rows = 0
+    for index, splits in enumerate(plan(discover([str(binlog)], options.listing), options)):
+        with pa.OSFile(str(directory / f"part-{index}.arrow"), "wb") as sink:
+            with pa.ipc.new_file(sink, arrow_schema(SCHEMAS["rows"])) as writer:
+                for batch in read_partition(BinlogPartition(index, tuple(splits)), options, SCHEMAS["rows"]):
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+    return rows
+
+
+def _replay_source() -> Any:
+    """A trivial Python data source yielding the batches of :func:`write_replay`'s files as
+    they are (memory-mapped: no decoding, no copy): the Python Data Source API's own cost."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from mariabinlog.spark.schema import SCHEMAS
+
+    class ReplayReader(DataSourceReader):
+        def __init__(self, directory: str) -> None:
+            self.directory = directory
+
+        def partitions(self) -> list[InputPartition]:
+            names = sorted(os.listdir(self.directory), key=lambda n: int(n.split("-")[1].split(".")[0]))
+            return [InputPartition(os.path.join(self.directory, n)) for n in names]
+
+        def read(self, partition: InputPartition) -> Any:
+            with pa.memory_map(partition.value) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    class ReplaySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "arrowreplay"
+
+        def schema(self) -> Any:
+            return SCHEMAS["rows"]
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return ReplayReader(self.options["path"])
+
+    return ReplaySource
+
+
 def _child(master: str, source: str, out: str, mode: str) -> None:
     """In its own process: start Spark, run one job, print timings as JSON."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -171,6 +237,9 @@ def _child(master: str, source: str, out: str, mode: str) -> None:
         rows = spark.read.parquet(out).count()
     elif mode.endswith("-parquet"):
         rows = _aggregate_all(spark.read.parquet(source)).first()["rows"]
+    elif mode == "rows-replay":
+        spark.dataSource.register(_replay_source())
+        rows = _aggregate_all(spark.read.format("arrowreplay").load(source)).first()["rows"]
     else:
         view = mode.split("-")[0]
         if mode.endswith("-warm"):  # the same query once before, untimed: JIT and workers warm
@@ -402,6 +471,13 @@ def main(argv: list[str] | None = None) -> int:
                 report(f"floor: {view}-agg over a Parquet copy, local[1] 1 core", r["wall"], r["cpu"], r["startup"],
                        r["rows"])
                 shutil.rmtree(copy)
+        if not only or "replay" in only:
+            copy = work / "rows-arrow"
+            write_replay(legacy, copy)
+            for master, cores in (("local[1]", 1), ("local[2]", 2)):
+                r = _run_child(master, copy, work / "out", "rows-replay", cores)
+                report(f"floor: rows-agg, trivial Python source, {master}", r["wall"], r["cpu"], r["startup"], r["rows"])
+            shutil.rmtree(copy)
         if not only or "json-agg" in only:
             json_file = work / "binlog.json"
             dumped, dump_cpu = _run_tool([sys.executable, "-m", "mariabinlog", "dump", "--format=json", str(legacy)],
@@ -437,6 +513,15 @@ def _ratios(best: dict[str, float]) -> None:
             f"floor: {view}-agg over a Parquet copy, local[1] 1 core")
         if scan and floor:
             checks.append(f"{view} scan (legacy) / the same aggregate over Parquet: {scan / floor:.2f}x (the floor)")
+    one, two = best.get("floor: rows-agg, trivial Python source, local[1]"), best.get(
+        "floor: rows-agg, trivial Python source, local[2]")
+    if one and dump:
+        checks.append(f"trivial Python source (replayed batches) / our dump: {one / dump:.2f}x (the API's floor)")
+    if one and two:
+        checks.append(f"trivial Python source local[2] speed-up over local[1]: {one / two:.2f}x")
+    scan = best.get("rows-agg local[1] 1 core, legacy")
+    if scan and one:
+        checks.append(f"rows scan (legacy) / trivial Python source: {scan / one:.2f}x (what decoding adds)")
     scan, json_route = best.get("rows-agg local[1] 1 core, legacy"), best.get("JSON route (both steps)")
     if scan and json_route:
         checks.append(f"JSON route / rows scan: {json_route / scan:.2f}x (goal > 1x)")
