@@ -1227,9 +1227,66 @@ map_end_row(MapCol *m, int valid)
     return 0;
 }
 
+/* The keys of one image's entries, the same for every row of a rows event: their UTF-8
+ * text joined, and where each ends in it (built once per add() call, copied per row). */
+typedef struct {
+    char *text;
+    int32_t *ends;
+    Py_ssize_t len;
+} Keys;
+
+static void
+keys_free(Keys *k)
+{
+    PyMem_Free(k->text);
+    PyMem_Free(k->ends);
+    k->text = NULL;
+    k->ends = NULL;
+}
+
+static int
+keys_build(Keys *k, PyObject *names, const Image *img)
+{
+    Py_ssize_t total = 0;
+    k->text = NULL;
+    k->ends = PyMem_Malloc((size_t)(img->ncols ? img->ncols : 1) * sizeof(int32_t));
+    if (k->ends == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < img->ncols; i++) {
+        Py_ssize_t n;
+        if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, img->cols[i].index), &n) == NULL) {
+            keys_free(k);
+            return -1;
+        }
+        total += n;
+        if (total > INT32_MAX) {
+            keys_free(k);
+            PyErr_SetString(PyExc_OverflowError, "column names too long");
+            return -1;
+        }
+        k->ends[i] = (int32_t)total;
+    }
+    k->text = PyMem_Malloc((size_t)(total ? total : 1));
+    if (k->text == NULL) {
+        keys_free(k);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0, at = 0; i < img->ncols; i++) {
+        Py_ssize_t n;
+        const char *t = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, img->cols[i].index), &n);
+        memcpy(k->text + at, t, (size_t)n);
+        at += n;
+    }
+    k->len = total;
+    return 0;
+}
+
 /* One image into map column m; returns 0 and advances *pos, or -1 (error set). */
 static int
-map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObject *data, const unsigned char *buf,
+map_image(MapBuilder *self, MapCol *m, const Keys *keys, const Image *img, PyObject *data, const unsigned char *buf,
           Py_ssize_t len, Py_ssize_t *pos)
 {
     Py_ssize_t start = *pos, p = start;
@@ -1239,15 +1296,26 @@ map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObje
     }
     const unsigned char *nulls = buf + p;
     p += img->null_bytes;
+    /* The row's keys in one copy; its key offsets, value offsets and validity bits have
+     * room made here once (the values' own text grows as it is rendered). */
+    Py_ssize_t base = m->keys.len, ncols = img->ncols;
+    if (base + keys->len > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
+        return -1;
+    }
+    if (buf_put(&m->keys, keys->text, keys->len) < 0 || buf_reserve(&m->key_offsets, 4 * ncols) < 0
+        || buf_reserve(&m->value_offsets, 4 * ncols) < 0 || buf_reserve(&m->value_valid, ncols / 8 + 1) < 0) {
+        return -1;
+    }
+    int32_t *key_off = (int32_t *)(m->key_offsets.p + m->key_offsets.len);
+    for (Py_ssize_t k = 0; k < ncols; k++) {
+        int32_t end = (int32_t)base + keys->ends[k];
+        memcpy(key_off + k, &end, 4);
+    }
+    m->key_offsets.len += 4 * ncols;
     Py_ssize_t run_start = -1;
-    for (Py_ssize_t k = 0; k < img->ncols; k++) {
+    for (Py_ssize_t k = 0; k < ncols; k++) {
         const Column *c = &img->cols[k];
-        PyObject *name = PyTuple_GET_ITEM(names, c->index);
-        Py_ssize_t name_len;
-        const char *name_utf8 = PyUnicode_AsUTF8AndSize(name, &name_len);
-        if (name_utf8 == NULL || buf_put(&m->keys, name_utf8, name_len) < 0 || buf_i32(&m->key_offsets, m->keys.len) < 0) {
-            return -1;
-        }
         int is_null = 0, rc = 0;
         if (nulls[k >> 3] >> (k & 7) & 1) {
             is_null = 1;
@@ -1309,10 +1377,24 @@ map_image(MapBuilder *self, MapCol *m, PyObject *names, const Image *img, PyObje
                 return -1;
             }
         }
-        if (rc < 0 || buf_bit(&m->value_valid, m->entries, !is_null) < 0
-            || buf_i32(&m->value_offsets, m->values.len) < 0) {
+        if (rc < 0) {
             return -1;
         }
+        if (m->values.len > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
+            return -1;
+        }
+        /* room made above: render_* grow only m->values */
+        Py_ssize_t bit = m->entries;
+        if ((bit & 7) == 0) {
+            m->value_valid.p[m->value_valid.len++] = 0;
+        }
+        if (!is_null) {
+            m->value_valid.p[bit >> 3] |= (char)(1 << (bit & 7));
+        }
+        int32_t end = (int32_t)m->values.len;
+        memcpy(m->value_offsets.p + m->value_offsets.len, &end, 4);
+        m->value_offsets.len += 4;
         m->entries++;
     }
     if (map_end_row(m, 1) < 0) {
@@ -1389,19 +1471,25 @@ MapBuilder_add(MapBuilder *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "pos outside the data");
         return NULL;
     }
+    Keys first_keys = {NULL, NULL, 0}, second_keys = {NULL, NULL, 0};
+    if (keys_build(&first_keys, names, first) < 0 || (second != NULL && keys_build(&second_keys, names, second) < 0)) {
+        keys_free(&first_keys);
+        return NULL;
+    }
     Py_INCREF(data);  /* render() runs Python code: keep the buffer alive */
     while (pos < len && self->rows < max_rows && MapBuilder_bytes(self) < max_bytes) {
         Py_ssize_t start = pos;
         int rc;
         if (mode == 0) {
-            rc = map_null(&self->before) < 0 ? -1 : map_image(self, &self->after, names, first, data, buf, len, &pos);
+            rc = map_null(&self->before) < 0 ? -1 : map_image(self, &self->after, &first_keys, first, data, buf, len, &pos);
         }
         else if (mode == 2) {
-            rc = map_image(self, &self->before, names, first, data, buf, len, &pos) < 0 ? -1 : map_null(&self->after);
+            rc = map_image(self, &self->before, &first_keys, first, data, buf, len, &pos) < 0
+                     ? -1 : map_null(&self->after);
         }
         else {
-            rc = map_image(self, &self->before, names, first, data, buf, len, &pos) < 0
-                     ? -1 : map_image(self, &self->after, names, second, data, buf, len, &pos);
+            rc = map_image(self, &self->before, &first_keys, first, data, buf, len, &pos) < 0
+                     ? -1 : map_image(self, &self->after, &second_keys, second, data, buf, len, &pos);
         }
         if (rc < 0) {
             goto fail;
@@ -1418,9 +1506,13 @@ MapBuilder_add(MapBuilder *self, PyObject *const *args, Py_ssize_t nargs)
         self->rows++;
     }
     Py_DECREF(data);
+    keys_free(&first_keys);
+    keys_free(&second_keys);
     return Py_BuildValue("nn", pos, row_index);
 fail:
     Py_DECREF(data);
+    keys_free(&first_keys);
+    keys_free(&second_keys);
     return NULL;
 }
 
