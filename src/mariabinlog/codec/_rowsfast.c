@@ -959,22 +959,45 @@ civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = yy + (*m <= 2);
 }
 
-/* Decimal text of v (with '-' when negative) into out; returns the end. */
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* v with at least `width` (<= 20) digits, zero-padded as %0Nd; two digits a step. */
+static char *
+fmt_pad(char *out, uint64_t v, int width)
+{
+    char tmp[24];
+    int n = 24;
+    while (v >= 100) {
+        const char *pair = DIGIT_PAIRS + (v % 100) * 2;
+        v /= 100;
+        tmp[--n] = pair[1];
+        tmp[--n] = pair[0];
+    }
+    if (v >= 10) {
+        tmp[--n] = DIGIT_PAIRS[v * 2 + 1];
+        tmp[--n] = DIGIT_PAIRS[v * 2];
+    }
+    else {
+        tmp[--n] = (char)('0' + v);
+    }
+    while (24 - n < width) {
+        tmp[--n] = '0';
+    }
+    memcpy(out, tmp + n, (size_t)(24 - n));
+    return out + (24 - n);
+}
+
+/* Decimal text of v into out; returns the end. */
 static char *
 fmt_u64(char *out, uint64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n) {
-        *out++ = tmp[--n];
-    }
-    return out;
+    return fmt_pad(out, v, 1);
 }
 
+/* Decimal text of v (with '-' when negative) into out; returns the end. */
 static char *
 fmt_i64(char *out, int64_t v)
 {
@@ -985,23 +1008,19 @@ fmt_i64(char *out, int64_t v)
     return fmt_u64(out, (uint64_t)v);
 }
 
-/* v with at least `width` digits (zero-padded, as %0Nd for v >= 0). */
-static char *
-fmt_pad(char *out, uint64_t v, int width)
+/* v < 100 as two digits. */
+static inline char *
+put2(char *o, uint64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n < width) {
-        tmp[n++] = '0';
-    }
-    while (n) {
-        *out++ = tmp[--n];
-    }
-    return out;
+    memcpy(o, DIGIT_PAIRS + v * 2, 2);
+    return o + 2;
+}
+
+/* v zero-padded to two digits (more when v >= 100). */
+static inline char *
+pad2(char *o, uint64_t v)
+{
+    return v < 100 ? put2(o, v) : fmt_pad(o, v, 2);
 }
 
 /* "[-]HH:MM:SS[.ffffff]" */
@@ -1011,14 +1030,15 @@ fmt_time(char *o, int negative, uint64_t hh, uint64_t mi, uint64_t ss, uint64_t 
     if (negative) {
         *o++ = '-';
     }
-    o = fmt_pad(o, hh, 2);
+    o = pad2(o, hh);
     *o++ = ':';
-    o = fmt_pad(o, mi, 2);
+    o = pad2(o, mi);
     *o++ = ':';
-    o = fmt_pad(o, ss, 2);
+    o = pad2(o, ss);
     if (micro) {
         *o++ = '.';
-        o = fmt_pad(o, micro, 6);
+        o = micro < 1000000 ? put2(put2(put2(o, micro / 10000), micro / 100 % 100), micro % 100)
+                            : fmt_pad(o, micro, 6);
     }
     return o;
 }
@@ -1028,11 +1048,11 @@ static char *
 fmt_datetime(char *o, uint64_t y, uint64_t m, uint64_t d, int time, uint64_t hh, uint64_t mi, uint64_t ss,
              uint64_t micro)
 {
-    o = fmt_pad(o, y, 4);
+    o = y < 10000 ? put2(put2(o, y / 100), y % 100) : fmt_pad(o, y, 4);
     *o++ = '-';
-    o = fmt_pad(o, m, 2);
+    o = pad2(o, m);
     *o++ = '-';
-    o = fmt_pad(o, d, 2);
+    o = pad2(o, d);
     if (time) {
         *o++ = ' ';
         o = fmt_time(o, 0, hh, mi, ss, micro);
@@ -1655,9 +1675,12 @@ rep_item(PyObject *event, Py_ssize_t c)
 
 /* The validity bitmap of the rows whose event has null[e] set: None when no row is null. */
 static PyObject *
-rep_valid(const int32_t *index, Py_ssize_t rows, const char *null, Py_ssize_t *nulls)
+rep_valid(const int32_t *index, Py_ssize_t rows, const char *null, Py_ssize_t events, Py_ssize_t *nulls)
 {
     *nulls = 0;
+    if (memchr(null, 1, (size_t)events) == NULL) {
+        Py_RETURN_NONE;
+    }
     for (Py_ssize_t r = 0; r < rows; r++) {
         *nulls += null[index[r]];
     }
@@ -1764,7 +1787,7 @@ rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_s
                     memcpy(p + r * 4, &y, 4);
                 }
             }
-            valid = rep_valid(index, rows, null, &nulls);
+            valid = rep_valid(index, rows, null, n, &nulls);
         }
         PyMem_Free(vals);
         if (valid != NULL) {
@@ -1784,7 +1807,7 @@ rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_s
             ok = v == Py_None || rep_str(v, &strings[e], &lens[e]) == 0;
         }
         if (ok && rep_strings(index, rows, strings, lens, &a, &b) == 0) {
-            valid = rep_valid(index, rows, null, &nulls);
+            valid = rep_valid(index, rows, null, n, &nulls);
         }
         PyMem_Free((void *)strings);
         PyMem_Free(lens);
@@ -1856,7 +1879,7 @@ rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_s
             ok = rep_strings(flat, total_items, strings, lens, &b, &d) == 0;
         }
         if (ok) {
-            valid = rep_valid(index, rows, null, &nulls);
+            valid = rep_valid(index, rows, null, n, &nulls);
         }
         PyMem_Free(flat);
         PyMem_Free(first);
