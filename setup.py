@@ -13,19 +13,20 @@ C implementation of packed DECIMAL; ``_rowsfast`` renders FLOAT/DOUBLE values as
 from setuptools import Extension, setup
 
 _DECIMAL_H = "src/mariabinlog/codec/_decimal.h"
+_DIGITS_H = "src/mariabinlog/codec/_digits.h"
 
 setup(
     ext_modules=[
         Extension(
             "mariabinlog.codec._rowsfast",
             ["src/mariabinlog/codec/_rowsfast.c"],
-            depends=[_DECIMAL_H, "src/mariabinlog/codec/_shortest.h", "src/mariabinlog/codec/_pow5.h"],
+            depends=[_DECIMAL_H, _DIGITS_H, "src/mariabinlog/codec/_shortest.h", "src/mariabinlog/codec/_pow5.h"],
             optional=True,
         ),
         Extension(
             "mariabinlog.tools._dumpfast",
             ["src/mariabinlog/tools/_dumpfast.c"],
-            depends=[_DECIMAL_H],
+            depends=[_DECIMAL_H, _DIGITS_H],
             optional=True,
         ),
     ]

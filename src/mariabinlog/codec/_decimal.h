@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "_digits.h"
+
 /* Longest text: sign, 65 digits, point, 30 fraction digits (scale <= 30 by the
  * server, 65 here to stay safe with any metadata), terminator. */
 #define MB_DECIMAL_TEXT_MAX (1 + 65 + 1 + 65 + 1)
@@ -37,12 +39,8 @@ static inline uint32_t mb_dec_group(const unsigned char *p, int n)
 
 static inline void mb_dec_digits(char **out, uint32_t value, int digits)
 {
-    char *end = *out + digits;
-    for (char *q = end - 1; q >= *out; q--) {
-        *q = (char)('0' + value % 10);
-        value /= 10;
-    }
-    *out = end;
+    mb_digits_fixed(*out + digits, value, digits);
+    *out += digits;
 }
 
 /* Text of the packed DECIMAL(precision, scale) at d: "-" for a negative value, the

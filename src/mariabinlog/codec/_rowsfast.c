@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "_decimal.h"
+#include "_digits.h"
 #include "_shortest.h"
 
 /* Bump together with rows._FAST_PLAN_VERSION whenever opcodes or arguments change. */
@@ -959,35 +960,18 @@ civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = yy + (*m <= 2);
 }
 
-static const char DIGIT_PAIRS[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* v with at least `width` (<= 20) digits, zero-padded as %0Nd; two digits a step. */
+/* v with at least `width` (<= 20) digits, zero-padded as %0Nd. */
 static char *
 fmt_pad(char *out, uint64_t v, int width)
 {
     char tmp[24];
-    int n = 24;
-    while (v >= 100) {
-        const char *pair = DIGIT_PAIRS + (v % 100) * 2;
-        v /= 100;
-        tmp[--n] = pair[1];
-        tmp[--n] = pair[0];
+    char *start = mb_digits_before(tmp + 24, v);
+    while (tmp + 24 - start < width) {
+        *--start = '0';
     }
-    if (v >= 10) {
-        tmp[--n] = DIGIT_PAIRS[v * 2 + 1];
-        tmp[--n] = DIGIT_PAIRS[v * 2];
-    }
-    else {
-        tmp[--n] = (char)('0' + v);
-    }
-    while (24 - n < width) {
-        tmp[--n] = '0';
-    }
-    memcpy(out, tmp + n, (size_t)(24 - n));
-    return out + (24 - n);
+    size_t n = (size_t)(tmp + 24 - start);
+    memcpy(out, start, n);
+    return out + n;
 }
 
 /* Decimal text of v into out; returns the end. */
@@ -1012,7 +996,7 @@ fmt_i64(char *out, int64_t v)
 static inline char *
 put2(char *o, uint64_t v)
 {
-    memcpy(o, DIGIT_PAIRS + v * 2, 2);
+    memcpy(o, MB_DIGIT_PAIRS + v * 2, 2);
     return o + 2;
 }
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_digits.h"
 #include "_pow5.h"
 
 /* Longest text: sign, 17 digits, point, "e-308". */
@@ -196,16 +197,9 @@ static int mb_double_repr(double d, char *out)
     uint64_t value;
     int32_t exponent;
     mb_shortest(ieee_mantissa, ieee_exponent, &value, &exponent);
-    char digits[20];
-    int n = 0;
-    char reversed[20];
-    do {
-        reversed[n++] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value);
-    for (int a = 0; a < n; a++) {
-        digits[a] = reversed[n - 1 - a];
-    }
+    char buf[20];
+    const char *digits = mb_digits_before(buf + 20, value);
+    int n = (int)(buf + 20 - digits);
     while (n > 1 && digits[n - 1] == '0') {  /* repr's digits never end in zero */
         n--;
         exponent++;
