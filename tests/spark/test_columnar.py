@@ -113,6 +113,12 @@ def test_rendering_edges_render_alike() -> None:
         (Decimal("-0.0000012345"), Decimal("1"), "\u00e9\u4e2d\U0001f600", "\xff\xe9", b"\xc3\xa9",
          MysqlTimestamp(86399, 1), MysqlTime(True, 0, 0, 0, 1000), -0.0, 3.0, 12345678901234),
         (Decimal("0.000001"), None, None, None, None, None, None, None, None, None),
+        # long ASCII runs before and after multi-byte and invalid UTF-8 (read eight bytes a step)
+        (Decimal("1.5"), Decimal("2"), "0123456789abcdef\u00e9 and then more ASCII text \U0001f600 end",
+         "0123456789abcdef\xe9", b"0123456789abcdef\xff", MysqlTimestamp(1, 1), MysqlTime(False, 100, 0, 0, 7000),
+         1.5, 2.5, 7),
+        (Decimal("-1"), Decimal("-2"), "0123456789abcdefgh \udcff ijklmnopqrstuvwxyz", "abcdefghijklmnopqrstu",
+         b"abcdefghijklmnop", MysqlTimestamp(2, 10), MysqlTime(True, 99, 59, 59, 999000), 1e-7, 1e16, 10**9),
     ]
     for with_metadata in (True, False):
         tm = table_map(cols, with_metadata=with_metadata)

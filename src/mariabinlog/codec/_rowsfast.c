@@ -303,16 +303,35 @@ named(PyObject *cls, Py_ssize_t n, PyObject **items, int atomic)
     return t;
 }
 
+/* n (<= 8) bytes little-endian; the common widths in one load. */
 static inline uint64_t
 read_le(const unsigned char *p, Py_ssize_t n)
 {
-    uint64_t v = 0;
-    for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        v = v << 8 | p[i];
+    switch (n) {
+    case 1:
+        return p[0];
+    case 2:
+        return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+    case 4:
+        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+    case 8: {
+        uint64_t v = 0;
+        for (int i = 7; i >= 0; i--) {
+            v = v << 8 | p[i];
+        }
+        return v;
     }
-    return v;
+    default: {
+        uint64_t v = 0;
+        for (Py_ssize_t i = n - 1; i >= 0; i--) {
+            v = v << 8 | p[i];
+        }
+        return v;
+    }
+    }
 }
 
+/* n (<= 8) bytes big-endian. */
 static inline uint64_t
 read_be(const unsigned char *p, Py_ssize_t n)
 {
@@ -872,6 +891,14 @@ utf8_valid(const unsigned char *p, Py_ssize_t n)
         unsigned char c = p[i];
         if (c < 0x80) {
             i++;
+            while (i + 8 <= n) {  /* ASCII eight bytes at a time */
+                uint64_t w;
+                memcpy(&w, p + i, 8);
+                if (w & 0x8080808080808080ULL) {
+                    break;
+                }
+                i += 8;
+            }
             continue;
         }
         Py_ssize_t k;
