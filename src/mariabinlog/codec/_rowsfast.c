@@ -721,9 +721,12 @@ fail:
  * caller repeats the per-event columns.
  */
 
+/* A growing buffer kept in a bytes object, so that take() hands it over without a copy;
+ * the next one starts at the size the last one reached (one allocation per batch). */
 typedef struct {
+    PyObject *obj;
     char *p;
-    Py_ssize_t len, cap;
+    Py_ssize_t len, cap, hint;
 } Buf;
 
 static int
@@ -732,18 +735,32 @@ buf_reserve(Buf *b, Py_ssize_t extra)
     if (b->len + extra <= b->cap) {
         return 0;
     }
-    Py_ssize_t cap = b->cap ? b->cap : 256;
+    Py_ssize_t cap = b->cap ? b->cap : (b->hint > 256 ? b->hint : 256);
     while (cap < b->len + extra) {
         cap *= 2;
     }
-    char *p = PyMem_Realloc(b->p, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
+    if (b->obj == NULL) {
+        b->obj = PyBytes_FromStringAndSize(NULL, cap);
+    }
+    else if (_PyBytes_Resize(&b->obj, cap) < 0) {  /* frees the old one and clears obj */
+        b->obj = NULL;
+    }
+    if (b->obj == NULL) {
+        b->p = NULL;
+        b->len = b->cap = 0;
         return -1;
     }
-    b->p = p;
+    b->p = PyBytes_AS_STRING(b->obj);
     b->cap = cap;
     return 0;
+}
+
+static void
+buf_free(Buf *b)
+{
+    Py_CLEAR(b->obj);
+    b->p = NULL;
+    b->len = b->cap = 0;
 }
 
 static inline int
@@ -784,12 +801,20 @@ buf_bit(Buf *b, Py_ssize_t n, int v)
     return 0;
 }
 
+/* The bytes so far (the buffer itself, cut to its length); the Buf starts empty. */
 static PyObject *
 buf_take(Buf *b)
 {
-    PyObject *out = PyBytes_FromStringAndSize(b->p ? b->p : "", b->len);
-    b->len = 0;
-    return out;
+    PyObject *out = b->obj;
+    Py_ssize_t len = b->len;
+    b->hint = b->cap;
+    b->obj = NULL;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    if (out == NULL) {
+        return PyBytes_FromStringAndSize("", 0);
+    }
+    return _PyBytes_Resize(&out, len) < 0 ? NULL : out;
 }
 
 /* One map<string,string> column. */
@@ -835,11 +860,11 @@ MapBuilder_dealloc(MapBuilder *self)
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->render);
     for (int i = 0; i < MC_BUFS; i++) {
-        PyMem_Free(mapcol_bufs(&self->before, i)->p);
-        PyMem_Free(mapcol_bufs(&self->after, i)->p);
+        buf_free(mapcol_bufs(&self->before, i));
+        buf_free(mapcol_bufs(&self->after, i));
     }
-    PyMem_Free(self->event_no.p);
-    PyMem_Free(self->row_index.p);
+    buf_free(&self->event_no);
+    buf_free(&self->row_index);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
