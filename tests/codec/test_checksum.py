@@ -20,6 +20,15 @@ def test_crc32_is_zlib() -> None:
 
 def test_hardware_backend_is_used() -> None:
     assert checksum.CRC32C_BACKEND in ("crc32c", "google-crc32c")
+    assert checksum.CRC32_BACKEND == "zlib-ng"
+
+
+@given(st.binary(max_size=3000), st.integers(0, 2**32 - 1))
+def test_crc32_backend_is_zlibs_crc32(data: bytes, start: int) -> None:
+    import zlib
+
+    assert crc32(data, start) == zlib.crc32(data, start)
+    assert crc32(memoryview(data)[1:]) == zlib.crc32(data[1:])
 
 
 def test_accepts_any_buffer_and_chains() -> None:

@@ -1,5 +1,9 @@
 """CRC-32C for `.ibb` pages and zlib CRC-32 for legacy event footers.
 
+CRC-32 comes from ``zlib-ng`` (CPU carry-less multiply: ~10 GB/s on 5.6 KB events here,
+against ~2.5 GB/s for the standard library's zlib, which reading a legacy binlog spent
+a tenth of its time in); the standard library's ``zlib.crc32`` where it does not import.
+
 Measured here (AMD EPYC, CPython 3.11, 16 KiB pages): ``crc32c`` 2.9 ~20 GB/s
 on bytes and ~16.5 GB/s on a zero-copy page prefix; ``google-crc32c`` 1.9
 ~24 GB/s on bytes but ~15 GB/s on a page prefix because it accepts only
@@ -60,6 +64,16 @@ def crc32c(data: Buffer, value: int = 0) -> int:
     return _crc32c_impl(data, value)
 
 
+_crc32_impl: Callable[[Buffer, int], int]
+try:
+    from zlib_ng.zlib_ng import crc32 as _crc32_impl
+
+    CRC32_BACKEND = "zlib-ng"
+except ImportError:  # pragma: no cover - depends on the installed packages
+    _crc32_impl = zlib.crc32
+    CRC32_BACKEND = "zlib"
+
+
 def crc32(data: Buffer, value: int = 0) -> int:
     """zlib/IEEE CRC-32 of ``data``, continuing from ``value`` (legacy event checksums)."""
-    return zlib.crc32(data, value)
+    return _crc32_impl(data, value)

@@ -54,6 +54,7 @@ from ..codec.events import (
     DecodeContext,
     event_type_name,
 )
+from ..codec.checksum import crc32 as checksum_crc32
 from ..codec.gtid import Gtid
 from ..codec.stream import crc_mismatch, footer_len
 from ..errors import (
@@ -555,7 +556,7 @@ class Dumper:
         # Format_description and for anything that is about to fail.
         hdr = _HDR.unpack_from
         u32 = _U32.unpack_from
-        crc32 = zlib.crc32
+        crc32 = checksum_crc32
         view = P.EventView
         process = self.process
         print_event = p.print_event
