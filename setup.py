@@ -5,7 +5,7 @@
 printer's hot loops (base64 lines, row counts, ``###`` lines).  Both modules
 fall back to pure Python without them: a failed compile (no C compiler) does
 not fail the install (``optional=True``).  Both include ``codec/_decimal.h``, the one
-C implementation of packed DECIMAL; ``_rowsfast`` renders FLOAT/DOUBLE values as
+C implementation of packed DECIMAL, and ``codec/_digits.h`` (decimal digits two at a time); ``_rowsfast`` renders FLOAT/DOUBLE values as
 ``float.__repr__`` by ``codec/_shortest.h`` (Ryu, with the powers of five that
 ``scripts/gen_pow5_table.py`` writes into ``codec/_pow5.h``).
 """
