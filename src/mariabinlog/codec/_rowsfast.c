@@ -1867,17 +1867,16 @@ rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_s
             counts[e] = v == Py_None ? 0 : PySequence_Fast_GET_SIZE(v);
             items += counts[e];
         }
+        Py_ssize_t *first = NULL;  /* first[e]: where event e's strings start in strings/lens */
         if (ok) {
             strings = PyMem_Calloc((size_t)(items ? items : 1), sizeof(char *));
             lens = PyMem_Calloc((size_t)(items ? items : 1), sizeof(Py_ssize_t));
-            ok = strings != NULL && lens != NULL;
+            first = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+            ok = strings != NULL && lens != NULL && first != NULL;
         }
-        else if (!PyErr_Occurred()) {
+        if (!ok && !PyErr_Occurred()) {
             PyErr_NoMemory();
         }
-        /* first[e]: where event e's strings start in strings/lens */
-        Py_ssize_t *first = ok ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t)) : NULL;
-        ok = ok && first != NULL;
         for (Py_ssize_t e = 0, at = 0; ok && e < n; e++) {
             PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
             first[e] = at;

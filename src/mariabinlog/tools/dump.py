@@ -37,7 +37,6 @@ import os
 import re
 import struct
 import sys
-import zlib
 from collections.abc import Callable, Generator
 from typing import Any, BinaryIO, Protocol
 
