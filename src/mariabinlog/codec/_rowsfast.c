@@ -303,7 +303,7 @@ named(PyObject *cls, Py_ssize_t n, PyObject **items, int atomic)
     return t;
 }
 
-/* n (<= 8) bytes little-endian; the common widths in one load. */
+/* n (<= 8) bytes little-endian; 1, 2 and 4 bytes in one step. */
 static inline uint64_t
 read_le(const unsigned char *p, Py_ssize_t n)
 {
@@ -314,13 +314,6 @@ read_le(const unsigned char *p, Py_ssize_t n)
         return (uint64_t)p[0] | (uint64_t)p[1] << 8;
     case 4:
         return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
-    case 8: {
-        uint64_t v = 0;
-        for (int i = 7; i >= 0; i--) {
-            v = v << 8 | p[i];
-        }
-        return v;
-    }
     default: {
         uint64_t v = 0;
         for (Py_ssize_t i = n - 1; i >= 0; i--) {
