@@ -767,30 +767,47 @@ buf_put(Buf *b, const void *src, Py_ssize_t n)
     return 0;
 }
 
+/* Append v as an int32 Arrow offset into room already reserved (an offset past 2 GiB is an
+ * error: the batch limits keep well below it). */
 static inline int
-buf_i32(Buf *b, Py_ssize_t v)
+put_i32(Buf *b, Py_ssize_t v)
 {
     if (v > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
         return -1;
     }
     int32_t x = (int32_t)v;
-    return buf_put(b, &x, 4);
+    memcpy(b->p + b->len, &x, 4);
+    b->len += 4;
+    return 0;
 }
 
-/* Append bit `v` as bit number `n` of bitmap b (LSB first, as Arrow). */
 static inline int
-buf_bit(Buf *b, Py_ssize_t n, int v)
+buf_i32(Buf *b, Py_ssize_t v)
+{
+    return buf_reserve(b, 4) < 0 ? -1 : put_i32(b, v);
+}
+
+/* Append bit `v` as bit number `n` of bitmap b (LSB first, as Arrow) into room already
+ * reserved (a new byte every eighth bit). */
+static inline void
+put_bit(Buf *b, Py_ssize_t n, int v)
 {
     if ((n & 7) == 0) {
-        char zero = 0;
-        if (buf_put(b, &zero, 1) < 0) {
-            return -1;
-        }
+        b->p[b->len++] = 0;
     }
     if (v) {
         b->p[n >> 3] |= (char)(1 << (n & 7));
     }
+}
+
+static inline int
+buf_bit(Buf *b, Py_ssize_t n, int v)
+{
+    if ((n & 7) == 0 && buf_reserve(b, 1) < 0) {
+        return -1;
+    }
+    put_bit(b, n, v);
     return 0;
 }
 
@@ -1348,20 +1365,15 @@ map_image(MapBuilder *self, MapCol *m, const Keys *keys, const Image *img, PyObj
     /* The row's keys in one copy; its key offsets, value offsets and validity bits have
      * room made here once (the values' own text grows as it is rendered). */
     Py_ssize_t base = m->keys.len, ncols = img->ncols;
-    if (base + keys->len > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
-        return -1;
-    }
     if (buf_put(&m->keys, keys->text, keys->len) < 0 || buf_reserve(&m->key_offsets, 4 * ncols) < 0
         || buf_reserve(&m->value_offsets, 4 * ncols) < 0 || buf_reserve(&m->value_valid, ncols / 8 + 1) < 0) {
         return -1;
     }
-    int32_t *key_off = (int32_t *)(m->key_offsets.p + m->key_offsets.len);
     for (Py_ssize_t k = 0; k < ncols; k++) {
-        int32_t end = (int32_t)base + keys->ends[k];
-        memcpy(key_off + k, &end, 4);
+        if (put_i32(&m->key_offsets, base + keys->ends[k]) < 0) {
+            return -1;
+        }
     }
-    m->key_offsets.len += 4 * ncols;
     Py_ssize_t run_start = -1;
     for (Py_ssize_t k = 0; k < ncols; k++) {
         const Column *c = &img->cols[k];
@@ -1426,24 +1438,11 @@ map_image(MapBuilder *self, MapCol *m, const Keys *keys, const Image *img, PyObj
                 return -1;
             }
         }
-        if (rc < 0) {
-            return -1;
-        }
-        if (m->values.len > INT32_MAX) {
-            PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
-            return -1;
-        }
         /* room made above: render_* grow only m->values */
-        Py_ssize_t bit = m->entries;
-        if ((bit & 7) == 0) {
-            m->value_valid.p[m->value_valid.len++] = 0;
+        if (rc < 0 || put_i32(&m->value_offsets, m->values.len) < 0) {
+            return -1;
         }
-        if (!is_null) {
-            m->value_valid.p[bit >> 3] |= (char)(1 << (bit & 7));
-        }
-        int32_t end = (int32_t)m->values.len;
-        memcpy(m->value_offsets.p + m->value_offsets.len, &end, 4);
-        m->value_offsets.len += 4;
+        put_bit(&m->value_valid, m->entries, !is_null);
         m->entries++;
     }
     if (map_end_row(m, 1) < 0) {

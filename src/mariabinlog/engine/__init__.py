@@ -32,13 +32,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .backup import BackupInfo, prepare
-    from .check import CheckReport, check_directory
-    from .config import EngineConfig
-    from .engine import BinlogListEntry, Engine, EngineStatus
-    from .reader import EngineReader
-    from .transaction import CommitInfo, PendingXa, Transaction
+if TYPE_CHECKING:  # the names as type checkers see them (redundant aliases: re-exports)
+    from .backup import BackupInfo as BackupInfo
+    from .backup import prepare as prepare
+    from .check import CheckReport as CheckReport
+    from .check import check_directory as check_directory
+    from .config import EngineConfig as EngineConfig
+    from .engine import BinlogListEntry as BinlogListEntry
+    from .engine import Engine as Engine
+    from .engine import EngineStatus as EngineStatus
+    from .reader import EngineReader as EngineReader
+    from .transaction import CommitInfo as CommitInfo
+    from .transaction import PendingXa as PendingXa
+    from .transaction import Transaction as Transaction
 
 #: The package's names and their modules, imported on first use (PEP 562): a reader that
 #: needs only :mod:`.files` (a Spark worker, a planning process) does not load the writer.
@@ -57,20 +63,7 @@ _EXPORTS = {
     "EngineReader": "reader",
 }
 
-__all__ = [
-    "BackupInfo",
-    "BinlogListEntry",
-    "CheckReport",
-    "CommitInfo",
-    "Engine",
-    "EngineConfig",
-    "EngineReader",
-    "EngineStatus",
-    "PendingXa",
-    "Transaction",
-    "check_directory",
-    "prepare",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

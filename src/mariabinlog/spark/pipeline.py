@@ -296,10 +296,11 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
         read_options = {k: v for k, v in options.items() if k.lower() != "schemahistory"}
         read_options["schemaHistory"] = result.history
     rows = MariabinlogDataSource({**read_options, "path": source, "view": "rows"})
-    files = write_cdc(spark, rows.reader(rows.schema()), result.cdc)
+    rows_schema = rows.schema()
+    files = write_cdc(spark, rows.reader(rows_schema), result.cdc)
     if table_format == "delta":
         _commit_delta(result.cdc, ("database", "table"))
-    cdc = _read(spark, result.cdc, table_format, rows.schema())
+    cdc = _read(spark, result.cdc, table_format, rows_schema)
     # The state and change tables (a task per table unit: few when the binlogs change few
     # tables) run while the events view and the report's aggregates take the cores they leave.
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mariabinlog-tables") as pool:

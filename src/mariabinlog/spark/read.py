@@ -14,6 +14,7 @@ The view builders turn those events into :class:`pyarrow.RecordBatch` es whose s
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import os
@@ -795,6 +796,16 @@ def _repeat_kind(kind: pa.DataType) -> str:
     return "q"
 
 
+#: Columns of a rows-view batch that are not per-event values repeated per row.
+_PER_ROW = ("row_index", "before", "after")
+
+
+@functools.lru_cache(maxsize=8)
+def _repeat_kinds(schema: pa.Schema) -> str:
+    """The :func:`repeat_per_row` letters of a rows-view schema's per-event columns."""
+    return "".join(_repeat_kind(f.type) for f in schema if f.name not in _PER_ROW)
+
+
 def _repeated(kind: pa.DataType, rows: int, parts: tuple[Any, ...]) -> pa.Array:
     """An array of :func:`repeat_per_row` buffers (no copy)."""
     buf = pa.py_buffer
@@ -811,8 +822,7 @@ def _columnar_batch(schema: pa.Schema, taken: tuple[Any, ...], events: list[list
     """One rows-view batch: per-event columns repeated by the rows' event numbers, the row
     index and the before/after maps from the builder's buffers."""
     rows, event_no, row_index, before, after = taken
-    fields = [f for f in schema if f.name not in ("row_index", "before", "after")]
-    repeated = iter(repeat_per_row(events, "".join(_repeat_kind(f.type) for f in fields), event_no))
+    repeated = iter(repeat_per_row(events, _repeat_kinds(schema), event_no))
     arrays = []
     for field in schema:
         if field.name == "row_index":
