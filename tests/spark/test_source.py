@@ -328,3 +328,39 @@ def test_every_batch_has_the_exact_arrow_schema(sample_ibb: tuple[Path, Any], co
     expected = arrow_schema(SCHEMAS["rows"])
     batches = [b for part in plan(corpus, options) for b in read_splits(part, options, expected)]
     assert len(batches) > 3 and all(b.schema.equals(expected) for b in batches)
+
+
+@pytest.mark.parametrize("view", ["events", "groups"])
+def test_events_and_groups_batches_bounded_in_bytes(stress_ibb: tuple[Path, list[str]], view: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is cut at ``MAX_BATCH_BYTES`` of event data as well as at ``batchRows``: the
+    same rows, in many more batches, none far over the bound (one event or group at most)."""
+    import pyarrow as pa
+
+    from mariabinlog.engine.files import discover_binlogs
+    from mariabinlog.spark import read
+    from mariabinlog.spark.options import ScanOptions
+    from mariabinlog.spark.partition import arrow_schema
+    from mariabinlog.spark.plan import plan
+    from mariabinlog.spark.schema import SCHEMAS
+
+    files = discover_binlogs(str(stress_ibb[0]))
+    options = ScanOptions.parse({"view": view, "batchRows": "1000000"})
+    schema = arrow_schema(SCHEMAS[view])
+
+    def batches() -> list[pa.RecordBatch]:
+        return [b for part in plan(files, options) for b in read.read_splits(part, options, schema)]
+
+    whole = batches()
+    monkeypatch.setattr(read, "MAX_BATCH_BYTES", 16384)
+    cut = batches()
+    assert len(cut) > 2 * len(whole)
+    assert pa.Table.from_batches(cut, schema).equals(pa.Table.from_batches(whole, schema))
+
+    def held(batch: pa.RecordBatch) -> list[int]:  # the event bytes of each row
+        if view == "events":
+            return batch.column("event_length").to_pylist()
+        return [sum(map(len, events)) for events in batch.column("events").to_pylist()]
+
+    biggest = max(max(held(b)) for b in whole)
+    assert all(sum(held(b)) < 16384 + biggest for b in cut)

@@ -546,7 +546,8 @@ class _Batches:
         return [column(f.name) for f in self.schema]
 
     def full(self) -> bool:
-        return len(self.columns[0]) >= self.rows
+        """The batch being built is due: ``batchRows`` rows, or :data:`MAX_BATCH_BYTES` of data."""
+        return len(self.columns[0]) >= self.rows or self.held >= MAX_BATCH_BYTES
 
     def flush(self) -> pa.RecordBatch | None:
         self.held = 0
@@ -596,7 +597,6 @@ def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | Non
 def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     out = _Batches(schema, options.batch_rows)
     reader = SplitReader(split, options)
-    held = 0  # bytes of the events in the batch being built (their query texts are in it)
     for item in reader:
         event = item.event
         row = _location_and_gtid(split, item)
@@ -604,9 +604,8 @@ def _events_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
         row += _event_details(event, reader.decoder)
         for col, value in zip(out.columns, row):
             col.append(value)
-        held += item.length
-        if out.full() or held >= MAX_BATCH_BYTES:
-            held = 0
+        out.held += item.length  # the event's query text is in the batch
+        if out.full():
             batch = out.flush()
             if batch is not None:
                 yield batch
@@ -754,7 +753,7 @@ def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event:
             cols[-2].extend(_typed(info, c.before) for c in chunk)
             cols[-1].extend(_typed(info, c.after) for c in chunk)
         out.held += len(event.rows_data) * len(chunk) // max(len(changes), 1)
-        if out.full() or out.held >= MAX_BATCH_BYTES:
+        if out.full():
             batch = out.flush()
             if batch is not None:
                 yield batch
@@ -907,6 +906,7 @@ def _groups_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
                current.seq, current.commit_id, _micros(current.timestamp), current.flags, len(events), list(events)]
         for col, value in zip(out.columns, row):
             col.append(value)
+        out.held += sum(map(len, events))
 
     for item in SplitReader(split, options, raw=True):
         if item.group is not current:
