@@ -37,7 +37,7 @@ VIEWS = ("events", "rows", "groups")
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
 DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024
 DEFAULT_MIN_PARTITIONS = 2
-DEFAULT_BATCH_ROWS = 8192
+DEFAULT_BATCH_ROWS = 32768
 _SIZE_SUFFIXES = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 
 

@@ -13,7 +13,7 @@ Options (all optional)
     ``gtidSeek`` (default true): use `.ibb` GTID state records and legacy Gtid_list events to
     skip byte ranges.  ``maxPartitionBytes``, ``openCostInBytes``, ``minPartitions``: split
     sizing (defaults: the session's ``spark.sql.files.*`` and default parallelism, taken by
-    :func:`register`, or when the DataFrame is created through :func:`reader`).  ``verifyChecksum`` (default true), ``batchRows`` (default 8192).
+    :func:`register`, or when the DataFrame is created through :func:`reader`).  ``verifyChecksum`` (default true), ``batchRows`` (default 32768).
 
 Partitioning
     `.ibb` files are split at page boundaries into splits sized like Spark's file sources;
