@@ -129,6 +129,8 @@ CPU_KINDS = ("jvm", "planning", "workers", "driver")
 
 
 def _kind(pid: int) -> str:
+    """Which of :data:`CPU_KINDS` process ``pid`` is (forked children share their parent's
+    command line, so a worker forked by pyspark's daemon counts as the daemon does)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
