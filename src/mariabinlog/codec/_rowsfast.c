@@ -767,14 +767,20 @@ buf_put(Buf *b, const void *src, Py_ssize_t n)
     return 0;
 }
 
-/* Append v as an int32 Arrow offset into room already reserved (an offset past 2 GiB is an
- * error: the batch limits keep well below it). */
+/* The error for an Arrow array past int32 offsets (2 GiB): the batch limits keep well below it. */
+static int
+arrow_too_big(void)
+{
+    PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
+    return -1;
+}
+
+/* Append v as an int32 Arrow offset into room already reserved (see arrow_too_big). */
 static inline int
 put_i32(Buf *b, Py_ssize_t v)
 {
     if (v > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
-        return -1;
+        return arrow_too_big();
     }
     int32_t x = (int32_t)v;
     memcpy(b->p + b->len, &x, 4);
@@ -1695,11 +1701,8 @@ rowsfast_configure(PyObject *module, PyObject *args)
  * offsets, child_offsets, child_data).  None is null.  This is what Arrow's
  * take does after pa.array on each column, without building either. */
 
-static PyObject *
-rep_item(PyObject *event, Py_ssize_t c)
-{
-    return PyList_Check(event) ? PyList_GET_ITEM(event, c) : PyTuple_GET_ITEM(event, c);
-}
+/* Value c of event e (a list or tuple, as rowsfast_repeat checked). */
+#define REP_ITEM(events, e, c) PySequence_Fast_GET_ITEM(PyList_GET_ITEM((events), (e)), (c))
 
 /* The validity bitmap of the rows whose event has null[e] set: None when no row is null. */
 static PyObject *
@@ -1750,8 +1753,7 @@ rep_strings(const int32_t *index, Py_ssize_t rows, const char *const *strings, c
         total += lens[index[r]];
     }
     if (total > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
-        return -1;
+        return arrow_too_big();
     }
     *offsets = PyBytes_FromStringAndSize(NULL, (rows + 1) * 4);
     *data = *offsets == NULL ? NULL : PyBytes_FromStringAndSize(NULL, total);
@@ -1774,153 +1776,176 @@ rep_strings(const int32_t *index, Py_ssize_t rows, const char *const *strings, c
     return 0;
 }
 
-static PyObject *
-rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_ssize_t rows, char *null)
+/* An int64 ('q') or int32 ('i') column: the rows' values, `width` bytes each. */
+static int
+rep_ints(PyObject *events, Py_ssize_t c, int width, const int32_t *index, Py_ssize_t rows, char *null,
+         PyObject **data)
 {
-    Py_ssize_t n = PyList_GET_SIZE(events), nulls;
-    PyObject *valid = NULL, *a = NULL, *b = NULL, *d = NULL, *out = NULL;
-    if (kind == 'q' || kind == 'i') {
-        int64_t *vals = PyMem_Calloc((size_t)(n ? n : 1), sizeof(int64_t));
-        if (vals == NULL) {
-            return PyErr_NoMemory();
+    Py_ssize_t n = PyList_GET_SIZE(events);
+    int64_t *vals = PyMem_Calloc((size_t)(n ? n : 1), sizeof(int64_t));
+    if (vals == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t e = 0; e < n; e++) {
+        PyObject *v = REP_ITEM(events, e, c);
+        null[e] = v == Py_None;
+        if (v == Py_None) {
+            continue;
         }
-        for (Py_ssize_t e = 0; e < n; e++) {
-            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
-            null[e] = v == Py_None;
-            if (v != Py_None) {
-                long long x = PyLong_AsLongLong(v);
-                if (x == -1 && PyErr_Occurred()) {
-                    PyMem_Free(vals);
-                    return NULL;
-                }
-                if (kind == 'i' && (x > INT32_MAX || x < INT32_MIN)) {
-                    PyMem_Free(vals);
-                    PyErr_SetString(PyExc_OverflowError, "repeat: value out of int32 range");
-                    return NULL;
-                }
-                vals[e] = x;
-            }
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred()) {
+            PyMem_Free(vals);
+            return -1;
         }
-        size_t width = kind == 'q' ? 8 : 4;
-        a = PyBytes_FromStringAndSize(NULL, rows * (Py_ssize_t)width);
-        if (a != NULL) {
-            char *p = PyBytes_AS_STRING(a);
-            for (Py_ssize_t r = 0; r < rows; r++) {
-                int64_t x = vals[index[r]];
-                if (kind == 'q') {
-                    memcpy(p + r * 8, &x, 8);
-                }
-                else {
-                    int32_t y = (int32_t)x;
-                    memcpy(p + r * 4, &y, 4);
-                }
-            }
-            valid = rep_valid(index, rows, null, n, &nulls);
+        if (width == 4 && (x > INT32_MAX || x < INT32_MIN)) {
+            PyMem_Free(vals);
+            PyErr_SetString(PyExc_OverflowError, "repeat: value out of int32 range");
+            return -1;
         }
-        PyMem_Free(vals);
-        if (valid != NULL) {
-            out = Py_BuildValue("OnO", valid, nulls, a);
+        vals[e] = x;
+    }
+    *data = PyBytes_FromStringAndSize(NULL, rows * width);
+    if (*data != NULL) {
+        char *p = PyBytes_AS_STRING(*data);
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            int64_t x = vals[index[r]];
+            int32_t y = (int32_t)x;
+            memcpy(p + r * width, width == 8 ? (void *)&x : (void *)&y, (size_t)width);
         }
     }
-    else if (kind == 's') {
-        const char **strings = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
-        Py_ssize_t *lens = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-        int ok = strings != NULL && lens != NULL;
+    PyMem_Free(vals);
+    return *data == NULL ? -1 : 0;
+}
+
+/* A str ('s') column: the rows' string offsets and data. */
+static int
+rep_text(PyObject *events, Py_ssize_t c, const int32_t *index, Py_ssize_t rows, char *null,
+         PyObject **offsets, PyObject **data)
+{
+    Py_ssize_t n = PyList_GET_SIZE(events);
+    const char **strings = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+    Py_ssize_t *lens = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    int ok = strings != NULL && lens != NULL;
+    if (!ok) {
+        PyErr_NoMemory();
+    }
+    for (Py_ssize_t e = 0; ok && e < n; e++) {
+        PyObject *v = REP_ITEM(events, e, c);
+        null[e] = v == Py_None;
+        ok = v == Py_None || rep_str(v, &strings[e], &lens[e]) == 0;
+    }
+    ok = ok && rep_strings(index, rows, strings, lens, offsets, data) == 0;
+    PyMem_Free((void *)strings);
+    PyMem_Free(lens);
+    return ok ? 0 : -1;
+}
+
+/* A list-of-str ('l') column: the rows' list offsets, then their strings' offsets and data
+ * (each event's strings laid out once, every row pointing at its event's). */
+static int
+rep_lists(PyObject *events, Py_ssize_t c, const int32_t *index, Py_ssize_t rows, char *null,
+          PyObject **offsets, PyObject **item_offsets, PyObject **data)
+{
+    Py_ssize_t n = PyList_GET_SIZE(events), items = 0, total_items = 0;
+    Py_ssize_t *counts = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    Py_ssize_t *first = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));  /* event e's first item */
+    const char **strings = NULL;
+    Py_ssize_t *lens = NULL;
+    int32_t *flat = NULL;  /* the item numbers of every row's strings, in row order */
+    int ok = counts != NULL && first != NULL;
+    if (!ok) {
+        PyErr_NoMemory();
+    }
+    for (Py_ssize_t e = 0; ok && e < n; e++) {
+        PyObject *v = REP_ITEM(events, e, c);
+        null[e] = v == Py_None;
+        if (v != Py_None && !PyList_Check(v) && !PyTuple_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "repeat: an 'l' column holds a value that is not a list");
+            ok = 0;
+            break;
+        }
+        first[e] = items;
+        counts[e] = v == Py_None ? 0 : PySequence_Fast_GET_SIZE(v);
+        items += counts[e];
+    }
+    if (ok) {
+        strings = PyMem_Calloc((size_t)(items ? items : 1), sizeof(char *));
+        lens = PyMem_Calloc((size_t)(items ? items : 1), sizeof(Py_ssize_t));
+        ok = strings != NULL && lens != NULL;
         if (!ok) {
             PyErr_NoMemory();
         }
-        for (Py_ssize_t e = 0; ok && e < n; e++) {
-            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
-            null[e] = v == Py_None;
-            ok = v == Py_None || rep_str(v, &strings[e], &lens[e]) == 0;
-        }
-        if (ok && rep_strings(index, rows, strings, lens, &a, &b) == 0) {
-            valid = rep_valid(index, rows, null, n, &nulls);
-        }
-        PyMem_Free((void *)strings);
-        PyMem_Free(lens);
-        if (valid != NULL) {
-            out = Py_BuildValue("OnOO", valid, nulls, a, b);
+    }
+    for (Py_ssize_t e = 0; ok && e < n; e++) {
+        for (Py_ssize_t i = 0; ok && i < counts[e]; i++) {
+            PyObject *v = REP_ITEM(events, e, c);
+            ok = rep_str(PySequence_Fast_GET_ITEM(v, i), &strings[first[e] + i], &lens[first[e] + i]) == 0;
         }
     }
-    else {  /* 'l': a list of str per event, laid out as the event's strings joined */
-        Py_ssize_t *counts = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-        const char **strings = NULL;
-        Py_ssize_t *lens = NULL, items = 0, total_items = 0;
-        int ok = counts != NULL;
-        for (Py_ssize_t e = 0; ok && e < n; e++) {
-            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
-            null[e] = v == Py_None;
-            if (v != Py_None && !PyList_Check(v) && !PyTuple_Check(v)) {
-                PyErr_SetString(PyExc_TypeError, "repeat: an 'l' column holds a value that is not a list");
-                ok = 0;
-                break;
-            }
-            counts[e] = v == Py_None ? 0 : PySequence_Fast_GET_SIZE(v);
-            items += counts[e];
-        }
-        Py_ssize_t *first = NULL;  /* first[e]: where event e's strings start in strings/lens */
-        if (ok) {
-            strings = PyMem_Calloc((size_t)(items ? items : 1), sizeof(char *));
-            lens = PyMem_Calloc((size_t)(items ? items : 1), sizeof(Py_ssize_t));
-            first = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-            ok = strings != NULL && lens != NULL && first != NULL;
-        }
-        if (!ok && !PyErr_Occurred()) {
+    for (Py_ssize_t r = 0; ok && r < rows; r++) {
+        total_items += counts[index[r]];
+    }
+    if (ok && total_items > INT32_MAX) {
+        ok = arrow_too_big() == 0;
+    }
+    if (ok) {
+        flat = PyMem_Malloc((size_t)(total_items ? total_items : 1) * sizeof(int32_t));
+        *offsets = flat == NULL ? NULL : PyBytes_FromStringAndSize(NULL, (rows + 1) * 4);
+        ok = *offsets != NULL;
+        if (flat == NULL) {
             PyErr_NoMemory();
         }
-        for (Py_ssize_t e = 0, at = 0; ok && e < n; e++) {
-            PyObject *v = rep_item(PyList_GET_ITEM(events, e), c);
-            first[e] = at;
-            for (Py_ssize_t i = 0; ok && i < counts[e]; i++, at++) {
-                ok = rep_str(PySequence_Fast_GET_ITEM(v, i), &strings[at], &lens[at]) == 0;
+    }
+    if (ok) {
+        int32_t *off = (int32_t *)PyBytes_AS_STRING(*offsets);
+        int32_t at = 0;
+        off[0] = 0;
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            int32_t e = index[r];
+            for (Py_ssize_t i = 0; i < counts[e]; i++) {
+                flat[at++] = (int32_t)(first[e] + i);
             }
+            off[r + 1] = at;
         }
-        for (Py_ssize_t r = 0; ok && r < rows; r++) {
-            total_items += counts[index[r]];
-        }
-        if (ok && (total_items > INT32_MAX)) {
-            PyErr_SetString(PyExc_OverflowError, "_rowsfast: Arrow batch over 2 GiB (lower the batch byte limit)");
-            ok = 0;
-        }
-        int32_t *flat = NULL;  /* the item numbers of every row's strings, in row order */
-        if (ok) {
-            flat = PyMem_Malloc((size_t)(total_items ? total_items : 1) * sizeof(int32_t));
-            a = flat == NULL ? NULL : PyBytes_FromStringAndSize(NULL, (rows + 1) * 4);
-            ok = a != NULL;
-            if (flat == NULL) {
-                PyErr_NoMemory();
-            }
-        }
-        if (ok) {
-            int32_t *off = (int32_t *)PyBytes_AS_STRING(a);
-            int32_t at = 0;
-            off[0] = 0;
-            for (Py_ssize_t r = 0; r < rows; r++) {
-                int32_t e = index[r];
-                for (Py_ssize_t i = 0; i < counts[e]; i++) {
-                    flat[at++] = (int32_t)(first[e] + i);
-                }
-                off[r + 1] = at;
-            }
-            ok = rep_strings(flat, total_items, strings, lens, &b, &d) == 0;
-        }
-        if (ok) {
-            valid = rep_valid(index, rows, null, n, &nulls);
-        }
-        PyMem_Free(flat);
-        PyMem_Free(first);
-        PyMem_Free(counts);
-        PyMem_Free((void *)strings);
-        PyMem_Free(lens);
-        if (valid != NULL) {
-            out = Py_BuildValue("OnOOO", valid, nulls, a, b, d);
-        }
+        ok = rep_strings(flat, total_items, strings, lens, item_offsets, data) == 0;
+    }
+    PyMem_Free(flat);
+    PyMem_Free(first);
+    PyMem_Free(counts);
+    PyMem_Free((void *)strings);
+    PyMem_Free(lens);
+    return ok ? 0 : -1;
+}
+
+/* One column of repeat(): (valid | None, null_count, *buffers), buffers as the kind has. */
+static PyObject *
+rep_column(PyObject *events, Py_ssize_t c, char kind, const int32_t *index, Py_ssize_t rows, char *null)
+{
+    PyObject *bufs[3] = {NULL, NULL, NULL}, *valid = NULL, *out = NULL;
+    int count = kind == 'l' ? 3 : kind == 's' ? 2 : 1, ok;
+    if (kind == 'l') {
+        ok = rep_lists(events, c, index, rows, null, &bufs[0], &bufs[1], &bufs[2]);
+    }
+    else if (kind == 's') {
+        ok = rep_text(events, c, index, rows, null, &bufs[0], &bufs[1]);
+    }
+    else {
+        ok = rep_ints(events, c, kind == 'q' ? 8 : 4, index, rows, null, &bufs[0]);
+    }
+    Py_ssize_t nulls;
+    if (ok == 0) {
+        valid = rep_valid(index, rows, null, PyList_GET_SIZE(events), &nulls);
+    }
+    if (valid != NULL) {
+        out = count == 1 ? Py_BuildValue("OnO", valid, nulls, bufs[0])
+              : count == 2 ? Py_BuildValue("OnOO", valid, nulls, bufs[0], bufs[1])
+                           : Py_BuildValue("OnOOO", valid, nulls, bufs[0], bufs[1], bufs[2]);
     }
     Py_XDECREF(valid);
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    Py_XDECREF(d);
+    for (int i = 0; i < 3; i++) {
+        Py_XDECREF(bufs[i]);
+    }
     return out;
 }
 
