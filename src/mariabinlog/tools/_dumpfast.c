@@ -80,14 +80,10 @@ static int buf_printf(Buf *b, const char *fmt, ...) {
 /* Decimal digits of v, at least ``width`` of them (zero-padded): printf's %0*llu. */
 static int put_upad(Buf *b, uint64_t v, int width) {
     char tmp[24];
-    int n = 0;
-    do {
-        tmp[23 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n < width && n < 24)
-        tmp[23 - n++] = '0';
-    return buf_put(b, tmp + 24 - n, n);
+    char *start = mb_digits_before(tmp + 24, v);
+    while (tmp + 24 - start < width && start > tmp)
+        *--start = '0';
+    return buf_put(b, start, tmp + 24 - start);
 }
 
 static inline int put_i64(Buf *b, int64_t v) {
