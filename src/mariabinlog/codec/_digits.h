@@ -31,6 +31,17 @@ static inline char *mb_digits_before(char *end, uint64_t v)
     return end;
 }
 
+/* The digits of v, at least `width` (<= 20) of them, zero-padded as printf's %0*llu, ending
+ * just before `end`; returns where they start. */
+static inline char *mb_digits_padded(char *end, uint64_t v, int width)
+{
+    char *start = mb_digits_before(end, v);
+    while (end - start < width) {
+        *--start = '0';
+    }
+    return start;
+}
+
 /* Exactly `width` digits of v (v < 10**width: zero-padded) ending just before `end`. */
 static inline void mb_digits_fixed(char *end, uint64_t v, int width)
 {

@@ -1033,10 +1033,7 @@ static char *
 fmt_pad(char *out, uint64_t v, int width)
 {
     char tmp[24];
-    char *start = mb_digits_before(tmp + 24, v);
-    while (tmp + 24 - start < width) {
-        *--start = '0';
-    }
+    const char *start = mb_digits_padded(tmp + 24, v, width);
     size_t n = (size_t)(tmp + 24 - start);
     memcpy(out, start, n);
     return out + n;

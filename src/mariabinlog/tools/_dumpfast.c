@@ -80,9 +80,7 @@ static int buf_printf(Buf *b, const char *fmt, ...) {
 /* Decimal digits of v, at least ``width`` of them (zero-padded): printf's %0*llu. */
 static int put_upad(Buf *b, uint64_t v, int width) {
     char tmp[24];
-    char *start = mb_digits_before(tmp + 24, v);
-    while (tmp + 24 - start < width && start > tmp)
-        *--start = '0';
+    const char *start = mb_digits_padded(tmp + 24, v, width);
     return buf_put(b, start, tmp + 24 - start);
 }
 
