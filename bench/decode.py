@@ -42,7 +42,7 @@ def decode_file(path: str, rows: bool) -> dict[str, float]:
     """Decode ``path`` in this process; returns counts and the wall time."""
     from mariabinlog.codec.events import RowsEvent
     from mariabinlog.codec.rows import row_decoder
-    from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+    from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
 
     start = time.perf_counter()
     events = row_count = 0

@@ -66,7 +66,7 @@ def to_ibb(legacy: Path, directory: Path) -> int:
     """Write the event groups of a legacy binlog through the engine; returns the event count."""
     from mariabinlog.codec.events import CHECKSUM_CRC32, GTID_EVENT, GtidEvent
     from mariabinlog.codec.gtid import Gtid
-    from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+    from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
     from mariabinlog.engine import Engine
     from mariabinlog.spark.read import META_EVENTS, ends_group
 

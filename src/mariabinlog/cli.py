@@ -32,7 +32,7 @@ from mariabinlog.errors import MariabinlogError
 
 if TYPE_CHECKING:
     from mariabinlog.replication.client import StreamEvent
-    from mariabinlog.tools.dump_options import DumpOptions
+    from mariabinlog.tools.dump.options import DumpOptions
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -117,7 +117,7 @@ def remote_events(
 def add_dump_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``dump`` with the replication client as its remote event source."""
     from mariabinlog.optionfiles import BINLOG_GROUPS, describe_defaults
-    from mariabinlog.tools.dump_cli import add_dump_parser
+    from mariabinlog.tools.dump.cli import add_dump_parser
 
     add_dump_parser(subparsers, remote=remote_events, defaults_help=lambda: describe_defaults(BINLOG_GROUPS))
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mariabinlog.codec.compr import read_compr, write_compr
+from mariabinlog.codec.ibb.compr import read_compr, write_compr
 from mariabinlog.errors import TruncatedError
 
 SPEC_VECTORS = [

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mariabinlog.codec import ed25519
+from mariabinlog.codec.wire import ed25519
 
 
 def test_public_keys_equal_what_a_real_server_stores(mariadb_server_factory) -> None:  # type: ignore[no-untyped-def]

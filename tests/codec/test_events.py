@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mariabinlog.codec import events as ev
-from mariabinlog.codec.stream import EventStreamDecoder, footer_len, iter_legacy_events
+from mariabinlog.codec.events.stream import EventStreamDecoder, footer_len, iter_legacy_events
 from mariabinlog.errors import (
     ChecksumError,
     DecodeError,

@@ -29,7 +29,7 @@ from mariabinlog.codec.gtid import (
     mysys_hash_order,
 )
 from mariabinlog.errors import GtidError, GtidStrictModeError, OptionError
-from mariabinlog.tools.gtid_filter import Diagnostics, GtidFilter, Position
+from mariabinlog.tools.dump.gtid_filter import Diagnostics, GtidFilter, Position
 
 from corpus_data import CORPUS, corpus_path
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mariabinlog.codec import ibb_reader
+from mariabinlog.codec.ibb import reader as ibb_reader
 from mariabinlog.codec.checksum import crc32c
 from mariabinlog.codec.ibb import (
     NO_FILE_REF,

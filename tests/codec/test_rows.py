@@ -40,7 +40,7 @@ from mariabinlog.codec.events import (
     RowsEvent,
     TableMapEvent,
 )
-from mariabinlog.codec.stream import iter_legacy_events
+from mariabinlog.codec.events.stream import iter_legacy_events
 from mariabinlog.errors import DecodeError, MariabinlogError, TruncatedError
 
 from corpus_data import corpus_glob
@@ -904,7 +904,7 @@ def test_decimal_digit_groups_beyond_nine_digits(impl: type) -> None:
 
 @pytest.mark.skipif("c" not in rows.IMPLEMENTATIONS, reason="C extension not built")
 def test_compiled_programs_are_checked() -> None:
-    from mariabinlog.codec import _rowsfast
+    from mariabinlog.codec.rows import _rowsfast
 
     ok = (0, True, rows._OP_INT, 4, True, 0, 0, None)
     _rowsfast.Image(1, [ok], None)

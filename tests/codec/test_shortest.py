@@ -1,4 +1,4 @@
-"""The compiled FLOAT/DOUBLE text (``codec/_shortest.h``, Ryu) against ``float.__repr__``.
+"""The compiled FLOAT/DOUBLE text (``codec/rows/_shortest.h``, Ryu) against ``float.__repr__``.
 
 The rows view renders floating-point values as ``repr`` does; the map builder does it in C.
 Every class of double where a shortest-digits conversion can go wrong is checked against
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _repr(x: float) -> str:
-    from mariabinlog.codec._rowsfast import double_repr
+    from mariabinlog.codec.rows._rowsfast import double_repr
 
     return double_repr(x)
 

@@ -44,11 +44,11 @@ if str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 from mariabinlog.codec.events import QueryEvent, decode_event
-from mariabinlog.codec.ibb_reader import RecordReader
-from mariabinlog.codec.ibb_records import Xid
+from mariabinlog.codec.ibb.reader import RecordReader
+from mariabinlog.codec.ibb.records import Xid
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
-from mariabinlog.codec.ibb_state import commit_gtid
+from mariabinlog.codec.ibb.state import commit_gtid
 from mariabinlog.engine.source import disk_source
 from mariabinlog.engine.storage import BinlogFiles
 from mariabinlog.errors import LogInUseError

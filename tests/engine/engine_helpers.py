@@ -6,9 +6,9 @@ import struct
 from pathlib import Path
 
 from mariabinlog.codec.events import QueryEvent, decode_event
-from mariabinlog.codec.ibb_reader import RecordReader
+from mariabinlog.codec.ibb.reader import RecordReader
 from mariabinlog.engine.files import IbbDirectory
-from mariabinlog.codec.ibb_state import commit_gtid
+from mariabinlog.codec.ibb.state import commit_gtid
 
 SMALL = {
     "max_binlog_size": 64 * 1024,

@@ -43,7 +43,7 @@ if str(HERE) not in sys.path:
 
 import crash_harness  # noqa: E402
 
-from mariabinlog.codec.ibb_records import Xid  # noqa: E402
+from mariabinlog.codec.ibb.records import Xid  # noqa: E402
 from mariabinlog.engine import Engine  # noqa: E402
 from mariabinlog.engine.check import check_directory  # noqa: E402
 from mariabinlog.errors import LogInUseError  # noqa: E402

@@ -11,9 +11,9 @@ import pytest
 from engine_helpers import fake_event, gtid_groups, query, query_texts
 
 from mariabinlog.codec.gtid import ConnectState, Gtid
-from mariabinlog.codec.ibb_page import PAGE_SIZE, RecordType
-from mariabinlog.codec.ibb_reader import RecordReader
-from mariabinlog.codec.ibb_records import Xid
+from mariabinlog.codec.ibb.page import PAGE_SIZE, RecordType
+from mariabinlog.codec.ibb.reader import RecordReader
+from mariabinlog.codec.ibb.records import Xid
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.purge import LOG_IN_USE
 from mariabinlog.engine.files import IbbDirectory
@@ -81,7 +81,7 @@ def test_purge_to_and_show_binary_logs(open_engine, engine_dir: Path) -> None:
 
 def engine_state_at_file(directory: Path, file_no: int):
     from mariabinlog.codec.gtid import BinlogState
-    from mariabinlog.codec.ibb_state import read_state_record
+    from mariabinlog.codec.ibb.state import read_state_record
     from mariabinlog.engine.source import disk_source
     from mariabinlog.engine.storage import BinlogFiles
 
@@ -240,7 +240,7 @@ def test_gtid_seek_binary_searches_state_records(open_engine) -> None:
 
 
 def engine_gtid(group):
-    from mariabinlog.codec.ibb_state import commit_gtid
+    from mariabinlog.codec.ibb.state import commit_gtid
 
     return commit_gtid(group.record.payload)
 

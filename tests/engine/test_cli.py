@@ -9,7 +9,7 @@ from pathlib import Path
 
 from engine_helpers import SRC, query
 
-from mariabinlog.codec.ibb_page import PAGE_SIZE
+from mariabinlog.codec.ibb.page import PAGE_SIZE
 from mariabinlog.engine import Engine
 
 

@@ -20,7 +20,7 @@ import pytest
 from engine_helpers import SMALL, SRC, query, run_child
 
 from mariabinlog.codec.events import FormatDescriptionEvent
-from mariabinlog.codec.ibb_page import LEGACY_MAGIC
+from mariabinlog.codec.ibb.page import LEGACY_MAGIC
 from mariabinlog.engine import Engine
 
 Snapshot = dict[str, tuple[int, int, int, str]]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from engine_helpers import SMALL, fake_event, gtid_groups, query, query_texts, run_child
 
-from mariabinlog.codec.ibb_page import PAGE_SIZE, RecordType, decode_header_page
-from mariabinlog.codec.ibb_reader import RecordReader
-from mariabinlog.codec.ibb_records import CommitRecord, XaPrepare, Xid
+from mariabinlog.codec.ibb.page import PAGE_SIZE, RecordType, decode_header_page
+from mariabinlog.codec.ibb.reader import RecordReader
+from mariabinlog.codec.ibb.records import CommitRecord, XaPrepare, Xid
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.engine import RESET_REFUSED
@@ -119,7 +119,7 @@ def test_pending_xa_survives_a_crash_and_is_reported(engine_dir: Path) -> None:
     run_child(
         engine_dir,
         """
-        from mariabinlog.codec.ibb_records import Xid
+        from mariabinlog.codec.ibb.records import Xid
         engine = Engine.open(engine_dir, **SMALL)
         engine.commit(query(b"before", 100))
         trx = engine.begin()

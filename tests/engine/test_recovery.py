@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine_helpers import SMALL, gtid_groups, query, query_texts, run_child
 
-from mariabinlog.codec.ibb_page import PAGE_SIZE, ZERO_PAGE
+from mariabinlog.codec.ibb.page import PAGE_SIZE, ZERO_PAGE
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.redo import REDO_NAME, RecordBuilder, RedoLog

@@ -18,7 +18,7 @@ from engine_helpers import (
 )
 
 from mariabinlog.codec.gtid import Gtid
-from mariabinlog.codec.ibb_page import PAGE_SIZE, decode_header_page
+from mariabinlog.codec.ibb.page import PAGE_SIZE, decode_header_page
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.files import binlog_name

@@ -34,7 +34,7 @@ from mariabinlog.codec.events import (
     RotateEvent,
 )
 from mariabinlog.codec.gtid import BinlogState, ConnectState, GtidList
-from mariabinlog.codec.protocol import ServerError
+from mariabinlog.codec.wire.protocol import ServerError
 from mariabinlog.engine import Engine
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.replication.net import ConnectionOptions

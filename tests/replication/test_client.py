@@ -29,7 +29,7 @@ from mariabinlog.codec.events import (
     RotateEvent,
 )
 from mariabinlog.codec.gtid import ConnectState
-from mariabinlog.codec.protocol import ServerError
+from mariabinlog.codec.wire.protocol import ServerError
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.replication.net import Connection, ConnectionLostError
 

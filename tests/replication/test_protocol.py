@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mariabinlog.codec import protocol as P
+from mariabinlog.codec.wire import protocol as P
 from mariabinlog.codec.columns import MYSQL_TYPE_LONGLONG
 from mariabinlog.codec.events import LOG_EVENT_ARTIFICIAL_F, GtidEvent, RotateEvent
 from mariabinlog.errors import DecodeError, ReplicationError
@@ -131,7 +131,7 @@ def test_auth_switch_round_trip() -> None:
 
 def test_ed25519_auth_switch_round_trip() -> None:
     """The server asks for client_ed25519 with a 32-byte nonce; the client signs it with the password."""
-    from mariabinlog.codec.ed25519 import password_hash
+    from mariabinlog.codec.wire.ed25519 import password_hash
 
     client, server = P.ClientProtocol(), P.ServerProtocol()
     client.receive_data(server.send_handshake("10.11.19", 1, NONCE))

@@ -6,7 +6,7 @@ from enum import Enum
 
 import pytest
 
-from mariabinlog.codec import protocol as P
+from mariabinlog.codec.wire import protocol as P
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,8 @@ import pytest
 
 from mariabinlog.schema import SchemaHistory, SchemaTracker
 from mariabinlog.tools.debezium import DebeziumSink
-from mariabinlog.tools.dump_cli import dump_main
-from mariabinlog.tools.dump_options import parse_options
+from mariabinlog.tools.dump.cli import dump_main
+from mariabinlog.tools.dump.options import parse_options
 from schema_workloads import RECREATED_TABLE, SERVER_OPTIONS, STATEMENT_AND_CLOSE, closed_binlogs
 
 WORKLOAD = """
@@ -378,7 +378,7 @@ def test_opt_in_table_metadata_from_the_history_matches_full(servers: dict[str, 
 
 def test_position_based_typing_for_out_of_order_readers(servers: dict[str, Any], tmp_path: Path) -> None:
     from mariabinlog.codec.events import TableMapEvent
-    from mariabinlog.codec.stream import iter_legacy_events
+    from mariabinlog.codec.events.stream import iter_legacy_events
     from mariabinlog.schema import SchemaHistory, typed_map_at
 
     out = io.BytesIO()

@@ -79,7 +79,7 @@ def test_rows_view_of_no_log_equals_full(spark: Any, servers: dict[str, Any], tm
 
 
 def test_saved_history_option_gives_the_same_rows(spark: Any, servers: dict[str, Any], tmp_path: Path) -> None:
-    from mariabinlog.tools.dump_cli import dump_main
+    from mariabinlog.tools.dump.cli import dump_main
 
     path = binlog_dir(servers["NO_LOG"], tmp_path, "nolog")
     history = tmp_path / "history.json"
@@ -126,7 +126,7 @@ def test_history_read_and_built_from_object_storage(spark: Any, servers: dict[st
     binlogs), and the rows equal the local read's."""
     from mariabinlog.spark.options import ScanOptions
     from mariabinlog.spark.read import history_source
-    from mariabinlog.tools.dump_cli import dump_main
+    from mariabinlog.tools.dump.cli import dump_main
 
     local = binlog_dir(servers["NO_LOG"], tmp_path, "nolog")
     binlogs = sorted(Path(local).iterdir())

@@ -30,7 +30,7 @@ from mariabinlog.codec.events import (
 )
 from mariabinlog.codec.ibb import RecordReader
 from mariabinlog.codec.rows import row_decoder
-from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.engine.files import IbbDirectory
 
 pytestmark = pytest.mark.spark

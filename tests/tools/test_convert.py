@@ -35,9 +35,9 @@ from mariabinlog.codec.events import (
     ROTATE_EVENT,
     decode_event,
 )
-from mariabinlog.codec.stream import iter_legacy_events
+from mariabinlog.codec.events.stream import iter_legacy_events
 from mariabinlog.engine.check import check_directory
-from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump.cli import dump_main
 from mariabinlog.tools.listing import binary_logs
 
 from corpus_data import CORPUS, corpus_glob

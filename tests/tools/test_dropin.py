@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from mariadb_server import program
 
-from mariabinlog.tools.dump_help import check_complete
-from mariabinlog.tools.dump_options import OPTIONS
+from mariabinlog.tools.dump.help import check_complete
+from mariabinlog.tools.dump.options import OPTIONS
 
 HELP_LINE = re.compile(r"^  (?:-(?P<short>.), )?--(?P<name>[a-z0-9-]+)(?P<arg>\[?=(?:name|#)\]?)?", re.M)
 

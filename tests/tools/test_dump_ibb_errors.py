@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump.cli import dump_main
 from mariabinlog.tools.listing import binary_logs
 
 PAGE = 16384

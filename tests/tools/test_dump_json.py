@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump.cli import dump_main
 
 from corpus_data import corpus_glob
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 
 from mariabinlog.codec.ibb import CommitRecord, GtidState, PageWriter, RecordType
-from mariabinlog.codec.stream import iter_legacy_events
+from mariabinlog.codec.events.stream import iter_legacy_events
 from mariabinlog.engine.files import IbbDirectory, binlog_name, ibb_file_no
-from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump.cli import dump_main
 
 from corpus_data import CORPUS, corpus_path
 TOOL = shutil.which("mariadb-binlog")

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from mariabinlog.codec.events import RowsEvent, TableMapEvent
-from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.errors import DecodeError
-from mariabinlog.tools import printer as P
-from mariabinlog.tools import rowsql
+from mariabinlog.tools.printer import printer as P
+from mariabinlog.tools.printer import rowsql
 
 from corpus_data import corpus_glob
 

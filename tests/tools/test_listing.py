@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump.cli import dump_main
 from mariabinlog.tools.listing import ListingSink, as_utf8mb3, batch_escape, binary_logs
 
 from corpus_data import corpus_glob

@@ -35,7 +35,7 @@ def test_dump_log_level_debug_adds_diagnostics_on_stderr_only(tool_env: dict[str
     assert plain.returncode == debug.returncode == 0
     assert debug.stdout == plain.stdout  # -v is still row verbosity
     assert plain.stderr == b""
-    assert f"mariabinlog.tools.dump: DEBUG: reading '{binlog}'".encode() in debug.stderr
+    assert f"mariabinlog.tools.dump.dumper: DEBUG: reading '{binlog}'".encode() in debug.stderr
 
 
 def test_dump_refuses_an_unknown_log_level(tool_env: dict[str, str], binlog: Path) -> None:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mariabinlog.tools.progress import Progress, progress_for
+from mariabinlog.tools.dump.progress import Progress, progress_for
 
 
 def _run_with_pty(args: list[str], env: dict[str, str], *, stdout_on_tty: bool = False) -> tuple[int, bytes, bytes]:

@@ -39,9 +39,9 @@ from mariabinlog.codec.events import (
     TableMapEvent,
 )
 from mariabinlog.codec.primitives import U32
-from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.errors import DecodeError
-from mariabinlog.tools.rowsql import _c_float, quote_bytes, quote_identifier, rows_sql
+from mariabinlog.tools.printer.rowsql import _c_float, quote_bytes, quote_identifier, rows_sql
 
 from corpus_data import CORPUS, corpus_path
 TOOL = shutil.which("mariadb-binlog")

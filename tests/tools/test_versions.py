@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from mariabinlog.codec.events import RowsEvent, reframe
-from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.errors import MariabinlogError
-from mariabinlog.tools.dump_cli import dump_main
+from mariabinlog.tools.dump.cli import dump_main
 
 TEST_DATA = Path("/usr/share/mysql/mysql-test")
 MAGIC = b"\xfebin"

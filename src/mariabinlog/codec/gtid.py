@@ -8,7 +8,7 @@
   (``@slave_connect_state``).
 * :class:`IdFilter` and :func:`parse_ids`: which event groups pass by their GTID's domain and
   server id (``do``/``ignore`` lists), the one definition the dump's option policy
-  (:mod:`mariabinlog.tools.gtid_filter`), the replica and the Spark source all use.
+  (:mod:`mariabinlog.tools.dump.gtid_filter`), the replica and the Spark source all use.
 * :func:`mysys_hash_order`: the order in which MariaDB walks a ``HASH`` of ids, which fixes
   the order of ``Gtid_list`` entries and of per-domain diagnostics.
 

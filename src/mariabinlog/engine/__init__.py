@@ -24,7 +24,7 @@ Module map (rooms named after the design's concepts; docs/engine-crash-safety.md
 :mod:`.files` (file naming and discovery), :mod:`.recovery`, :mod:`.view` (look-only view),
 :mod:`.reader`, :mod:`.source` (durable-clipped page source), :mod:`.backup`, :mod:`.check`
 (offline verifier), :mod:`.cli`, :mod:`.config`.  The GTID state record and the GTID seek are
-the codec's (:mod:`mariabinlog.codec.ibb_state`).
+the codec's (:mod:`mariabinlog.codec.ibb.state`).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec.ibb_page import PAGE_SIZE
-from ..codec.ibb_writer import PageWriter
+from ..codec.ibb.page import PAGE_SIZE
+from ..codec.ibb.writer import PageWriter
 from ..errors import EngineError
 from .recovery import HostRecords, Recovered, finish_recovery, recover
 from .redo import (

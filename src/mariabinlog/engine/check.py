@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..codec.events import FORMAT_DESCRIPTION_EVENT, GTID_EVENT
 from ..codec.gtid import BinlogState, Gtid
-from ..codec.ibb_page import (
+from ..codec.ibb.page import (
     FILLER,
     MAX_CHUNK_START,
     NO_FILE_REF,
@@ -42,8 +42,8 @@ from ..codec.ibb_page import (
     decode_header_page,
     iter_chunks,
 )
-from ..codec.ibb_reader import RecordReader
-from ..codec.ibb_records import (
+from ..codec.ibb.reader import RecordReader
+from ..codec.ibb.records import (
     CommitRecord,
     Dummy,
     GtidState,
@@ -53,7 +53,7 @@ from ..codec.ibb_records import (
     decode_record,
 )
 from ..errors import DecodeError
-from ..codec.ibb_state import commit_gtid
+from ..codec.ibb.state import commit_gtid
 from .source import disk_source
 from .files import binlog_name
 from .storage import BinlogFiles

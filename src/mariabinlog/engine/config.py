@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
 from ..errors import OptionError
-from ..codec.ibb_state import read_header
+from ..codec.ibb.state import read_header
 from .files import list_binlogs
 from .storage import BinlogFiles, pages_for_size
 

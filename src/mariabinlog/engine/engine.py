@@ -41,7 +41,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 
 from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
 from ..codec.gtid import BinlogState, ConnectState, Gtid
-from ..codec.ibb_page import (
+from ..codec.ibb.page import (
     NO_FILE_REF,
     PAGE_DATA_END,
     PAGE_SIZE,
@@ -50,9 +50,9 @@ from ..codec.ibb_page import (
     RecordType,
     decode_header_page,
 )
-from ..codec.ibb_records import CommitRecord, GtidState, Xid
-from ..codec.ibb_state import read_header, state_at_page
-from ..codec.ibb_writer import PageWriter, RecordSpan, WrittenPage
+from ..codec.ibb.records import CommitRecord, GtidState, Xid
+from ..codec.ibb.state import read_header, state_at_page
+from ..codec.ibb.writer import PageWriter, RecordSpan, WrittenPage
 from ..codec.primitives import U32
 from ..errors import EngineError
 from .backup import BackupRoom

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..codec.ibb_writer import WrittenPage
+from ..codec.ibb.writer import WrittenPage
 from ..errors import EngineError
 from .storage import BinlogFiles
 

@@ -27,10 +27,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..codec.ibb_page import IbbHeader
-from ..codec.ibb_records import Xid
-from ..codec.ibb_state import read_header
-from ..codec.ibb_writer import PageWriter
+from ..codec.ibb.page import IbbHeader
+from ..codec.ibb.records import Xid
+from ..codec.ibb.state import read_header
+from ..codec.ibb.writer import PageWriter
 from ..errors import EngineError, LogInUseError
 from .config import EngineConfig
 from .fifo import PageFifo

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from typing import Protocol, Self
 
 from ..codec.gtid import ConnectState
-from ..codec.ibb_page import PAGE_SIZE
-from ..codec.ibb_reader import EventGroup, RecordReader
-from ..codec.ibb_state import commit_gtid, seek_gtid
+from ..codec.ibb.page import PAGE_SIZE
+from ..codec.ibb.reader import EventGroup, RecordReader
+from ..codec.ibb.state import commit_gtid, seek_gtid
 from ..errors import EngineError
 from .source import ClippedSource
 from .storage import BinlogFiles

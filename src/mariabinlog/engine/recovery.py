@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ..codec.checksum import crc32c
 from ..codec.gtid import BinlogState, Gtid
-from ..codec.ibb_page import (
+from ..codec.ibb.page import (
     NO_FILE_REF,
     PAGE_DATA_END,
     PAGE_SIZE,
@@ -46,9 +46,9 @@ from ..codec.ibb_page import (
     decode_header_page,
     seal_page,
 )
-from ..codec.ibb_reader import PageSource, Record, RecordReader
-from ..codec.ibb_state import commit_gtid, latest_state, read_header, read_state_record
-from ..codec.ibb_records import (
+from ..codec.ibb.reader import PageSource, Record, RecordReader
+from ..codec.ibb.state import commit_gtid, latest_state, read_header, read_state_record
+from ..codec.ibb.records import (
     GtidState,
     XaComplete,
     XaPrepare,

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codec.checksum import crc32c
-from ..codec.compr import read_compr, write_compr
+from ..codec.ibb.compr import read_compr, write_compr
 from ..errors import EngineError
 
 REDO_NAME = "redo.log"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..codec.ibb_page import (
+from ..codec.ibb.page import (
     PAGE_DATA_END,
     PAGE_SIZE,
     PAGE_SIZE_SHIFT,

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterable
 
-from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
 from .files import binlog_name, list_binlogs
 from .redo import fsync_dir
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ..codec.gtid import Gtid
-from ..codec.ibb_records import OobRef, Xid
-from ..codec.ibb_writer import OobForestBuilder
+from ..codec.ibb.records import OobRef, Xid
+from ..codec.ibb.writer import OobForestBuilder
 from ..errors import EngineError
 
 

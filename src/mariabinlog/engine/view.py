@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..codec.gtid import BinlogState
-from ..codec.ibb_page import PAGE_SIZE, PAGE_SIZE_SHIFT
-from ..codec.ibb_state import read_header
+from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.ibb.state import read_header
 from ..errors import EngineError, OptionError
 from .files import list_binlogs
 from .recovery import RestoredState, adopted_end, recover, restore_state

@@ -17,9 +17,9 @@ from typing import Any
 
 from ..codec.events import FL_TRANSACTIONAL
 from ..codec.gtid import Gtid
-from ..codec.ibb_page import RecordType
-from ..codec.ibb_records import CommitRecord, XaComplete, XaPrepare, Xid
-from ..codec.ibb_writer import PageWriter, RecordSpan
+from ..codec.ibb.page import RecordType
+from ..codec.ibb.records import CommitRecord, XaComplete, XaPrepare, Xid
+from ..codec.ibb.writer import PageWriter, RecordSpan
 from ..errors import EngineError
 from .transaction import CommitInfo, PendingXa, Transaction
 

@@ -40,7 +40,7 @@ from ..codec.events import (
     RotateEvent,
 )
 from ..codec.gtid import ConnectState
-from ..codec.protocol import (
+from ..codec.wire.protocol import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     MARIA_SLAVE_CAPABILITY_GTID,
@@ -48,7 +48,7 @@ from ..codec.protocol import (
     EndOfStream,
     RegisterSlave,
 )
-from ..codec.stream import EventStreamDecoder, footer_len
+from ..codec.events.stream import EventStreamDecoder, footer_len
 from ..errors import ConnectionLostError, DecodeError, OptionError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string

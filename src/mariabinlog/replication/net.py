@@ -1,4 +1,4 @@
-"""The socket driver around :class:`~mariabinlog.codec.protocol.ClientProtocol`.
+"""The socket driver around :class:`~mariabinlog.codec.wire.protocol.ClientProtocol`.
 
 The codec knows the protocol; this module only moves bytes: it connects over TCP or a Unix
 socket, optionally upgrades to TLS after the SSL request, authenticates, runs queries and
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..codec.protocol import (
+from ..codec.wire.protocol import (
     NEED_DATA,
     AuthMoreData,
     AuthSwitchRequest,

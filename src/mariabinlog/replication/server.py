@@ -40,10 +40,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..codec import protocol as P
-from ..codec.ed25519 import ED25519
-from ..codec.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
-from ..codec.ed25519 import password_hash as ed25519_password_hash
+from ..codec.wire import protocol as P
+from ..codec.wire.ed25519 import ED25519
+from ..codec.wire.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
+from ..codec.wire.ed25519 import password_hash as ed25519_password_hash
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
     CHECKSUM_CRC32,

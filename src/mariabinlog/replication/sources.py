@@ -35,7 +35,7 @@ from ..codec.events import (
     encrypted_error,
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
-from ..codec.ibb_page import (
+from ..codec.ibb.page import (
     IBB_MAGIC,
     LEGACY_MAGIC,
     PAGE_SIZE,
@@ -43,10 +43,10 @@ from ..codec.ibb_page import (
     RecordType,
     decode_header_page,
 )
-from ..codec.ibb_reader import EventGroup as StoredGroup
-from ..codec.ibb_reader import RecordReader
-from ..codec.stream import EventStreamDecoder, iter_legacy_events
-from ..codec.ibb_state import commit_gtid, latest_state, read_header, seek_gtid, state_at_page
+from ..codec.ibb.reader import EventGroup as StoredGroup
+from ..codec.ibb.reader import RecordReader
+from ..codec.events.stream import EventStreamDecoder, iter_legacy_events
+from ..codec.ibb.state import commit_gtid, latest_state, read_header, seek_gtid, state_at_page
 from ..engine.files import binlog_name, ibb_file_no, list_binlogs
 from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
 from .client import BinlogClient

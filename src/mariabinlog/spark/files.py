@@ -3,7 +3,7 @@
 The GTID state at the start of a legacy file (its Gtid_list event), the GTID states an `.ibb`
 file records at page 1 and every ``gtid_state_interval`` pages, and the events of a legacy
 split: a split that starts inside a file enters it at the first believable event header
-(:mod:`mariabinlog.codec.resync`: ``log_pos`` chain and CRC32 footer), so a large legacy file
+(:mod:`mariabinlog.codec.events.resync`: ``log_pos`` chain and CRC32 footer), so a large legacy file
 is read by several tasks, each from its own byte range.  All decoding is the codec's.
 """
 
@@ -23,10 +23,10 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState
 from ..codec.ibb import PAGE_SIZE_SHIFT, chunk_at
-from ..codec.ibb_page import CHUNK_HEADER_SIZE, LEGACY_MAGIC
-from ..codec.ibb_state import state_points
-from ..codec.resync import footer_matches, header_claim, positions_recorded
-from ..codec.stream import EventStreamDecoder
+from ..codec.ibb.page import CHUNK_HEADER_SIZE, LEGACY_MAGIC
+from ..codec.ibb.state import state_points
+from ..codec.events.resync import footer_matches, header_claim, positions_recorded
+from ..codec.events.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
 from ..errors import DecodeError
 from .fs import ByteWindow, Storage, open_pages, read_range
@@ -92,7 +92,7 @@ def ibb_state_points(file: BinlogFile, storage: Storage) -> Iterator[tuple[int, 
     """``(byte offset, GTID state)`` at page 1 and every interval page of an `.ibb` file.
 
     The state at a page start covers every event group whose COMMIT record began before it
-    (ibb-format.md §6.2); the codec's :func:`~mariabinlog.codec.ibb_state.state_points` reads
+    (ibb-format.md §6.2); the codec's :func:`~mariabinlog.codec.ibb.state.state_points` reads
     them and stops at the first interval page without a state record.
     """
     source = open_pages(file.directory, {file.file_no: file.path}, storage)
@@ -107,7 +107,7 @@ def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStrea
                   skip: frozenset[int] = frozenset()) -> Iterator[Event]:
     """The events of a legacy file from the first event that starts in ``[start, stop)`` on,
     after its Format_description (at offset 4, read first for its checksum setting, and yielded
-    first as :func:`~mariabinlog.codec.stream.iter_legacy_events` does).  Events whose type is
+    first as :func:`~mariabinlog.codec.events.stream.iter_legacy_events` does).  Events whose type is
     in ``skip`` are hopped over by their header's length, neither decoded nor yielded (a
     planning pass that wants only DDL skips the rows events, most of a binlog's bytes).
 

@@ -54,10 +54,10 @@ from ..codec.events import (
     XidEvent,
     read_header,
 )
-from ..codec.event_header import reframe
+from ..codec.events.header import reframe
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
 from ..codec.rows import FastRowDecoder, map_builder, repeat_per_row, row_decoder
-from ..codec.stream import EventStreamDecoder
+from ..codec.events.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, SchemaHistoryError, TruncatedError
 from ..schema import SchemaHistory, SchemaTracker

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..codec.events import CHECKSUM_OFF, FL_DDL, FL_STANDALONE
 from ..codec.gtid import Gtid
-from ..codec.stream import EventStreamDecoder
+from ..codec.events.stream import EventStreamDecoder
 from ..replication.apply import PositionTable, Replicator, TargetSession
 from ..replication.groups import EventGroup
 from ..replication.net import ConnectionOptions

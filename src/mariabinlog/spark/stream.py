@@ -40,8 +40,8 @@ from pyspark.sql.types import StructType
 from ..codec.events import GTID_EVENT, GtidEvent
 from ..codec.gtid import BinlogState, Gtid, GtidList
 from ..codec.ibb import PAGE_SIZE, RecordReader, RecordType
-from ..codec.ibb_state import commit_gtid
-from ..codec.stream import EventStreamDecoder
+from ..codec.ibb.state import commit_gtid
+from ..codec.events.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, TruncatedError
 from .files import legacy_events

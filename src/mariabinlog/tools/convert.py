@@ -65,8 +65,8 @@ from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
 from ..engine.redo import REDO_NAME, fsync_dir
 from ..errors import ConvertError, DecodeError, OptionExit
-from .dump_options import DumpOptions, write_line
-from .sink import EventSink
+from .dump.options import DumpOptions, write_line
+from .dump.sink import EventSink
 
 #: The server version this tool writes into the Format_description of converted files.
 SERVER_VERSION = "12.3.0-MariaDB-mariabinlog"

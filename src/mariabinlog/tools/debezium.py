@@ -47,7 +47,7 @@ from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimes
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
 from .jsonout import TableView, json_value
-from .sink import EventSink
+from .dump.sink import EventSink
 
 log = logging.getLogger(__name__)
 

@@ -99,7 +99,7 @@ from ..codec.rows import (
 )
 from ..codec import charsets
 from ..schema import SchemaTracker
-from .sink import EventSink
+from .dump.sink import EventSink
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
 

@@ -60,12 +60,12 @@ from ..codec.events import (
 from ..codec import charsets
 from ..codec.rows import decimal_str
 from .binlog_dir import binary_logs
-from .printer import (
+from .printer.printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,
     OPTION_RELAXED_UNIQUE_CHECKS,
     _backtick,
 )
-from .sink import EventSink
+from .dump.sink import EventSink
 
 HEADER = b"Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n"
 _ESCAPES = {0: b"\\0", 9: b"\\t", 10: b"\\n", 92: b"\\\\"}
@@ -245,8 +245,8 @@ def events_main(argv: list[str]) -> int:
     The server lists what its files hold without judging GTID order, so strict
     mode is off unless ``--gtid-strict-mode`` is given.
     """
-    from .dump_cli import dump_main
-    from .dump_options import leading_defaults_options
+    from .dump.cli import dump_main
+    from .dump.options import leading_defaults_options
 
     if any(arg in ("--help", "-?") for arg in argv):
         sys.stdout.write(EVENTS_HELP)

@@ -1,0 +1,394 @@
+"""Row-based replication events: Table_map, Write/Update/Delete_rows (v1, v2, compressed), Partial_row_data.
+
+Rows events keep their row images undecoded (lazy decoding); the row codec in
+:mod:`mariabinlog.codec.rows` turns them into values with the table map's plan.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ...errors import DecodeError, TruncatedError
+from .. import columns
+from .header import (
+    DecodeContext,
+    Decoder,
+    DELETE_ROWS_COMPRESSED_EVENT,
+    DELETE_ROWS_COMPRESSED_EVENT_V1,
+    DELETE_ROWS_EVENT,
+    DELETE_ROWS_EVENT_V1,
+    Event,
+    PARTIAL_ROW_DATA_EVENT,
+    _ROWS_V2,
+    TABLE_MAP_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT_V1,
+    UPDATE_ROWS_EVENT,
+    UPDATE_ROWS_EVENT_V1,
+    WRITE_ROWS_COMPRESSED_EVENT,
+    WRITE_ROWS_COMPRESSED_EVENT_V1,
+    WRITE_ROWS_EVENT,
+    WRITE_ROWS_EVENT_V1,
+)
+from .query import compress_block, decompress_block
+from ..primitives import Buffer, need, read_lenenc_int, read_u48, U16, U32, U64, write_lenenc
+
+class TableMapEvent(Event):
+    """Table_map (19): table id -> db.table with column types and metadata.
+
+    ``decoder`` caches the row decoding plan built by :mod:`..rows` for this map.
+    """
+
+    type_code = TABLE_MAP_EVENT
+    __slots__ = (
+        "table_id",
+        "map_flags",
+        "schema",
+        "table",
+        "column_types",
+        "column_meta",
+        "null_bitmap",
+        "optional_metadata",
+        "decoder",
+    )
+
+    def __init__(
+        self,
+        *,
+        table_id: int,
+        schema: str,
+        table: str,
+        column_types: bytes,
+        column_meta: tuple[int, ...],
+        null_bitmap: bytes,
+        map_flags: int = 1,
+        optional_metadata: "columns.OptionalMetadata | None" = None,
+        **header: int,
+    ) -> None:
+        super().__init__(**header)
+        self.table_id = table_id
+        self.map_flags = map_flags
+        self.schema = schema
+        self.table = table
+        self.column_types = column_types
+        self.column_meta = column_meta
+        self.null_bitmap = null_bitmap
+        self.optional_metadata = optional_metadata
+        self.decoder: object | None = None
+
+    @property
+    def column_count(self) -> int:
+        """Number of columns in the table (as the primary knew it)."""
+        return len(self.column_types)
+
+    def nullable(self, index: int) -> bool:
+        """True when column ``index`` may hold NULL."""
+        return bool(self.null_bitmap[index >> 3] >> (index & 7) & 1)
+
+    def encode_body(self) -> bytes:
+        schema = self.schema.encode("utf-8", "surrogateescape")
+        table = self.table.encode("utf-8", "surrogateescape")
+        meta = columns.encode_column_meta(self.column_types, self.column_meta)
+        out = (
+            self.table_id.to_bytes(6, "little")
+            + U16.pack(self.map_flags)
+            + bytes((len(schema),))
+            + schema
+            + b"\0"
+            + bytes((len(table),))
+            + table
+            + b"\0"
+            + write_lenenc(len(self.column_types))
+            + self.column_types
+            + write_lenenc(len(meta))
+            + meta
+            + self.null_bitmap
+        )
+        if self.optional_metadata is not None:
+            out += self.optional_metadata.encode()
+        return out
+
+
+ROWS_KIND = {
+    WRITE_ROWS_EVENT_V1: "insert",
+    UPDATE_ROWS_EVENT_V1: "update",
+    DELETE_ROWS_EVENT_V1: "delete",
+    WRITE_ROWS_EVENT: "insert",
+    UPDATE_ROWS_EVENT: "update",
+    DELETE_ROWS_EVENT: "delete",
+    WRITE_ROWS_COMPRESSED_EVENT_V1: "insert",
+    UPDATE_ROWS_COMPRESSED_EVENT_V1: "update",
+    DELETE_ROWS_COMPRESSED_EVENT_V1: "delete",
+    WRITE_ROWS_COMPRESSED_EVENT: "insert",
+    UPDATE_ROWS_COMPRESSED_EVENT: "update",
+    DELETE_ROWS_COMPRESSED_EVENT: "delete",
+}
+_ROWS_COMPRESSED = {
+    WRITE_ROWS_COMPRESSED_EVENT_V1,
+    UPDATE_ROWS_COMPRESSED_EVENT_V1,
+    DELETE_ROWS_COMPRESSED_EVENT_V1,
+    WRITE_ROWS_COMPRESSED_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT,
+    DELETE_ROWS_COMPRESSED_EVENT,
+}
+
+STMT_END_F = 0x0001
+NO_FOREIGN_KEY_CHECKS_F = 0x0002
+RELAXED_UNIQUE_CHECKS_F = 0x0004
+COMPLETE_ROWS_F = 0x0008
+
+
+class RowsEvent(Event):
+    """Write/Update/Delete rows, v1, v2 and compressed (23-25, 30-32, 166-171).
+
+    Row images stay undecoded in ``rows_data`` (decompressed for the compressed
+    types); :func:`mariabinlog.codec.rows.row_decoder` decodes them with the
+    table map's plan.  ``compressed_block`` keeps the stored block so that
+    re-encoding is byte-exact.
+    """
+
+    __slots__ = (
+        "type_code",
+        "table_id",
+        "rows_flags",
+        "extra_data",
+        "width",
+        "present_before",
+        "present_after",
+        "rows_data",
+        "compressed_block",
+    )
+
+    def __init__(
+        self,
+        type_code: int,
+        *,
+        table_id: int,
+        width: int,
+        present_before: bytes,
+        rows_data: bytes,
+        present_after: bytes | None = None,
+        rows_flags: int = 0,
+        extra_data: bytes | None = None,
+        compressed_block: bytes | None = None,
+        **header: int,
+    ) -> None:
+        super().__init__(**header)
+        if type_code not in ROWS_KIND:
+            raise ValueError(f"{type_code} is not a rows event type")
+        self.type_code = type_code  # type: ignore[misc]
+        self.table_id = table_id
+        self.rows_flags = rows_flags
+        self.extra_data = extra_data if type_code in _ROWS_V2 else None
+        if type_code in _ROWS_V2 and self.extra_data is None:
+            self.extra_data = b""
+        self.width = width
+        self.present_before = present_before
+        self.present_after = present_after
+        self.rows_data = rows_data
+        self.compressed_block = compressed_block
+
+    @property
+    def kind(self) -> str:
+        """'insert', 'update' or 'delete'."""
+        return ROWS_KIND[self.type_code]
+
+    @property
+    def compressed(self) -> bool:
+        """True for the compressed event types (166-171)."""
+        return self.type_code in _ROWS_COMPRESSED
+
+    @property
+    def stmt_end(self) -> bool:
+        """True on the last rows event of a statement."""
+        return bool(self.rows_flags & STMT_END_F)
+
+    def encode_body(self) -> bytes:
+        out = self.table_id.to_bytes(6, "little") + U16.pack(self.rows_flags)
+        if self.extra_data is not None:
+            out += U16.pack(len(self.extra_data) + 2) + self.extra_data
+        out += write_lenenc(self.width) + self.present_before
+        if self.present_after is not None:
+            out += self.present_after
+        if self.compressed:
+            if self.compressed_block is None:
+                self.compressed_block = compress_block(self.rows_data)
+            return out + self.compressed_block
+        return out + self.rows_data
+
+
+PARTIAL_ORIG_EVENT_SIZE_F = 0x01
+
+
+class PartialRowDataEvent(Event):
+    """Partial_row_data (172, 12.x): one fragment of a rows event too large for one event."""
+
+    type_code = PARTIAL_ROW_DATA_EVENT
+    __slots__ = ("total_fragments", "sequence", "fragment_flags", "original_size", "fragment")
+
+    def __init__(
+        self,
+        *,
+        total_fragments: int,
+        sequence: int,
+        fragment: bytes,
+        fragment_flags: int = 0,
+        original_size: int | None = None,
+        **header: int,
+    ) -> None:
+        super().__init__(**header)
+        self.total_fragments = total_fragments
+        self.sequence = sequence
+        self.fragment_flags = fragment_flags
+        self.original_size = original_size
+        self.fragment = fragment
+
+    def encode_body(self) -> bytes:
+        out = struct.pack("<IIB", self.total_fragments, self.sequence, self.fragment_flags)
+        if self.fragment_flags & PARTIAL_ORIG_EVENT_SIZE_F:
+            out += U64.pack(self.original_size or 0)
+        return out + self.fragment
+
+
+def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    post = ctx.post_header_len(TABLE_MAP_EVENT)
+    need(buf, p, post, "Table_map post-header")
+    if post == 6:
+        table_id, map_flags, q = U32.unpack_from(buf, p)[0], U16.unpack_from(buf, p + 4)[0], p + 6
+    else:
+        table_id, map_flags, q = read_u48(buf, p), U16.unpack_from(buf, p + 6)[0], p + post
+    need(buf, q, 1, "Table_map database name")
+    n = buf[q]
+    need(buf, q + 1, n + 2, "Table_map database name")
+    schema = bytes(buf[q + 1 : q + 1 + n]).decode("utf-8", "surrogateescape")
+    q += n + 2
+    n = buf[q]
+    need(buf, q + 1, n + 2, "Table_map table name")
+    table = bytes(buf[q + 1 : q + 1 + n]).decode("utf-8", "surrogateescape")
+    q += n + 2
+    ncols, q = read_lenenc_int(buf, q, "Table_map column count")
+    need(buf, q, ncols, "Table_map column types")
+    types = bytes(buf[q : q + ncols])
+    q += ncols
+    if q >= end:
+        # MySQL 5.1 before 5.1.18 wrote neither metadata nor NULL bitmap (the reader
+        # takes zeros, as the server's does).
+        return TableMapEvent(
+            table_id=table_id,
+            map_flags=map_flags,
+            schema=schema,
+            table=table,
+            column_types=types,
+            column_meta=(0,) * ncols,
+            null_bitmap=bytes((ncols + 7) >> 3),
+            **hdr,
+        )
+    meta_len, q = read_lenenc_int(buf, q, "Table_map metadata length")
+    need(buf, q, meta_len, "Table_map metadata")
+    meta = columns.decode_column_meta(types, buf, q, q + meta_len)
+    q += meta_len
+    nb = (ncols + 7) >> 3
+    need(buf, q, nb, "Table_map NULL bitmap")
+    nulls = bytes(buf[q : q + nb])
+    q += nb
+    optional = columns.decode_optional_metadata(buf, q, end) if q < end else None
+    return TableMapEvent(
+        table_id=table_id,
+        map_flags=map_flags,
+        schema=schema,
+        table=table,
+        column_types=types,
+        column_meta=meta,
+        null_bitmap=nulls,
+        optional_metadata=optional,
+        **hdr,
+    )
+
+
+def rows_extra_end(buf: Buffer, q: int, end: int) -> int:
+    """End of a v2 rows event's extra data whose length field is at ``q``, checked as the
+    server's reader checks it: a length of at least 2 inside the event, and every
+    extra-row-info chunk (tag 0) with its 2-byte header and its length inside the data
+    (a chunk of another tag ends the walk)."""
+    need(buf, q, 2, "rows event extra data length")
+    extra_len = U16.unpack_from(buf, q)[0]
+    stop = q + extra_len
+    if extra_len < 2 or stop > end:
+        raise DecodeError("invalid rows event: extra data length out of range", offset=q, expected=">= 2, inside the event")
+    pos = q + 2
+    while pos < stop:
+        tag = buf[pos]
+        pos += 1
+        if tag != 0:
+            break
+        if stop - pos < 2 or stop - pos < buf[pos]:
+            raise DecodeError("invalid rows event: truncated extra row info", offset=pos, expected="its 2-byte header and data")
+        pos += buf[pos]
+    return stop
+
+
+def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, type_code: int) -> Event:
+    post = ctx.post_header_len(type_code)
+    need(buf, p, post, "rows event post-header")
+    if post == 6:
+        table_id, rows_flags, q = U32.unpack_from(buf, p)[0], U16.unpack_from(buf, p + 4)[0], p + 6
+    else:
+        table_id, rows_flags, q = read_u48(buf, p), U16.unpack_from(buf, p + 6)[0], p + 8
+    extra = None
+    if type_code in _ROWS_V2:
+        stop = rows_extra_end(buf, q, end)
+        extra = bytes(buf[q + 2 : stop])
+        q = stop
+    width, q = read_lenenc_int(buf, q, "rows event column count")
+    nb = (width + 7) >> 3
+    need(buf, q, nb, "rows event column bitmap")
+    before = bytes(buf[q : q + nb])
+    q += nb
+    after = None
+    if ROWS_KIND[type_code] == "update":
+        need(buf, q, nb, "rows event after-image column bitmap")
+        after = bytes(buf[q : q + nb])
+        q += nb
+    if q > end:
+        raise TruncatedError("truncated rows event", offset=q, expected="row data")
+    block = None
+    if type_code in _ROWS_COMPRESSED:
+        block = bytes(buf[q:end])
+        data = decompress_block(buf, q, end)
+    else:
+        data = bytes(buf[q:end])
+    return RowsEvent(
+        type_code,
+        table_id=table_id,
+        rows_flags=rows_flags,
+        extra_data=extra,
+        width=width,
+        present_before=before,
+        present_after=after,
+        rows_data=data,
+        compressed_block=block,
+        **hdr,
+    )
+
+
+def _dec_partial(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
+    need(buf, p, 9, "Partial_row_data post-header")
+    total, seq, fflags = struct.unpack_from("<IIB", buf, p)
+    q = p + 9
+    orig = None
+    if fflags & PARTIAL_ORIG_EVENT_SIZE_F:
+        need(buf, q, 8, "Partial_row_data original size")
+        orig = U64.unpack_from(buf, q)[0]
+        q += 8
+    return PartialRowDataEvent(
+        total_fragments=total, sequence=seq, fragment_flags=fflags, original_size=orig, fragment=bytes(buf[q:end]), **hdr
+    )
+
+
+#: Decoders of this room's event types, merged by :func:`mariabinlog.codec.events.decode_event`.
+DECODERS: dict[int, Decoder] = {
+    TABLE_MAP_EVENT: _dec_table_map,
+    PARTIAL_ROW_DATA_EVENT: _dec_partial,
+}
+for _code in ROWS_KIND:
+    DECODERS[_code] = lambda b, p, e, h, c, _t=_code: _dec_rows(b, p, e, h, c, _t)

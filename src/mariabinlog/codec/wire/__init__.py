@@ -1,0 +1,213 @@
+"""The MySQL/MariaDB wire: protocol constants and packet framing.
+
+Constants come from ``include/mysql_com.h`` and ``include/mysqld_error.h``;
+:func:`frame` and :class:`PacketFramer` turn payloads into wire packets (3-byte
+length + sequence id, payloads of 16 MiB - 1 and more split and joined) and
+back.  The messages themselves are in :mod:`.packets`, the state machines that
+speak them in :mod:`.protocol`.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from ...errors import MalformedPacketError
+from ..primitives import Buffer
+
+# --------------------------------------------------------------------------- constants
+
+MAX_PAYLOAD: Final = 0xFFFFFF
+"""Largest payload of one wire packet; a logical packet this long continues in the next."""
+
+DEFAULT_MAX_PACKET: Final = (1 << 30) + 4096
+"""Default bound on one logical packet (``max_allowed_packet`` is at most 1 GiB)."""
+
+# Capability flags (include/mysql_com.h).
+CLIENT_MYSQL: Final = 1  # CLIENT_LONG_PASSWORD; a MariaDB client leaves it clear to get extended caps
+CLIENT_FOUND_ROWS: Final = 2
+CLIENT_LONG_FLAG: Final = 4
+CLIENT_CONNECT_WITH_DB: Final = 8
+CLIENT_LOCAL_FILES: Final = 128
+CLIENT_PROTOCOL_41: Final = 512
+CLIENT_INTERACTIVE: Final = 1024
+CLIENT_SSL: Final = 2048
+CLIENT_TRANSACTIONS: Final = 8192
+CLIENT_SECURE_CONNECTION: Final = 32768
+CLIENT_MULTI_STATEMENTS: Final = 1 << 16
+CLIENT_MULTI_RESULTS: Final = 1 << 17
+CLIENT_PS_MULTI_RESULTS: Final = 1 << 18
+CLIENT_PLUGIN_AUTH: Final = 1 << 19
+CLIENT_CONNECT_ATTRS: Final = 1 << 20
+CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA: Final = 1 << 21
+CLIENT_SESSION_TRACK: Final = 1 << 23
+CLIENT_DEPRECATE_EOF: Final = 1 << 24
+
+#: What :class:`ClientProtocol` asks for (intersected with what the server offers).
+CLIENT_DEFAULT_CAPS: Final = (
+    CLIENT_MYSQL
+    | CLIENT_LONG_FLAG
+    | CLIENT_PROTOCOL_41
+    | CLIENT_TRANSACTIONS
+    | CLIENT_SECURE_CONNECTION
+    | CLIENT_MULTI_STATEMENTS
+    | CLIENT_MULTI_RESULTS
+    | CLIENT_PLUGIN_AUTH
+    | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+)
+
+#: What :class:`ServerProtocol` offers.
+SERVER_DEFAULT_CAPS: Final = CLIENT_DEFAULT_CAPS | CLIENT_CONNECT_WITH_DB | CLIENT_CONNECT_ATTRS | CLIENT_FOUND_ROWS
+
+# Server status flags.
+SERVER_STATUS_IN_TRANS: Final = 0x0001
+SERVER_STATUS_AUTOCOMMIT: Final = 0x0002
+SERVER_MORE_RESULTS_EXISTS: Final = 0x0008
+
+# Commands.
+COM_QUIT: Final = 0x01
+COM_INIT_DB: Final = 0x02
+COM_QUERY: Final = 0x03
+COM_PING: Final = 0x0E
+COM_BINLOG_DUMP: Final = 0x12
+COM_REGISTER_SLAVE: Final = 0x15
+
+# COM_BINLOG_DUMP flags.
+BINLOG_DUMP_NON_BLOCK: Final = 0x01
+BINLOG_SEND_ANNOTATE_ROWS_EVENT: Final = 0x02
+
+# @mariadb_slave_capability values (sql/log_event.h MARIA_SLAVE_CAPABILITY_*).
+MARIA_SLAVE_CAPABILITY_UNKNOWN: Final = 0
+MARIA_SLAVE_CAPABILITY_ANNOTATE: Final = 1
+MARIA_SLAVE_CAPABILITY_TOLERATE_HOLES: Final = 2
+MARIA_SLAVE_CAPABILITY_BINLOG_CHECKPOINT: Final = 3
+MARIA_SLAVE_CAPABILITY_GTID: Final = 4
+MARIA_SLAVE_CAPABILITY_ENGINE_BINLOG: Final = 5
+
+# Semi-sync (sql/semisync.h).
+SEMI_SYNC_MAGIC: Final = 0xEF
+SEMI_SYNC_NEED_ACK: Final = 0x01
+
+NATIVE_PASSWORD: Final = "mysql_native_password"
+CHARSET_UTF8MB4_GENERAL_CI: Final = 45
+CHARSET_BINARY: Final = 63
+
+# Error codes a replication peer meets (include/mysqld_error.h).
+ER_ACCESS_DENIED_ERROR: Final = 1045
+ER_UNKNOWN_COM_ERROR: Final = 1047
+ER_PARSE_ERROR: Final = 1064
+ER_NET_PACKETS_OUT_OF_ORDER: Final = 1156
+ER_MASTER_FATAL_ERROR_READING_BINLOG: Final = 1236
+ER_UNKNOWN_SYSTEM_VARIABLE: Final = 1193
+ER_NOT_SUPPORTED_YET: Final = 1235
+ER_GTID_POSITION_NOT_FOUND_IN_BINLOG: Final = 1945
+ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2: Final = 1955
+ER_GTID_START_FROM_BINLOG_HOLE: Final = 1951
+
+_U24_MAX = 0xFFFFFF
+_HEADER = struct.Struct("<I")  # 3-byte length + seq read as one little-endian u32
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def frame(payload: Buffer, seq: int) -> tuple[bytes, int]:
+    """Wire bytes of one logical packet starting at sequence id ``seq``, and the next id.
+
+    Payloads of ``0xFFFFFF`` bytes or more are split; a payload that is an exact multiple
+    of ``0xFFFFFF`` ends with an empty packet, as the protocol requires.
+    """
+    size = len(payload)
+    if size < MAX_PAYLOAD:
+        return _HEADER.pack(size | (seq << 24)) + bytes(payload), (seq + 1) & 0xFF
+    out = bytearray()
+    view = memoryview(payload)
+    pos = 0
+    while True:
+        chunk = view[pos : pos + MAX_PAYLOAD]
+        out += _HEADER.pack(len(chunk) | (seq << 24))
+        out += chunk
+        seq = (seq + 1) & 0xFF
+        pos += len(chunk)
+        if len(chunk) < MAX_PAYLOAD:
+            return bytes(out), seq
+
+
+class PacketFramer:
+    """Receive buffer that cuts logical packets out of a byte stream.
+
+    Extraction is O(bytes received): the buffer is compacted only when the consumed prefix
+    is larger than what is left.  ``max_packet`` bounds one logical packet (h11's
+    ``max_incomplete_event_size`` idea): a peer announcing more is a protocol error, not an
+    allocation.
+    """
+
+    __slots__ = ("_buf", "_pos", "_parts", "_parts_size", "_first_seq", "max_packet", "expected_seq")
+
+    def __init__(self, max_packet: int = DEFAULT_MAX_PACKET) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._parts: list[bytes] = []
+        self._parts_size = 0
+        self._first_seq = 0
+        self.max_packet = max_packet
+        self.expected_seq: int | None = None
+
+    def receive(self, data: Buffer) -> None:
+        """Append bytes read from the peer."""
+        if self._pos and self._pos >= len(self._buf) - self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet cut into packets."""
+        return len(self._buf) - self._pos
+
+    def take_buffered(self) -> bytes:
+        """Remove and return the unread bytes (a TLS upgrade must not lose them)."""
+        data = bytes(self._buf[self._pos :])
+        self._buf = bytearray()
+        self._pos = 0
+        return data
+
+    def next_packet(self) -> tuple[int, bytes] | None:
+        """``(sequence id of the first part, payload)`` of the next complete packet, or None."""
+        buf = self._buf
+        while True:
+            pos = self._pos
+            if len(buf) - pos < 4:
+                return None
+            word = _HEADER.unpack_from(buf, pos)[0]
+            length = word & _U24_MAX
+            seq = word >> 24
+            end = pos + 4 + length
+            if self._parts_size + length > self.max_packet:
+                raise MalformedPacketError(
+                    f"packet of more than {self.max_packet} bytes", offset=0, expected="a smaller packet"
+                )
+            if len(buf) < end:
+                return None
+            if self.expected_seq is not None and seq != self.expected_seq:
+                raise MalformedPacketError(
+                    f"packet sequence id {seq}, expected {self.expected_seq}",
+                    offset=0,
+                    expected="packets in order",
+                )
+            self.expected_seq = (seq + 1) & 0xFF if self.expected_seq is not None else None
+            self._pos = end
+            if length == MAX_PAYLOAD:
+                if not self._parts:
+                    self._first_seq = seq
+                self._parts.append(bytes(buf[pos + 4 : end]))
+                self._parts_size += length
+                continue
+            if self._parts:
+                self._parts.append(bytes(buf[pos + 4 : end]))
+                payload = b"".join(self._parts)
+                first = self._first_seq
+                self._parts = []
+                self._parts_size = 0
+                return first, payload
+            return seq, bytes(buf[pos + 4 : end])

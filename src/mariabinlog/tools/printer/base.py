@@ -1,0 +1,251 @@
+"""What every printer room shares: options, the event view over raw bytes, delimiters,
+the session option bits and small formatting helpers.
+"""
+
+from __future__ import annotations
+
+import binascii
+import struct
+from typing import Any
+
+from ...codec.events import (
+    CHECKSUM_OFF,
+    decode_event,
+    DecodeContext,
+    event_type_name,
+    FORMAT_DESCRIPTION_EVENT,
+    HEADER,
+)
+from ...codec.native import load_fast
+from ...codec.events.stream import footer_len
+
+
+#: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
+_FAST_VERSION = 1
+
+
+def _load_fast() -> Any:
+    """The compiled fast paths, or None (not built, stale, or MARIABINLOG_PURE_PYTHON=1)."""
+    return load_fast("mariabinlog.tools.printer._dumpfast", "FAST_VERSION", _FAST_VERSION, "printer.py")
+
+
+#: ``mariabinlog.tools.printer._dumpfast`` (base64 lines, row counts, ``###`` lines in C) or None.
+_fast = _load_fast()
+
+# --base64-output modes (the tool's enum order: NEVER, AUTO, UNSPEC, DECODE-ROWS).
+BASE64_NEVER = 0
+BASE64_AUTO = 1
+BASE64_DECODE_ROWS = 3
+
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+DELIM = b"/*!*/;"
+_START_TRANSACTION = b"START TRANSACTION\n/*!*/;\n"
+_COMMIT_DELIM = b"COMMIT\n/*!*/;\n"
+
+# Option bits of Query Q_FLAGS2 (sql_priv.h).
+OPTION_AUTO_IS_NULL = 1 << 14
+OPTION_NO_CHECK_CONSTRAINT_CHECKS = 1 << 15
+OPTION_NOT_AUTOCOMMIT = 1 << 19
+OPTION_IF_EXISTS = 1 << 28
+OPTION_INSERT_HISTORY = 1 << 30
+OPTION_NO_FOREIGN_KEY_CHECKS = 1 << 26
+OPTION_RELAXED_UNIQUE_CHECKS = 1 << 27
+OPTION_EXPLICIT_DEF_TIMESTAMP = 1 << 24
+
+_EPOCH_CACHE_MAX = 4096
+
+
+def _backtick(name: bytes) -> bytes:
+    """``%`s``: an identifier in backticks, inner backticks doubled."""
+    return b"`" + name.replace(b"`", b"``") + b"`"
+
+
+def _base64_lines(data: bytes | memoryview, out: list[bytes]) -> None:
+    """my_base64_encode + "\\n": 76-character lines, as ``base64.encodebytes``."""
+    if _fast is not None:
+        out.append(_fast.base64_lines(data))
+        return
+    b2a = binascii.b2a_base64
+    n = len(data)
+    if n <= 57:
+        out.append(b2a(data))
+        return
+    for i in range(0, n, 57):
+        out.append(b2a(data[i : i + 57]))
+
+
+# --------------------------------------------------------------------------- printer
+
+
+class PrintOptions:
+    """The printing-related command-line options of ``mariadb-binlog``."""
+
+    __slots__ = (
+        "base64_mode",
+        "database",
+        "flashback",
+        "hexdump",
+        "local_load",
+        "print_row_count",
+        "print_row_event_positions",
+        "print_table_metadata",
+        "rewrite_db",
+        "short_form",
+        "skip_annotate",
+        "table",
+        "verbose",
+    )
+
+    def __init__(
+        self,
+        *,
+        short_form: bool = False,
+        verbose: int = 0,
+        base64_mode: int = BASE64_AUTO,
+        hexdump: bool = False,
+        print_row_count: bool = True,
+        print_row_event_positions: bool = True,
+        print_table_metadata: bool = False,
+        skip_annotate: bool = False,
+        flashback: bool = False,
+        database: bytes | None = None,
+        table: bytes | None = None,
+        rewrite_db: dict[bytes, bytes] | None = None,
+        local_load: str | None = None,
+    ) -> None:
+        self.short_form = short_form
+        self.verbose = 0 if short_form else verbose
+        self.base64_mode = base64_mode
+        self.hexdump = hexdump
+        self.print_row_count = print_row_count and not short_form
+        self.print_row_event_positions = print_row_event_positions and not short_form
+        self.print_table_metadata = print_table_metadata
+        self.skip_annotate = skip_annotate
+        self.flashback = flashback
+        self.database = database
+        self.table = table
+        self.rewrite_db = rewrite_db or {}
+        #: --local-load: where LOAD DATA files are rebuilt (None: $TMPDIR or /tmp).
+        self.local_load = local_load
+
+
+def _event_description(code: int) -> bytes:
+    """The event type's name as the tool prints it in comments."""
+    return event_type_name(code).encode()
+
+
+def _format_g14(value: float) -> bytes:
+    """C's ``%.14g``."""
+    return b"%.14g" % value
+
+
+# --------------------------------------------------------------------------- event views
+
+
+class EventView:
+    """One framed event inside a buffer: header fields, offsets, lazy decoding.
+
+    ``position`` is what ``# at`` prints, ``body_pos``/``body_end`` delimit
+    the post-header and body (CRC excluded), ``crc`` is the stored footer
+    (None without checksums), ``hexdump_from`` the offset --hexdump shows.
+    """
+
+    __slots__ = (
+        "_decoded",
+        "body_end",
+        "body_pos",
+        "buf",
+        "crc",
+        "ctx",
+        "flags",
+        "hexdump_from",
+        "length",
+        "log_pos",
+        "position",
+        "server_id",
+        "start",
+        "type_code",
+        "when",
+    )
+
+    def __init__(
+        self,
+        buf: Any,
+        start: int,
+        position: int,
+        when: int,
+        type_code: int,
+        server_id: int,
+        length: int,
+        log_pos: int,
+        flags: int,
+        body_end: int,
+        crc: int | None,
+        ctx: DecodeContext,
+    ) -> None:
+        self.buf = buf
+        self.start = start
+        self.position = position
+        self.hexdump_from = position
+        self.when = when
+        self.type_code = type_code
+        self.server_id = server_id
+        self.length = length
+        self.log_pos = log_pos
+        self.flags = flags
+        self.body_pos = start + (19 if type_code == FORMAT_DESCRIPTION_EVENT else ctx.header_len)
+        self.body_end = body_end
+        self.crc = crc
+        self.ctx = ctx
+        self._decoded: Any = None
+
+    def raw(self) -> bytes | memoryview:
+        """The whole event (CRC included), as base64 and --hexdump show it."""
+        return self.buf[self.start : self.start + self.length]
+
+    def body(self) -> bytes:
+        """Post-header and body bytes (CRC excluded)."""
+        return bytes(self.buf[self.body_pos : self.body_end])
+
+    def decoded(self) -> Any:
+        """The codec's event object (decoded once, on demand)."""
+        if self._decoded is None:
+            self._decoded = decode_event(self.buf, self.start, self.body_end, self.ctx)
+        return self._decoded
+
+
+def view_at(
+    buf: Any, start: int, position: int, crc_len: int, ctx: DecodeContext
+) -> EventView:
+    """The EventView of the event whose header is at ``start`` (``crc_len`` 4 with CRC32 footers).
+
+    A Format_description's own algorithm byte says whether it ends with a CRC.
+    """
+    when, code, server_id, length, log_pos, flags = HEADER.unpack_from(buf, start)
+    end = start + length
+    if code == FORMAT_DESCRIPTION_EVENT:
+        crc = _U32.unpack_from(buf, end - 4)[0] if footer_len(buf, start, length, CHECKSUM_OFF) else None
+        body_end = end
+    elif crc_len:
+        crc = _U32.unpack_from(buf, end - 4)[0]
+        body_end = end - 4
+    else:
+        crc = None
+        body_end = end
+    return EventView(
+        buf,
+        start,
+        position,
+        when,
+        code,
+        server_id,
+        length,
+        log_pos,
+        flags,
+        body_end,
+        crc,
+        ctx,
+    )

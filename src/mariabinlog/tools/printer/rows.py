@@ -1,0 +1,1033 @@
+"""Printing of row-based events as ``mariadb-binlog`` does: table maps, ``BINLOG`` base64
+blocks, ``###`` lines (``-v``/``-vv``), row counts and ``--flashback`` reversal.
+"""
+
+from __future__ import annotations
+
+import re
+
+from collections.abc import Callable
+from typing import Any
+
+from ...codec import columns as C
+from ...codec.events import (
+    rows_extra_end,
+    decompress_block,
+    DELETE_ROWS_COMPRESSED_EVENT,
+    DELETE_ROWS_COMPRESSED_EVENT_V1,
+    DELETE_ROWS_EVENT,
+    DELETE_ROWS_EVENT_V1,
+    reframe,
+    ROWS_KIND,
+    TABLE_MAP_EVENT,
+    TableMapEvent,
+    UPDATE_ROWS_COMPRESSED_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT_V1,
+    UPDATE_ROWS_EVENT,
+    UPDATE_ROWS_EVENT_V1,
+    WRITE_ROWS_COMPRESSED_EVENT,
+    WRITE_ROWS_COMPRESSED_EVENT_V1,
+    WRITE_ROWS_EVENT,
+    WRITE_ROWS_EVENT_V1,
+)
+from ...codec.primitives import read_lenenc_int
+from ...codec.rows import decimal_size
+from ...codec import charsets
+from ...errors import DecodeError, FlashbackError, MissingFormatDescription
+from . import rowsql
+from .base import (
+    _backtick,
+    BASE64_DECODE_ROWS,
+    _base64_lines,
+    BASE64_NEVER,
+    DELIM,
+    EventView,
+    _fast,
+    _U16,
+    _U32,
+    view_at,
+)
+
+TM_BIT_HAS_TRIGGERS_F = 1 << 14
+STMT_END_F = 1
+
+_ROWS_NAMES = {
+    WRITE_ROWS_EVENT_V1: b"Write_rows",
+    UPDATE_ROWS_EVENT_V1: b"Update_rows",
+    DELETE_ROWS_EVENT_V1: b"Delete_rows",
+    WRITE_ROWS_EVENT: b"Write_rows",
+    UPDATE_ROWS_EVENT: b"Update_rows",
+    DELETE_ROWS_EVENT: b"Delete_rows",
+    WRITE_ROWS_COMPRESSED_EVENT_V1: b"Write_compressed_rows",
+    UPDATE_ROWS_COMPRESSED_EVENT_V1: b"Update_compressed_rows",
+    DELETE_ROWS_COMPRESSED_EVENT_V1: b"Delete_compressed_rows",
+    WRITE_ROWS_COMPRESSED_EVENT: b"Write_compressed_rows",
+    UPDATE_ROWS_COMPRESSED_EVENT: b"Update_compressed_rows",
+    DELETE_ROWS_COMPRESSED_EVENT: b"Delete_compressed_rows",
+    **{code: name for code, name in zip(range(20, 23), (b"Write_rows_old", b"Update_rows_old", b"Delete_rows_old"))},
+}
+#: MySQL 5.1.15-5.1.17's pre-GA rows events: printed (base64), their rows neither decoded nor counted.
+_OLD_ROWS = frozenset(range(20, 23))
+#: Flashback prints Write as Delete and vice versa.
+_FLASHBACK_NAMES = {b"Write_rows": b"Delete_rows", b"Delete_rows": b"Write_rows"}
+#: Compressed row event type -> the uncompressed type the tool re-encodes it as.
+_UNCOMPRESSED_TYPE = {
+    WRITE_ROWS_COMPRESSED_EVENT_V1: WRITE_ROWS_EVENT_V1,
+    UPDATE_ROWS_COMPRESSED_EVENT_V1: UPDATE_ROWS_EVENT_V1,
+    DELETE_ROWS_COMPRESSED_EVENT_V1: DELETE_ROWS_EVENT_V1,
+    WRITE_ROWS_COMPRESSED_EVENT: WRITE_ROWS_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT: UPDATE_ROWS_EVENT,
+    DELETE_ROWS_COMPRESSED_EVENT: DELETE_ROWS_EVENT,
+}
+_V2_ROWS = frozenset(
+    (
+        WRITE_ROWS_EVENT,
+        UPDATE_ROWS_EVENT,
+        DELETE_ROWS_EVENT,
+        WRITE_ROWS_COMPRESSED_EVENT,
+        UPDATE_ROWS_COMPRESSED_EVENT,
+        DELETE_ROWS_COMPRESSED_EVENT,
+    )
+)
+_UPDATE_ROWS = frozenset(
+    (
+        UPDATE_ROWS_EVENT_V1,
+        UPDATE_ROWS_EVENT,
+        UPDATE_ROWS_COMPRESSED_EVENT_V1,
+        UPDATE_ROWS_COMPRESSED_EVENT,
+    )
+)
+_WRITE_ROWS = frozenset(
+    (
+        WRITE_ROWS_EVENT_V1,
+        WRITE_ROWS_EVENT,
+        WRITE_ROWS_COMPRESSED_EVENT_V1,
+        WRITE_ROWS_COMPRESSED_EVENT,
+    )
+)
+ROW_EVENT_TYPES = frozenset(_ROWS_NAMES)
+
+
+# --------------------------------------------------------------------------- table maps
+
+
+class TableInfo:
+    """What the printer needs of one Table_map: names, flags and the row-size plan.
+
+    ``sizes`` has one entry per column for ``count_row_events``: a positive
+    fixed byte size, ``-1``/``-2`` for a 1/2-byte length prefix (VARCHAR,
+    CHAR), ``-10 - n`` for an ``n``-byte BLOB length prefix, and ``0`` where the
+    tool's calc_field_event_length gives up (GEOMETRY, old DECIMAL, ...), which
+    stops its row count there.
+    """
+
+    __slots__ = (
+        "event",
+        "flags",
+        "full_sizes",
+        "line",
+        "raw_schema",
+        "raw_table",
+        "schema",
+        "sizes",
+        "table",
+        "table_id",
+        "verbose_plan",
+    )
+
+    def __init__(
+        self, event: TableMapEvent, raw_schema: bytes, raw_table: bytes
+    ) -> None:
+        self.event = event
+        self.table_id = event.table_id
+        self.schema = raw_schema
+        self.table = raw_table
+        self.raw_schema = raw_schema
+        self.raw_table = raw_table
+        self.flags = event.map_flags
+        self.sizes = tuple(
+            _field_size_code(t, m)
+            for t, m in zip(event.column_types, event.column_meta)
+        )
+        # table_def::calc_field_size measures GEOMETRY/JSON too (used by --flashback).
+        self.full_sizes = tuple(
+            (-10 - m if 1 <= m <= 4 else 0) if t in _BLOB_LIKE else size
+            for t, m, size in zip(event.column_types, event.column_meta, self.sizes)
+        )
+        self.verbose_plan: object | None = None
+        self.line: bytes | None = None
+
+
+_BLOB_LIKE = frozenset(
+    (
+        C.MYSQL_TYPE_GEOMETRY,
+        C.MYSQL_TYPE_JSON,
+        C.MYSQL_TYPE_TINY_BLOB,
+        C.MYSQL_TYPE_MEDIUM_BLOB,
+        C.MYSQL_TYPE_LONG_BLOB,
+    )
+)
+
+
+def _field_size_code(column_type: int, meta: int) -> int:
+    """calc_field_event_length as a size code (see :class:`TableInfo`)."""
+    rtype = C.real_type(column_type, meta)
+    if rtype == C.MYSQL_TYPE_STRING:
+        if meta >= 256:
+            byte0, byte1 = meta >> 8, meta & 0xFF
+            length = (
+                byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+                if (byte0 & 0x30) != 0x30
+                else byte1
+            )
+        else:
+            length = meta
+        return -1 if length < 256 else -2
+    if rtype in (C.MYSQL_TYPE_LONG, C.MYSQL_TYPE_TIMESTAMP, C.MYSQL_TYPE_FLOAT):
+        return 4
+    if rtype in (C.MYSQL_TYPE_TINY, C.MYSQL_TYPE_YEAR):
+        return 1
+    if rtype == C.MYSQL_TYPE_SHORT:
+        return 2
+    if rtype in (
+        C.MYSQL_TYPE_INT24,
+        C.MYSQL_TYPE_TIME,
+        C.MYSQL_TYPE_NEWDATE,
+        C.MYSQL_TYPE_DATE,
+    ):
+        return 3
+    if rtype in (C.MYSQL_TYPE_LONGLONG, C.MYSQL_TYPE_DATETIME, C.MYSQL_TYPE_DOUBLE):
+        return 8
+    if rtype == C.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        if scale > precision or precision > 65:
+            return 0
+        return decimal_size(precision, scale)
+    if rtype == C.MYSQL_TYPE_BIT:
+        return ((meta >> 8) * 8 + (meta & 0xFF) + 7) // 8
+    if rtype == C.MYSQL_TYPE_TIMESTAMP2:
+        return 4 + (meta + 1) // 2
+    if rtype == C.MYSQL_TYPE_DATETIME2:
+        return 5 + (meta + 1) // 2
+    if rtype == C.MYSQL_TYPE_TIME2:
+        return 3 + (meta + 1) // 2
+    if rtype == C.MYSQL_TYPE_ENUM:
+        return meta & 0xFF if meta & 0xFF in (1, 2) else 0
+    if rtype == C.MYSQL_TYPE_SET:
+        return meta & 0xFF
+    if rtype == C.MYSQL_TYPE_BLOB:
+        return -10 - meta if 1 <= meta <= 4 else 0
+    if rtype in (C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING):
+        return -1 if meta < 256 else -2
+    return 0
+
+
+def _image_code(sizes: tuple[int, ...], present: bytes, indent: str) -> list[str]:
+    """Source lines that advance ``pos`` over one row image (``break`` where the tool gives up)."""
+    columns = [size for i, size in enumerate(sizes) if present[i >> 3] >> (i & 7) & 1]
+    nbytes = (len(columns) + 7) >> 3
+    lines = []
+    if not columns:
+        lines.append(f"{indent}break")
+        return lines
+    lines.append(f"{indent}if pos + {nbytes} > end: break")
+    for k in range(nbytes):
+        lines.append(f"{indent}b{k} = data[pos + {k}]")
+    lines.append(f"{indent}pos += {nbytes}")
+    for k, size in enumerate(columns):
+        lines.append(f"{indent}if not b{k >> 3} & {1 << (k & 7)}:")
+        inner = indent + "    "
+        if size > 0:
+            lines.append(f"{inner}pos += {size}")
+        elif size == -1:
+            lines.append(f"{inner}if pos >= end: break")
+            lines.append(f"{inner}pos += data[pos] + 1")
+        elif size == -2 or size == -12:
+            lines.append(f"{inner}if pos + 2 > end: break")
+            lines.append(f"{inner}pos += data[pos] + (data[pos + 1] << 8) + 2")
+        elif size == -11:
+            lines.append(f"{inner}if pos >= end: break")
+            lines.append(f"{inner}pos += data[pos] + 1")
+        elif size == -13:
+            lines.append(f"{inner}if pos + 3 > end: break")
+            lines.append(
+                f"{inner}pos += data[pos] + (data[pos + 1] << 8) + (data[pos + 2] << 16) + 3"
+            )
+        elif size == -14:
+            lines.append(f"{inner}if pos + 4 > end: break")
+            lines.append(f"{inner}pos += u32(data, pos)[0] + 4")
+        else:
+            lines.append(f"{inner}break")
+            continue
+        lines.append(f"{inner}if pos > end: break")
+    return lines
+
+
+_COUNTERS: dict[tuple, Callable[[Any, int, int], int]] = {}
+
+
+def row_counter(
+    sizes: tuple[int, ...], width: int, cols: bytes, cols_ai: bytes | None
+) -> Callable[[Any, int, int], int]:
+    """A compiled Rows_log_event::count_row_events loop for one column layout.
+
+    The tool increments the count before it measures a row and stops at the
+    first row image it cannot measure (GEOMETRY, truncated data, ...); the
+    generated code does exactly that, one straight line per column.
+    """
+    key = (sizes, width, cols, cols_ai)
+    func = _COUNTERS.get(key)
+    if func is not None:
+        return func
+    sizes = sizes[:width]
+    lines = [
+        "def count(data, pos, end):",
+        "    n = 0",
+        "    while pos < end:",
+        "        n += 1",
+    ]
+    lines += _image_code(sizes, cols, "        ")
+    if cols_ai is not None:
+        lines += _image_code(sizes, cols_ai, "        ")
+    lines.append("    return n")
+    namespace: dict[str, Any] = {"u32": _U32.unpack_from}
+    exec(compile("\n".join(lines), "<row counter>", "exec"), namespace)  # noqa: S102 - generated from sizes only
+    func = namespace["count"]
+    if len(_COUNTERS) > 4096:
+        _COUNTERS.clear()
+    _COUNTERS[key] = func
+    return func
+
+
+def count_rows(
+    info: TableInfo,
+    kind_update: bool,
+    kind_write: bool,
+    width: int,
+    cols: bytes,
+    cols_ai: bytes | None,
+    data: Any,
+    pos: int,
+    end: int,
+) -> int:
+    """Rows_log_event::count_row_events for one event (its quirks included)."""
+    if kind_write and pos == end:
+        return 1
+    if _fast is not None:
+        return _fast.count_rows(  # type: ignore[no-any-return]
+            data, pos, end, info.sizes, width, cols, cols_ai if kind_update else None
+        )
+    return row_counter(info.sizes, width, cols, cols_ai if kind_update else None)(
+        data, pos, end
+    )
+
+
+_FLASHBACK_TYPE = {
+    WRITE_ROWS_EVENT_V1: DELETE_ROWS_EVENT_V1,
+    DELETE_ROWS_EVENT_V1: WRITE_ROWS_EVENT_V1,
+    WRITE_ROWS_EVENT: DELETE_ROWS_EVENT,
+    DELETE_ROWS_EVENT: WRITE_ROWS_EVENT,
+}
+
+
+def _image_fields(
+    sizes: tuple[int, ...], present: bytes, data: Any, pos: int, end: int
+) -> tuple[list, int]:
+    """Per present column (index, value bytes or None for NULL) of one row image, and its end."""
+    columns = [i for i in range(len(sizes)) if present[i >> 3] >> (i & 7) & 1]
+    nulls = pos
+    pos += (len(columns) + 7) >> 3
+    fields: list[tuple[int, bytes | None]] = []
+    for k, i in enumerate(columns):
+        if data[nulls + (k >> 3)] >> (k & 7) & 1:
+            fields.append((i, None))
+            continue
+        size = sizes[i]
+        if size > 0:
+            length = size
+        elif size in (-1, -11):
+            length = data[pos] + 1
+        elif size in (-2, -12):
+            length = data[pos] + (data[pos + 1] << 8) + 2
+        elif size < -10:
+            n = -10 - size
+            length = int.from_bytes(bytes(data[pos : pos + n]), "little") + n
+        else:
+            raise DecodeError(
+                "Error row length: 0",
+                offset=pos,
+                expected="a column the tool can measure",
+            )
+        if pos + length > end:
+            raise DecodeError(
+                "Error row length: 0", offset=pos, expected="a row inside the event"
+            )
+        fields.append((i, bytes(data[pos : pos + length])))
+        pos += length
+    return fields, pos
+
+
+def _flashback_rows(
+    info: TableInfo,
+    update: bool,
+    width: int,
+    cols: bytes,
+    cols_ai: bytes | None,
+    data: Any,
+    pos: int,
+    end: int,
+) -> bytes:
+    """Rows_log_event::change_to_flashback_event of 10.11: rows reversed, update images swapped.
+
+    The 10.11 tool measures an update's after image with the *before* image's
+    column bitmap, so it only works on full row images; anything it cannot
+    measure ends the program with "Error row length: 0" (:class:`FlashbackError`).
+    """
+    sizes = info.full_sizes[:width]
+    rows = []
+    try:
+        while pos < end:
+            row_start = pos
+            _, pos = _image_fields(sizes, cols, data, pos, end)
+            before_end = pos
+            if update:
+                _, pos = _image_fields(sizes, cols, data, pos, end)
+                rows.append(
+                    bytes(data[before_end:pos]) + bytes(data[row_start:before_end])
+                )
+            else:
+                rows.append(bytes(data[row_start:pos]))
+    except (DecodeError, IndexError):
+        raise FlashbackError() from None
+    return b"".join(reversed(rows))
+
+
+class _RowsForSql:
+    """The RowsEventLike view :func:`rowsql.rows_sql` takes."""
+
+    __slots__ = (
+        "kind",
+        "present_after",
+        "present_before",
+        "rows_data",
+        "table_id",
+        "width",
+    )
+
+    def __init__(
+        self,
+        table_id: int,
+        width: int,
+        before: bytes,
+        after: bytes | None,
+        data: bytes,
+        kind: str,
+    ) -> None:
+        self.table_id = table_id
+        self.width = width
+        self.present_before = before
+        self.present_after = after
+        self.rows_data = data
+        self.kind = kind
+
+
+_KIND_CODE = {"insert": 0, "delete": 1, "update": 2}
+_COMMAND = {"insert": b"INSERT INTO", "delete": b"DELETE FROM", "update": b"UPDATE"}
+
+
+def render_rows(
+    info: TableInfo,
+    code: int,
+    table_id: int,
+    width: int,
+    cols: bytes,
+    cols_ai: bytes | None,
+    data: Any,
+    start: int,
+    end: int,
+    verbose: int,
+    out: list[bytes],
+) -> int:
+    """Rows_log_event::print_verbose: append the ``###`` lines of ``data[start:end]``, return the rows printed."""
+    kind = ROWS_KIND[code]
+    header = b"### %s %s.%s\n" % (
+        _COMMAND[kind],
+        _backtick(info.event.schema.encode("utf-8", "surrogateescape")),
+        _backtick(info.event.table.encode("utf-8", "surrogateescape")),
+    )
+    if _fast is not None and start < end:
+        plan = info.verbose_plan
+        if plan is None:
+            plan = info.verbose_plan = _verbose_plan(info.event)
+        if plan:
+            done = _fast.verbose_rows(
+                data, start, end, _KIND_CODE[kind], width, cols, cols_ai, plan, header, verbose
+            )
+            if done is not None:
+                out.append(done[0])
+                return done[1]  # type: ignore[no-any-return]
+    rows = bytes(data[start:end])
+    text = rowsql.rows_sql(
+        info.event,
+        _RowsForSql(table_id, width, cols, cols_ai, rows, kind),
+        verbose=verbose,
+    )
+    out.append(text)
+    if kind == "insert" and not rows:
+        return 1
+    return text.count(header)
+
+
+def _verbose_plan(event: TableMapEvent) -> tuple[tuple[Any, ...], ...] | bool:
+    """The column plan of ``_dumpfast.verbose_rows`` for a table map, False when a column
+    needs the Python printer (types and metadata the tool prints oddly or not at all)."""
+    plan = []
+    nulls = event.null_bitmap
+    for index, (ctype, meta) in enumerate(zip(event.column_types, event.column_meta)):
+        op = _fast_op(ctype, meta)
+        if op is None or rowsql._formatter(ctype, meta) is None:
+            return False
+        column = rowsql._Column(index, ctype, meta, bool(nulls[index >> 3] >> (index & 7) & 1))
+        plan.append((*op, column.label, column.comment, column.null_comment))
+    return tuple(plan)
+
+
+def _fast_op(ctype: int, meta: int) -> tuple[int, int, int] | None:
+    """(opcode, a, b) of one column for ``_dumpfast`` (see its V_* opcodes), None if it has none."""
+    rtype = C.real_type(ctype, meta)
+    size = C.INT_SIZES.get(rtype)
+    if size is not None:
+        return (1, size, 0)
+    if rtype == C.MYSQL_TYPE_NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        return (2, precision, scale) if 0 < precision <= 65 and scale <= precision else None
+    if rtype in _FAST_FIXED:
+        return (_FAST_FIXED[rtype], 0, 0)
+    if rtype == C.MYSQL_TYPE_BIT:
+        return (5, C.bit_width(meta), 0) if 0 < C.bit_width(meta) <= 64 else None
+    if rtype == C.MYSQL_TYPE_SET:
+        return (6, meta & 0xFF, 0) if 1 <= meta & 0xFF <= 8 else None
+    if rtype == C.MYSQL_TYPE_ENUM:
+        return (7, meta & 0xFF, 0) if meta & 0xFF in (1, 2) else None
+    if rtype in _FAST_FSP:
+        return (_FAST_FSP[rtype], meta, 0) if 0 <= meta <= 6 else None
+    if rtype in (C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VARCHAR_COMPRESSED):
+        return (16, 1 if meta < 256 else 2, 0)
+    if rtype == C.MYSQL_TYPE_STRING:
+        return (16, 1 if C.string_max_length(meta) < 256 else 2, 0)
+    if rtype in (C.MYSQL_TYPE_BLOB, C.MYSQL_TYPE_BLOB_COMPRESSED, C.MYSQL_TYPE_GEOMETRY):
+        return (16, meta, 0) if 1 <= meta <= 4 else None
+    return None
+
+
+_FAST_FIXED = {
+    C.MYSQL_TYPE_FLOAT: 3,
+    C.MYSQL_TYPE_DOUBLE: 4,
+    C.MYSQL_TYPE_TIMESTAMP: 8,
+    C.MYSQL_TYPE_DATETIME: 10,
+    C.MYSQL_TYPE_TIME: 12,
+    C.MYSQL_TYPE_DATE: 14,
+    C.MYSQL_TYPE_NEWDATE: 14,
+    C.MYSQL_TYPE_YEAR: 15,
+}
+_FAST_FSP = {C.MYSQL_TYPE_TIMESTAMP2: 9, C.MYSQL_TYPE_DATETIME2: 11, C.MYSQL_TYPE_TIME2: 13}
+
+
+def _charset_iter(default: C.DefaultCharset | None, per_column: tuple[int, ...] | None):
+    if default is not None:
+        return default.iter_collations()
+    return iter(per_column or ())
+
+
+#: pretty_print_str's escapes: byte -> its escape.
+_PRETTY_ESCAPES = {b"\n": b"\\n", b"\r": b"\\r", b"\\": b"\\\\", b"\b": b"\\b", b"\t": b"\\t", b"'": b"\\'", b"\0": b"\\0"}
+_PRETTY_SPECIAL = re.compile(b"[" + re.escape(b"".join(_PRETTY_ESCAPES)) + b"]")
+
+
+def _pretty_str(value: bytes, quote: bytes = b"'") -> bytes:
+    """pretty_print_str: quoted, with \\n \\r \\\\ \\b \\t \\' \\0 escaped."""
+    return quote + _PRETTY_SPECIAL.sub(lambda m: _PRETTY_ESCAPES[m.group()], value) + quote
+
+
+def _pretty_identifier(name: bytes) -> bytes:
+    return _pretty_str(name, b"`")
+
+
+_GEOMETRY_NAMES = (
+    b"GEOMETRY",
+    b"POINT",
+    b"LINESTRING",
+    b"POLYGON",
+    b"MULTIPOINT",
+    b"MULTILINESTRING",
+    b"MULTIPOLYGON",
+    b"GEOMETRYCOLLECTION",
+)
+
+#: get_type_name's names that take nothing from the column's metadata.
+_FIXED_TYPE_NAMES = {
+    C.MYSQL_TYPE_TINY: b"TINYINT", C.MYSQL_TYPE_SHORT: b"SMALLINT", C.MYSQL_TYPE_INT24: b"MEDIUMINT",
+    C.MYSQL_TYPE_LONG: b"INT", C.MYSQL_TYPE_LONGLONG: b"BIGINT", C.MYSQL_TYPE_FLOAT: b"FLOAT",
+    C.MYSQL_TYPE_DOUBLE: b"DOUBLE", C.MYSQL_TYPE_DATE: b"DATE", C.MYSQL_TYPE_NEWDATE: b"DATE",
+    C.MYSQL_TYPE_YEAR: b"YEAR", C.MYSQL_TYPE_ENUM: b"ENUM", C.MYSQL_TYPE_SET: b"SET",
+}
+
+
+def _meta_type_name(
+    rtype: int, ctype: int, meta: int, cs: int | None, geometry_type: int
+) -> bytes:
+    """get_type_name of log_event_client.cc (--print-table-metadata)."""
+    binary = cs is None or cs == C.BINARY_COLLATION
+    fixed = _FIXED_TYPE_NAMES.get(rtype)
+    if fixed is not None:
+        return fixed
+    if rtype == C.MYSQL_TYPE_NEWDECIMAL:
+        return b"DECIMAL(%d,%d)" % (meta >> 8, meta & 0xFF)
+    if rtype == C.MYSQL_TYPE_BIT:
+        return b"BIT(%d)" % ((meta & 0xFF) + (meta >> 8) * 8)
+    if rtype == C.MYSQL_TYPE_TIMESTAMP2:
+        return b"TIMESTAMP(%d)" % meta if meta else b"TIMESTAMP"
+    if rtype == C.MYSQL_TYPE_DATETIME2:
+        return b"DATETIME(%d)" % meta if meta else b"DATETIME"
+    if rtype == C.MYSQL_TYPE_TIME2:
+        return b"TIME(%d)" % meta if meta else b"TIME"
+    if rtype == C.MYSQL_TYPE_BLOB:
+        kind = b"BLOB" if binary else b"TEXT"
+        if meta == 0 or meta > 4:
+            return b"INVALID_%s(%d)" % (kind, meta)
+        return (b"TINY", b"", b"MEDIUM", b"LONG")[meta - 1] + kind
+    if rtype in (C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING):
+        if not binary:
+            return b"VARCHAR(%d)" % (meta // charsets.mbmaxlen(cs))  # type: ignore[arg-type]
+        return b"VARBINARY(%d)" % meta
+    if rtype == C.MYSQL_TYPE_STRING:
+        byte0, byte1 = meta >> 8, meta & 0xFF
+        length = (((byte0 & 0x30) ^ 0x30) << 4) | byte1
+        if not binary:
+            return b"CHAR(%d)" % (length // charsets.mbmaxlen(cs))  # type: ignore[arg-type]
+        return b"BINARY(%d)" % length
+    if rtype == C.MYSQL_TYPE_GEOMETRY:
+        if geometry_type < 8:
+            return _GEOMETRY_NAMES[geometry_type]
+        return b"INVALID_GEOMETRY_TYPE(%d)" % geometry_type
+    return b""
+
+
+class RowsPrinter:
+    """The Printer's Table_map, rows and Annotate_rows events: the three caches, ``###``
+    lines and flashback (a mixin of :class:`~mariabinlog.tools.printer.printer.Printer`)."""
+
+    def _annotate_rows(self, ev: EventView) -> None:
+        if not self.opt.skip_annotate:
+            self.annotate = ev  # kept until a Table_map is printed
+
+
+    def table_info(self, ev: EventView) -> TableInfo:
+        """The (cached) TableInfo of a Table_map event."""
+        key = bytes(ev.buf[ev.body_pos : ev.body_end])
+        info = self._table_cache.get(key)
+        if info is None:
+            tm = ev.decoded()
+            p = ev.body_pos + self.ctx.post_header_len(TABLE_MAP_EVENT)
+            n = ev.buf[p]
+            raw_schema = bytes(ev.buf[p + 1 : p + 1 + n])
+            p += n + 2
+            n = ev.buf[p]
+            raw_table = bytes(ev.buf[p + 1 : p + 1 + n])
+            info = TableInfo(tm, raw_schema, raw_table)
+            if len(self._table_cache) > 10000:
+                self._table_cache.clear()
+            self._table_cache[key] = info
+        return info
+
+    def table_map(self, ev: EventView) -> None:
+        opt = self.opt
+        info = self.table_info(ev)
+        if (opt.database is not None and info.raw_schema != opt.database) or (
+            opt.table is not None and info.raw_table != opt.table
+        ):
+            self.ignored_maps[info.table_id] = info
+            return
+        # The kept Annotate_rows is printed with the first Table_map that is printed.
+        if self.annotate is not None:
+            self.annotate.hexdump_from = ev.position
+            self._print_annotate()
+        raw = None
+        schema = info.raw_schema
+        if schema in opt.rewrite_db:
+            schema = opt.rewrite_db[schema]
+            raw = self._rewrite_table_map(ev, schema)
+        if (
+            not self.printed_fd_event
+            and not opt.short_form
+            and opt.base64_mode not in (BASE64_DECODE_ROWS, BASE64_NEVER)
+        ):
+            self._need_format_description(b"Table_map")
+        h = self.head
+        if not opt.short_form:
+            self.header(ev, h)
+            line = info.line if raw is None else None
+            if line is None:
+                line = b"\tTable_map: %s.%s mapped to number %d%s\n" % (
+                    _backtick(schema),
+                    _backtick(info.raw_table),
+                    info.table_id,
+                    b" (has triggers)" if info.flags & TM_BIT_HAS_TRIGGERS_F else b"",
+                )
+                if raw is None:
+                    info.line = line
+            h.append(line)
+        if not opt.short_form or opt.print_row_count:
+            if opt.print_table_metadata:
+                self._print_table_metadata(info, h)
+            encoded = (
+                opt.base64_mode not in (BASE64_NEVER, BASE64_DECODE_ROWS)
+                and not opt.short_form
+            )
+            if encoded:
+                _base64_lines(raw if raw is not None else ev.raw(), self.body)
+            if opt.verbose or opt.print_row_count or opt.flashback:
+                self.table_maps[info.table_id] = info
+            self._flush_head()
+
+    def _need_format_description(self, type_name: bytes) -> None:
+        """Base64 output needs a Format_description first: the fallback one, else an error.
+
+        `.ibb` files carry an FD only where the server (re)started, so a dump of
+        a later file sets :attr:`fallback_fd` and gets its BINLOG statement
+        printed before the first base64 event, which keeps the output replayable.
+        """
+        if self.fallback_fd is None:
+            raise MissingFormatDescription(type_name)
+        self.out.append(b"BINLOG '\n")
+        _base64_lines(self.fallback_fd, self.out)
+        self.out.append(b"'%s\n" % DELIM)
+        self.printed_fd_event = True
+
+    def _rewrite_table_map(self, ev: EventView, new_db: bytes) -> bytes:
+        """Table_map_log_event::rewrite_db on the raw event (the old CRC bytes are kept)."""
+        raw = bytes(ev.raw())
+        p = 19 + self.ctx.post_header_len(TABLE_MAP_EVENT)
+        old_len = raw[p]
+        return reframe(raw[:p] + bytes((len(new_db),)) + new_db + b"\0" + raw[p + 2 + old_len :])
+
+    def _print_annotate(self) -> None:
+        view = self.annotate
+        assert view is not None
+        self.annotate = None
+        h = self.head
+        if not self.opt.short_form:
+            self.header(view, h)
+            h.append(b"\tAnnotate_rows:\n")
+        else:
+            h.append(b"# Annotate_rows:\n")
+        text = view.body()
+        if b"\n" not in text and b"\r" not in text:
+            if text:
+                h.append(b"#Q> " + text + b"\n")
+            return
+        for line in text.replace(b"\r", b"\n").split(b"\n"):
+            if line:
+                h.append(b"#Q> " + line + b"\n")
+
+    def _print_table_metadata(self, info: TableInfo, h: list[bytes]) -> None:
+        """Table_map_log_event::print_columns and print_primary_key."""
+        tm = info.event if self.schema is None else self.schema.typed_map(info.event, self.schema_gtid)
+        om = tm.optional_metadata or C.OptionalMetadata()
+        types = tm.column_types
+        metas = tm.column_meta
+        signed_bits = om.signedness or b""
+        numeric_index = 0
+        char_it = _charset_iter(om.default_charset, om.column_charsets)
+        enum_it = _charset_iter(
+            om.enum_and_set_default_charset, om.enum_and_set_column_charsets
+        )
+        names = om.column_names or ()
+        set_values = iter(om.set_str_values or ())
+        enum_values = iter(om.enum_str_values or ())
+        geometry_types = iter(om.geometry_types or ())
+        n_signed = len(signed_bits) * 8
+        parts = [b"# Columns("]
+        ncols = len(types)
+        for i in range(ncols):
+            ctype = types[i]
+            meta = metas[i]
+            raw_meta0 = (
+                meta >> 8
+                if ctype in (C.MYSQL_TYPE_STRING, C.MYSQL_TYPE_ENUM, C.MYSQL_TYPE_SET)
+                else None
+            )
+            rtype = ctype
+            if ctype == C.MYSQL_TYPE_STRING and raw_meta0 in (
+                C.MYSQL_TYPE_ENUM,
+                C.MYSQL_TYPE_SET,
+            ):
+                rtype = raw_meta0
+            cs = None
+            if rtype in C.CHARACTER_TYPES:
+                cs = next(char_it, None)
+            elif rtype in (C.MYSQL_TYPE_ENUM, C.MYSQL_TYPE_SET):
+                cs = next(enum_it, None)
+            if i < len(names):
+                parts.append(
+                    _pretty_identifier(names[i].encode("utf-8", "surrogateescape"))
+                    + b" "
+                )
+            geometry_type = 0
+            if rtype == C.MYSQL_TYPE_GEOMETRY:
+                geometry_type = next(geometry_types, 0)
+            type_name = _meta_type_name(rtype, ctype, meta, cs, geometry_type)
+            if not type_name:
+                parts.append(b"INVALID_TYPE(%d)" % rtype)
+                # The tool's `continue` skips the separator too.
+                continue
+            parts.append(type_name)
+            if rtype in C.NUMERIC_TYPES and numeric_index < n_signed:
+                if signed_bits[numeric_index >> 3] & (0x80 >> (numeric_index & 7)):
+                    parts.append(b" UNSIGNED")
+                numeric_index += 1
+            if not tm.null_bitmap[i >> 3] & (1 << (i & 7)):
+                parts.append(b" NOT NULL")
+            values = None
+            if rtype == C.MYSQL_TYPE_ENUM:
+                values = next(enum_values, None)
+            elif rtype == C.MYSQL_TYPE_SET:
+                values = next(set_values, None)
+            if values is not None:
+                sep = b"("
+                for v in values:
+                    parts.append(sep + _pretty_str(v))
+                    sep = b","
+                parts.append(b")")
+            if cs is not None and (
+                rtype in (C.MYSQL_TYPE_ENUM, C.MYSQL_TYPE_SET)
+                or cs != C.BINARY_COLLATION
+            ):
+                entry = charsets.COLLATIONS.get(cs)
+                if entry is not None:
+                    parts.append(
+                        b" CHARSET %s COLLATE %s"
+                        % (entry[0].encode(), entry[1].encode())
+                    )
+            if i != ncols - 1:
+                parts.append(b",\n#         ")
+        parts.append(b")\n")
+        h.append(b"".join(parts))
+        pk: list[tuple[int, int]] = []
+        if om.simple_primary_key:
+            pk = [(c, 0) for c in om.simple_primary_key]
+        elif om.primary_key_with_prefix:
+            pk = list(om.primary_key_with_prefix)
+        if pk:
+            items = []
+            for col, prefix in pk:
+                item = (
+                    names[col].encode("utf-8", "surrogateescape")
+                    if col < len(names)
+                    else b"%d" % col
+                )
+                if prefix:
+                    item += b"(%d)" % prefix
+                items.append(item)
+            h.append(b"# Primary Key(" + b", ".join(items) + b")\n")
+
+
+    def rows_event(self, ev: EventView) -> None:
+        """print_row_event: ignored tables, --flashback statement reversal, then printing."""
+        code = ev.type_code
+        buf = ev.buf
+        p = ev.body_pos
+        post = self.ctx.post_header_len(code)
+        if post == 6:
+            table_id = _U32.unpack_from(buf, p)[0]
+            flags_at = p + 4
+        else:
+            table_id = _U32.unpack_from(buf, p)[0] | (
+                _U16.unpack_from(buf, p + 4)[0] << 32
+            )
+            flags_at = p + 6
+        rows_flags = _U16.unpack_from(buf, flags_at)[0]
+        if code in _V2_ROWS:
+            rows_extra_end(buf, p + post - 2, ev.body_end)  # an invalid event stops the dump here
+        stmt_end = bool(rows_flags & STMT_END_F)
+        ignored = table_id in self.ignored_maps
+        if self.opt.flashback:
+            # The last event of the statement is printed first, the first one last
+            # (and carries STMT_END_F), as Rows_log_event::update_flags rewrites them.
+            new_flags = rows_flags & ~STMT_END_F if stmt_end else rows_flags
+            if not self.flashback_stmt:
+                new_flags |= STMT_END_F
+            raw = bytearray(ev.raw())
+            _U16.pack_into(raw, flags_at - ev.start, new_flags)
+            self.flashback_stmt.append(
+                (bytes(raw), ev.position, ev.crc if ev.crc is not None else -1)
+            )
+        if stmt_end:
+            self.ignored_maps.clear()
+            self.annotate = None
+            if ignored:
+                if self.body:
+                    self.body.append(b"'%s\n" % DELIM)
+                self._flush_head()
+                self.out.extend(self.body)
+                self.body.clear()
+                self.out.extend(self.tail)
+                self.tail.clear()
+                self.row_events = 0
+        if ignored:
+            return
+        if not self.opt.flashback:
+            self._print_rows(ev, code, post, table_id, rows_flags)
+            return
+        if stmt_end:
+            events = self.flashback_stmt
+            self.flashback_stmt = []
+            for raw_event, position, crc in reversed(events):
+                view = view_at(raw_event, 0, position, 0 if crc < 0 else 4, self.ctx)
+                if crc >= 0:
+                    view.crc = crc
+                view.hexdump_from = ev.position
+                code_i = view.type_code
+                p_i = view.body_pos
+                flags_i = _U16.unpack_from(raw_event, p_i + (4 if post == 6 else 6))[0]
+                table_i = _U32.unpack_from(raw_event, p_i)[0]
+                if post != 6:
+                    table_i |= _U16.unpack_from(raw_event, p_i + 4)[0] << 32
+                self._print_rows(view, code_i, post, table_i, flags_i)
+            if self.opt.print_row_count:
+                self.out.append(b"# Number of rows: %d\n" % self.row_events)
+            self.row_events = 0
+
+    def _print_rows(
+        self, ev: EventView, code: int, post: int, table_id: int, rows_flags: int
+    ) -> None:
+        """Rows_log_event::print_helper (with print_base64's --flashback conversion)."""
+        opt = self.opt
+        buf = ev.buf
+        p = ev.body_pos
+        stmt_end = bool(rows_flags & STMT_END_F)
+        encoded = self._encoded
+        if encoded and not self.printed_fd_event:
+            self._need_format_description(_ROWS_NAMES[code])
+        name = _ROWS_NAMES[code]
+        if opt.flashback:
+            name = _FLASHBACK_NAMES.get(name, name)
+        raw: bytes | None = None
+        # Row layout: width, present bitmaps, rows.
+        q = p + post
+        if code in _V2_ROWS:
+            # The post-header ends with the extra data's length, which counts itself.
+            q = rows_extra_end(buf, q - 2, ev.body_end)
+        width, q = read_lenenc_int(buf, q, "rows event column count")
+        nb = (width + 7) >> 3
+        cols = bytes(buf[q : q + nb])
+        q += nb
+        cols_ai = None
+        if code in _UPDATE_ROWS:
+            cols_ai = bytes(buf[q : q + nb])
+            q += nb
+        data: Any = buf
+        start, end = q, ev.body_end
+        if code in _UNCOMPRESSED_TYPE:
+            try:
+                rows = decompress_block(buf, q, end)
+            except DecodeError:
+                self.head.append(b"ERROR: uncompress %s failed\n" % name.lower())
+                return
+            # The tool re-encodes the event uncompressed (type, length and CRC fixed).
+            prefix = bytearray(buf[ev.start : q])
+            prefix[4] = _UNCOMPRESSED_TYPE[code]
+            body = bytes(prefix) + rows
+            raw = reframe(body, checksum=ev.crc is not None)
+            code = _UNCOMPRESSED_TYPE[code]
+            data, start, end = rows, 0, len(rows)
+        info = self.table_maps.get(table_id)
+        if opt.flashback and code not in _OLD_ROWS:
+            # Log_event::print_base64: Write <-> Delete, rows in reverse order, the
+            # images of each updated row swapped; the CRC bytes are left as they were.
+            if raw is None:
+                raw = bytes(ev.raw())
+            code = _FLASHBACK_TYPE.get(code, code)
+            if info is not None and not (code in _WRITE_ROWS and start == end):
+                rows = _flashback_rows(
+                    info, code in _UPDATE_ROWS, width, cols, cols_ai, data, start, end
+                )
+                offset = (
+                    len(raw) - (ev.start + ev.length - start)
+                    if data is buf
+                    else len(raw) - len(data) - (4 if ev.crc is not None else 0)
+                )
+                raw = raw[:offset] + rows + raw[offset + len(rows) :]
+                data, start, end = rows, 0, len(rows)
+            raw = raw[:4] + bytes((code,)) + raw[5:]
+        if not opt.short_form:
+            h = self.head
+            self.header(ev, h, raw)
+            # Old_rows_log_event prints no flags when rows are decoded rather than base64'd.
+            show_flags = stmt_end and not (code in _OLD_ROWS and opt.base64_mode == BASE64_DECODE_ROWS)
+            h.append(
+                b"\t%s: table id %d%s\n"
+                % (name, table_id, b" flags: STMT_END_F" if show_flags else b"")
+            )
+        if not opt.short_form or opt.print_row_count:
+            if encoded:
+                _base64_lines(raw if raw is not None else ev.raw(), self.body)
+            if code in _OLD_ROWS:
+                pass
+            elif opt.verbose:
+                if info is None:
+                    self.tail.append(b"### Row event for unknown table #%d" % table_id)
+                else:
+                    self.row_events += render_rows(
+                        info,
+                        code,
+                        table_id,
+                        width,
+                        cols,
+                        cols_ai,
+                        data,
+                        start,
+                        end,
+                        opt.verbose,
+                        self.tail,
+                    )
+            elif info is not None:
+                self.row_events += count_rows(
+                    info,
+                    code in _UPDATE_ROWS,
+                    code in _WRITE_ROWS,
+                    width,
+                    cols,
+                    cols_ai,
+                    data,
+                    start,
+                    end,
+                )
+        if stmt_end:
+            if opt.flashback:
+                h = self.head
+                if encoded:
+                    h.append(b"\nBINLOG '\n")
+                    h.extend(self.body)
+                    h.append(b"'%s\n" % DELIM)
+                else:
+                    h.extend(self.body)
+                h.extend(self.tail)
+                self.body.clear()
+                self.tail.clear()
+                self.flashback_events.append(b"".join(h))
+                h.clear()
+                return
+            self._flush_head()
+            if encoded:
+                self.out.append(b"\nBINLOG '\n")
+                self.out.extend(self.body)
+                self.out.append(b"'%s\n" % DELIM)
+            else:
+                self.out.extend(self.body)
+            self.body.clear()
+            self.out.extend(self.tail)
+            self.tail.clear()
+            if opt.print_row_count:
+                self.out.append(b"# Number of rows: %d\n" % self.row_events)
+            self.row_events = 0
