@@ -371,7 +371,7 @@ def test_user_var_values_are_decoded_once_for_every_reader() -> None:
     import struct
     from decimal import Decimal
 
-    from mariabinlog.codec.rows import _decimal_codec, decimal_str
+    from mariabinlog.codec.rows.packed import _decimal_codec, decimal_str
 
     def uv(kind: int, value: bytes, flags: int | None = None) -> object:
         return ev.UserVarEvent(var_name=b"v", value_type=kind, value=value, var_flags=flags).decoded_value()

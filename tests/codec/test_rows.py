@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from mariabinlog.codec import columns as C
 from mariabinlog.codec import rows
+from mariabinlog.codec.rows import packed
 from mariabinlog.codec.columns import (
     ABSENT,
     DefaultCharset,
@@ -906,19 +907,19 @@ def test_decimal_digit_groups_beyond_nine_digits(impl: type) -> None:
 def test_compiled_programs_are_checked() -> None:
     from mariabinlog.codec.rows import _rowsfast
 
-    ok = (0, True, rows._OP_INT, 4, True, 0, 0, None)
+    ok = (0, True, packed._OP_INT, 4, True, 0, 0, None)
     _rowsfast.Image(1, [ok], None)
     for program in (
         [(0, True, 99, 4, False, 0, 0, None)],  # unknown opcode
-        [(0, True, rows._OP_INT, 9, False, 0, 0, None)],  # too wide
-        [(0, False, rows._OP_INT, 4, False, 0, 0, None)],  # fixed-size op outside a run
-        [(1, True, rows._OP_INT, 4, False, 0, 0, None)],  # slot beyond the width
+        [(0, True, packed._OP_INT, 9, False, 0, 0, None)],  # too wide
+        [(0, False, packed._OP_INT, 4, False, 0, 0, None)],  # fixed-size op outside a run
+        [(1, True, packed._OP_INT, 4, False, 0, 0, None)],  # slot beyond the width
         [ok, ok],  # repeated slot (and more entries than columns)
-        [(0, True, rows._OP_DECIMAL, 5, False, 10, 4, None)],  # no fallback conversion
-        [(0, True, rows._OP_DECIMAL, 4, False, 10, 4, Decimal)],  # wrong size for DECIMAL(10,4)
-        [(0, True, rows._OP_TIME2, 9, False, 3, 1, None)],
-        [(0, False, rows._OP_VAR, 5, False, 0, 0, None)],
-        [(0, False, rows._OP_VAR, 1, False, 0, 0, b"utf-8")],
+        [(0, True, packed._OP_DECIMAL, 5, False, 10, 4, None)],  # no fallback conversion
+        [(0, True, packed._OP_DECIMAL, 4, False, 10, 4, Decimal)],  # wrong size for DECIMAL(10,4)
+        [(0, True, packed._OP_TIME2, 9, False, 3, 1, None)],
+        [(0, False, packed._OP_VAR, 5, False, 0, 0, None)],
+        [(0, False, packed._OP_VAR, 1, False, 0, 0, b"utf-8")],
     ):
         with pytest.raises(ValueError):
             _rowsfast.Image(1, program, None)

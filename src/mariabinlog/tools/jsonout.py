@@ -89,7 +89,6 @@ from ..codec.events import (
     event_type_name,
 )
 from ..codec.rows import (
-    decimal_str,
     ABSENT,
     MysqlDate,
     MysqlDateTime,
@@ -97,6 +96,7 @@ from ..codec.rows import (
     MysqlTimestamp,
     row_decoder,
 )
+from ..codec.rows.packed import decimal_str
 from ..codec import charsets
 from ..schema import SchemaTracker
 from .dump.sink import EventSink

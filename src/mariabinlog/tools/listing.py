@@ -58,7 +58,7 @@ from ..codec.events import (
     serialize_xid,
 )
 from ..codec import charsets
-from ..codec.rows import decimal_str
+from ..codec.rows.packed import decimal_str
 from .binlog_dir import binary_logs
 from .printer.printer import (
     OPTION_NO_FOREIGN_KEY_CHECKS,

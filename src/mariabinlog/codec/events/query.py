@@ -25,7 +25,7 @@ from .header import (
     USER_VAR_EVENT,
 )
 from ..primitives import Buffer, F64, need, U16, U32, U64, U8
-from ..rows import decimal_size, decimal_value
+from ..rows.packed import decimal_size, decimal_value
 
 # Query status variable codes (sql/log_event.h Q_*).
 Q_FLAGS2_CODE = 0

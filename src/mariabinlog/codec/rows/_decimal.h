@@ -2,7 +2,7 @@
  *
  * One implementation for codec/rows/_rowsfast.c (row values -> decimal.Decimal) and
  * tools/printer/_dumpfast.c (the dump's ### lines); the Python definition it mirrors is
- * mariabinlog.codec.rows._decimal_codec.  A DECIMAL(precision, scale) is stored
+ * mariabinlog.codec.rows.packed._decimal_codec.  A DECIMAL(precision, scale) is stored
  * big-endian in groups of 9 digits (4 bytes), the integer part's leading partial
  * group and the fraction's trailing one in 1-4 bytes; the sign bit is the top bit
  * of the first byte, flipped, and a negative value has every byte inverted.

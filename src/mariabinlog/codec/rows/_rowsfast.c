@@ -1,6 +1,7 @@
 /* Compiled fast path of mariabinlog.codec.rows: decode a rows event's row images.
  *
- * A small interpreter.  Python (rows.py) compiles, once per table map and column
+ * A small interpreter.  Python (codec/rows/__init__.py, from the columns of
+ * codec/rows/packed.py) compiles, once per table map and column
  * bitmap, an image program: one opcode entry per present column (what to read,
  * its size and parameters).  This module walks the program over every row
  * image of ``rows_data``: NULL bitmap, then each present non-NULL value, and
@@ -8,10 +9,10 @@
  * Decimal, bytes/str, the Mysql* NamedTuples, None, ABSENT).
  *
  * Column-type knowledge (which type reads how, charsets, signedness) stays in
- * rows.py; values that this module does not build natively go through a
+ * codec/rows/packed.py; values that this module does not build natively go through a
  * Python conversion function given in the program.  Errors: every read is
  * bounds-checked; on bad data this module computes the offset of the failing
- * read and calls rows.py's error hook, which runs the Python plan of that one
+ * read and calls the rows package's error hook, which runs the Python plan of that one
  * image to raise the pure decoder's DecodeError (class, offset and message;
  * the hook checks that the offsets agree).
  */
@@ -24,7 +25,7 @@
 #include "_digits.h"
 #include "_shortest.h"
 
-/* Bump together with rows._FAST_PLAN_VERSION whenever opcodes or arguments change. */
+/* Bump together with rows.packed.FAST_PLAN_VERSION whenever opcodes or arguments change. */
 #define PLAN_VERSION 1
 
 enum {
@@ -69,7 +70,7 @@ typedef struct {
     PyObject *reader;    /* the Python reader, handed to the error hook */
 } Image;
 
-/* Configured once by rows.py. */
+/* Configured once by codec/rows/__init__.py. */
 static PyObject *g_absent, *g_date, *g_time, *g_datetime, *g_timestamp, *g_rowchange, *g_decimal, *g_error;
 
 
@@ -355,7 +356,7 @@ call_conv(PyObject *conv, const unsigned char *p, Py_ssize_t n)
     return v;
 }
 
-/* Packed DECIMAL(precision, scale) -> Decimal(text), as rows._decimal_codec's conv. */
+/* Packed DECIMAL(precision, scale) -> Decimal(text), as rows.packed._decimal_codec's conv. */
 static PyObject *
 decimal_value(const Column *c, const unsigned char *p)
 {
@@ -499,7 +500,7 @@ text_value(const Column *c, const unsigned char *p, Py_ssize_t n)
 
 /* ------------------------------------------------------------------ decode */
 
-/* Raise through rows.py's hook: the error of the image of `reader` at `image_pos`, failing at `offset`. */
+/* Raise through the rows package's hook (_fast_error): the error of the image of `reader` at `image_pos`, failing at `offset`. */
 static void
 raise_at(PyObject *data, PyObject *reader, Py_ssize_t image_pos, Py_ssize_t offset)
 {

@@ -42,7 +42,7 @@ from ...codec.events import (
     USER_VAR_REAL,
     USER_VAR_STRING,
 )
-from ...codec.rows import decimal_str
+from ...codec.rows.packed import decimal_str
 from ...codec import charsets
 from .rows import _pretty_str
 from .base import (

@@ -31,7 +31,7 @@ from ...codec.events import (
     WRITE_ROWS_EVENT_V1,
 )
 from ...codec.primitives import read_lenenc_int
-from ...codec.rows import decimal_size
+from ...codec.rows.packed import decimal_size
 from ...codec import charsets
 from ...errors import DecodeError, FlashbackError, MissingFormatDescription
 from . import rowsql
