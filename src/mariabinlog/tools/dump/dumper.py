@@ -23,7 +23,8 @@ are mapped, printed in bounded steps (the pages already read are handed back,
 so memory does not grow with the file) and, when stderr is a terminal, a
 progress bar follows the reading (:mod:`.progress`).
 
-This module is the reader loop.  The options are parsed in :mod:`.options`
+This module is the reader loop over legacy files and a primary's stream; `.ibb` files are
+read as one stream by :mod:`.ibb`.  The options are parsed in :mod:`.options`
 (GTID positions and id filters in :mod:`.gtid_filter`), the command that picks
 the sink and runs the loop is :mod:`.cli`; ``--read-from-remote-server``
 reads a :data:`RemoteSource` that the ``mariabinlog`` command wires in.
@@ -34,7 +35,6 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import re
 import struct
 import sys
 from collections.abc import Callable, Generator
@@ -69,7 +69,19 @@ from ...errors import (
     ServerError,
 )
 from ..printer import printer as P
-from .options import PROG, DumpOptions, base64_mode, parse_datetime, write_line
+from ..printer.base import options_written
+from .ibb import IbbStream
+from .options import (
+    DRAIN_STEP,
+    ERROR_STOP,
+    OK_CONTINUE,
+    OK_STOP,
+    PROG,
+    DumpOptions,
+    base64_mode,
+    parse_datetime,
+    write_line,
+)
 from .gtid_filter import GtidFilter
 
 BINLOG_MAGIC = b"\xfebin"
@@ -78,16 +90,10 @@ _HDR = struct.Struct("<IBIIIH")
 _U32 = struct.Struct("<I")
 _GTID_HEAD = struct.Struct("<QI")
 
-OK_CONTINUE = 0
-ERROR_STOP = 1
-OK_STOP = 2
-
 log = logging.getLogger(__name__)
 
 #: Bytes of a mapped binlog between two releases of the pages already printed.
 _RELEASE_STEP = 4 << 20
-#: Input bytes between two writes of the pending output (and progress updates).
-_DRAIN_STEP = 1 << 20
 
 
 class RemoteEvent(Protocol):
@@ -200,7 +206,7 @@ class Dumper:
         self.rec_count = 0
         self.stop_reached = False
         self.stop_datetime_reached = False
-        self.ibb: _IbbStream | None = None
+        self.ibb: IbbStream | None = None
         self.first_file = True
         self.exit_now = False
         self.files: list[str] = []
@@ -240,7 +246,7 @@ class Dumper:
         p.drain()
         self.out_stream.flush()
         if self.ibb is not None:
-            self.ibb.source.close()
+            self.ibb.close()
         if self.exit_now:
             return 1
         diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
@@ -322,7 +328,7 @@ class Dumper:
                     ctx = fde.context()
                     p.ctx = ctx
                     p.checksum_alg = fde.checksum_alg
-                    p.options_written = _options_written(fde.server_version)
+                    p.options_written = options_written(fde.server_version)
                 retval = self.process(ev, item.file)
                 p.drain()
                 self.out_stream.flush()
@@ -491,7 +497,9 @@ class Dumper:
             if head == BINLOG_MAGIC:
                 retval = self.dump_legacy(name, data, first, last)
             elif head == IBB_MAGIC or head == b"\0\0\0\0":
-                retval = self.dump_ibb(name, data, first, last)
+                if self.ibb is None:
+                    self.ibb = IbbStream(self)
+                retval = self.ibb.dump_file(name, data, first, last)
             else:
                 self.error(
                     f"File is not a binary log file: '{name}' (magic {head.hex(' ')} at offset 0)."
@@ -540,7 +548,7 @@ class Dumper:
                     in_use = bool(ev.flags & 1)
                     p.ctx = ctx
                     p.checksum_alg = alg
-                    p.options_written = _options_written(fde.server_version)
+                    p.options_written = options_written(fde.server_version)
                     if self.base64_mode == P.BASE64_AUTO:
                         retval = self.process(ev, name)
                         if retval != OK_CONTINUE:
@@ -564,7 +572,7 @@ class Dumper:
         progress = self.progress
         release = data.madvise if isinstance(data, mmap.mmap) else None
         released = 0
-        checkpoint = pos + _DRAIN_STEP
+        checkpoint = pos + DRAIN_STEP
         mv = memoryview(data)
         try:
             while pos < size:
@@ -597,7 +605,7 @@ class Dumper:
                         in_use = bool(ev.flags & 1)
                         p.ctx = ctx
                         p.checksum_alg = alg
-                        p.options_written = _options_written(fde.server_version)
+                        p.options_written = options_written(fde.server_version)
                 elif alg == CHECKSUM_CRC32:
                     crc = u32(data, end - 4)[0]
                     if verify and crc != crc32(mv[pos : end - 4]):
@@ -658,7 +666,7 @@ class Dumper:
                         return retval
                 pos = end
                 if len(out) > 4096 or pos >= checkpoint:
-                    checkpoint = pos + _DRAIN_STEP
+                    checkpoint = pos + DRAIN_STEP
                     p.drain()
                     if progress is not None:
                         progress.update(pos)
@@ -831,194 +839,3 @@ class Dumper:
         gl = ev.decoded()
         ordered = sorted(gl.gtids, key=lambda g: (g[0], g[2]))
         return self.gtid_filter.gtid_list(Gtid(*g) for g in ordered)
-
-    # ------------------------------------------------------------------ .ibb
-
-    def dump_ibb(self, name: str, data: Any, first: bool, last: bool) -> int:
-        """An `.ibb` file: its event groups, continuing the stream of the previous file.
-
-        The reader goes on into the next file to finish a record that starts
-        here, and stops before a group that starts in a file not named next.
-        Events carry no file offsets: ``# at`` shows the start position
-        (4 by default) and ``end_log_pos`` the stored 0, as the C tool does.
-        """
-        from ...codec.ibb import PAGE_SIZE, RecordReader, decode_header_page
-        from ...engine.files import IbbDirectory, binlog_name, ibb_file_no
-
-        try:
-            header = decode_header_page(data[:PAGE_SIZE])
-        except DecodeError as exc:
-            self.error(
-                f"{exc.reason}: '{name}' (offset {exc.offset or 0}{'; ' + exc.expected if exc.expected else ''})"
-            )
-            return ERROR_STOP
-        if header is None:  # an empty pre-allocated file: nothing written yet
-            return OK_CONTINUE
-        st = self.ibb
-        if st is None:
-            named = {ibb_file_no(f): f for f in self.files if ibb_file_no(f) is not None}
-            st = self.ibb = _IbbStream(
-                IbbDirectory(os.path.dirname(os.path.abspath(name)), named, strict=True)  # type: ignore[arg-type]
-            )
-        file_no = header.file_no
-        previous = st.named_file_no
-        if previous is not None and file_no != previous + 1:
-            skipped = range(previous + 1, file_no)
-            if file_no <= previous or any(n in st.source.paths for n in skipped):
-                reason = (
-                    f"out of order: file number {file_no} named after file number {previous} "
-                    f"('{st.source.name(previous)}'); name the files in ascending order"
-                )
-            else:
-                missing = ", ".join(binlog_name(n) for n in skipped)
-                reason = (
-                    f"not the next file: {missing} missing between file number {previous} "
-                    f"('{st.source.name(previous)}') and file number {file_no}"
-                )
-            self.error(self._ibb_error(DecodeError(reason, offset=0, file=name), name))
-            return ERROR_STOP
-        st.named_file_no = file_no
-        st.source.paths[file_no] = name
-        if (
-            st.groups is None
-            or st.file_no is None
-            or not (
-                st.file_no == file_no
-                or (st.pending is not None and st.pending.record.file_no == file_no)
-            )
-        ):
-            start = (
-                self.start_position
-                if first and self.start_position > PAGE_SIZE
-                else PAGE_SIZE
-            )
-            st.groups = RecordReader(
-                st.source, file_no, start, skip_partial=True
-            ).event_groups()
-            st.pending = None
-        st.file_no = file_no
-        p = self.printer
-        p.fallback_fd = st.fd or _default_fd()
-        stop = self.stop_position if last else None
-        position = self.start_position if first else 4
-        record_positions = p.record_positions
-        progress = self.progress
-        checkpoint = 0
-        while True:
-            group = st.pending
-            st.pending = None
-            if group is None:
-                try:
-                    group = next(st.groups, None)
-                except DecodeError as exc:
-                    self.error(self._ibb_error(exc, name))
-                    return ERROR_STOP
-                if group is None:
-                    return OK_CONTINUE
-            if group.record.file_no != file_no:
-                st.pending = group
-                return OK_CONTINUE
-            if stop is not None and group.record.offset >= stop:
-                self.stop_reached = True
-                return OK_STOP
-            try:
-                for raw in group.events():
-                    if len(raw) < 19 or _U32.unpack_from(raw, 9)[0] != len(raw):
-                        raise DecodeError(
-                            "event length does not match its data",
-                            offset=group.record.offset,
-                            expected=f"{len(raw)} bytes",
-                            file=st.source.name(group.record.file_no),
-                        )
-                    if record_positions:
-                        ev = P.view_at(raw, 0, group.record.offset, 0, st.ctx)
-                        ev.log_pos = group.record.end_offset
-                    else:
-                        ev = P.view_at(raw, 0, position, 0, st.ctx)
-                    if ev.type_code == FORMAT_DESCRIPTION_EVENT:
-                        st.fd = bytes(raw)
-                        p.fallback_fd = st.fd
-                        fde = ev.decoded()
-                        st.ctx = fde.context()
-                        ev.ctx = st.ctx
-                        p.ctx = st.ctx
-                        p.checksum_alg = CHECKSUM_OFF
-                        p.options_written = _options_written(fde.server_version)
-                    else:
-                        p.ctx = st.ctx
-                    retval = self.process(ev, name)
-                    if retval != OK_CONTINUE:
-                        return retval
-            except DecodeError as exc:
-                self.error(self._ibb_error(exc, name))
-                return ERROR_STOP
-            if len(p.out) > 2048 or group.record.end_offset >= checkpoint:
-                checkpoint = group.record.end_offset + _DRAIN_STEP
-                p.drain()
-                if progress is not None:
-                    progress.update(group.record.end_offset)
-
-    @staticmethod
-    def _ibb_error(exc: DecodeError, name: str) -> str:
-        if exc.file is None:
-            exc = exc.located(name)
-        text = f"Could not read binlog: {exc}"
-        try:
-            size = os.path.getsize(exc.file) if exc.file is not None else None
-        except OSError:
-            size = None
-        if size is not None and exc.offset is not None and exc.offset >= size:
-            text += f" ('{exc.file}' has only {size} bytes: truncated?)"
-        return text
-
-
-class _IbbStream:
-    """The `.ibb` reading state carried from one named file to the next."""
-
-    __slots__ = ("ctx", "fd", "file_no", "groups", "named_file_no", "pending", "source")
-
-    def __init__(self, source: Any) -> None:
-        self.source = source
-        #: The header file number of the last file named on the command line.
-        self.named_file_no: int | None = None
-        self.fd: bytes | None = None
-        self.groups: Any = None
-        self.pending: Any = None
-        self.file_no: int | None = None
-        self.ctx: DecodeContext = DEFAULT_CONTEXT
-
-
-def _default_fd() -> bytes:
-    """A Format_description for `.ibb` streams that have none (binlog v4, checksum OFF)."""
-    from ...codec.events import FormatDescriptionEvent
-
-    return FormatDescriptionEvent(
-        server_version="12.3.0-MariaDB-log", timestamp=0, server_id=0
-    ).encode()
-
-
-def _options_written(server_version: str) -> int:
-    """Format_description_log_event::deduct_options_written_to_bin_log."""
-    base = (
-        P.OPTION_AUTO_IS_NULL
-        | P.OPTION_NOT_AUTOCOMMIT
-        | P.OPTION_NO_FOREIGN_KEY_CHECKS
-        | P.OPTION_RELAXED_UNIQUE_CHECKS
-    )
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", server_version)
-    if m is None or "MariaDB" not in server_version:
-        # MySQL and servers before MariaDB 10.5.2 only mask the two options that
-        # 10.5.2 added: the insert-history bit is printed, as the tool does.
-        return base | P.OPTION_INSERT_HISTORY
-    v = tuple(int(x) for x in m.groups())
-    if v < (10, 5, 2):
-        return base | P.OPTION_INSERT_HISTORY
-    base |= P.OPTION_IF_EXISTS
-    if v[0] == 10:
-        limits = (99, 99, 99, 99, 99, 17, 9, 5, 4, 2)
-        if v[1] < 10 and v[2] < limits[v[1]]:
-            return base
-    base |= P.OPTION_EXPLICIT_DEF_TIMESTAMP
-    if v >= (10, 11, 0):
-        base |= P.OPTION_INSERT_HISTORY
-    return base

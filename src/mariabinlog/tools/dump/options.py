@@ -23,6 +23,15 @@ from .gtid_filter import GtidFilter
 
 PROG = "mariadb-binlog"
 
+# process_event's exit statuses (mysqlbinlog.cc's ``Exit_status``): what each of the dump's
+# readers (legacy files, `.ibb` files, a primary's stream) returns for an event or a file.
+OK_CONTINUE = 0
+ERROR_STOP = 1
+OK_STOP = 2
+
+#: Input bytes the readers take between two writes of the pending output (and progress updates).
+DRAIN_STEP = 1 << 20
+
 __all__ = [
     "PROG",
     "OPTIONS",

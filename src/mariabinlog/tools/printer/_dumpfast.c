@@ -1,14 +1,14 @@
 /* Compiled fast paths of mariabinlog.tools.printer (``mariabinlog dump``).
  *
  * Three loops that dominate a dump of a large ROW-format binlog, each the exact
- * counterpart of a pure-Python function in printer.py / rowsql.py that stays
- * the reference (and the fallback when this module is not built, or with
- * MARIABINLOG_PURE_PYTHON=1):
+ * counterpart of a pure-Python function of this package (base.py, rowsizes.py,
+ * rowsql.py) that stays the reference (and the fallback when this module is not
+ * built, or with MARIABINLOG_PURE_PYTHON=1):
  *
- *   base64_lines(data)            _base64_lines: base64 in 76-character lines,
+ *   base64_lines(data)            base._base64_lines: base64 in 76-character lines,
  *                                 each ending with "\n" (my_base64_encode + "\n").
  *   count_rows(data, pos, end, sizes, width, cols, cols_ai)
- *                                 row_counter: Rows_log_event::count_row_events.
+ *                                 rowsizes.row_counter: Rows_log_event::count_row_events.
  *   verbose_rows(data, pos, end, kind, width, cols, cols_ai, plan, header, verbose)
  *                                 rowsql.rows_sql: the "###" lines of -v / -vv,
  *                                 and the number of rows; None whenever anything
@@ -17,7 +17,7 @@
  *                                 columns ...): the Python code then produces
  *                                 the output, or the error, itself.
  *
- * The column plan of verbose_rows comes from printer.py (one tuple per column:
+ * The column plan of verbose_rows comes from rows.py's _verbose_plan (one tuple per column:
  * opcode, two parameters, the "###   @N=" label and the -vv comments); all
  * column-type knowledge stays there.
  */
@@ -29,7 +29,7 @@
 
 #include "../../codec/rows/_decimal.h"
 
-/* Bump together with printer._FAST_VERSION whenever the plan or a signature changes. */
+/* Bump together with base._FAST_VERSION whenever the plan or a signature changes. */
 #define FAST_VERSION 1
 
 /* ------------------------------------------------------------------ output buffer */

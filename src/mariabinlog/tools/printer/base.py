@@ -5,6 +5,7 @@ the session option bits and small formatting helpers.
 from __future__ import annotations
 
 import binascii
+import re
 import struct
 from typing import Any
 
@@ -26,7 +27,7 @@ _FAST_VERSION = 1
 
 def _load_fast() -> Any:
     """The compiled fast paths, or None (not built, stale, or MARIABINLOG_PURE_PYTHON=1)."""
-    return load_fast("mariabinlog.tools.printer._dumpfast", "FAST_VERSION", _FAST_VERSION, "printer.py")
+    return load_fast("mariabinlog.tools.printer._dumpfast", "FAST_VERSION", _FAST_VERSION, "tools/printer")
 
 
 #: ``mariabinlog.tools.printer._dumpfast`` (base64 lines, row counts, ``###`` lines in C) or None.
@@ -249,3 +250,30 @@ def view_at(
         crc,
         ctx,
     )
+
+
+def options_written(server_version: str) -> int:
+    """Format_description_log_event::deduct_options_written_to_bin_log."""
+    base = (
+        OPTION_AUTO_IS_NULL
+        | OPTION_NOT_AUTOCOMMIT
+        | OPTION_NO_FOREIGN_KEY_CHECKS
+        | OPTION_RELAXED_UNIQUE_CHECKS
+    )
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", server_version)
+    if m is None or "MariaDB" not in server_version:
+        # MySQL and servers before MariaDB 10.5.2 only mask the two options that
+        # 10.5.2 added: the insert-history bit is printed, as the tool does.
+        return base | OPTION_INSERT_HISTORY
+    v = tuple(int(x) for x in m.groups())
+    if v < (10, 5, 2):
+        return base | OPTION_INSERT_HISTORY
+    base |= OPTION_IF_EXISTS
+    if v[0] == 10:
+        limits = (99, 99, 99, 99, 99, 17, 9, 5, 4, 2)
+        if v[1] < 10 and v[2] < limits[v[1]]:
+            return base
+    base |= OPTION_EXPLICIT_DEF_TIMESTAMP
+    if v >= (10, 11, 0):
+        base |= OPTION_INSERT_HISTORY
+    return base

@@ -86,9 +86,6 @@ from .rows import ROW_EVENT_TYPES, RowsPrinter, TableInfo
 # Names callers use through this module (the rooms hold them).
 from .base import (  # noqa: F401
     BASE64_AUTO,
-    OPTION_EXPLICIT_DEF_TIMESTAMP,
-    OPTION_IF_EXISTS,
-    OPTION_INSERT_HISTORY,
     _backtick,
     _fast,
     view_at,
@@ -97,10 +94,8 @@ from .rows import (  # noqa: F401
     _COMMAND,
     _KIND_CODE,
     _verbose_plan,
-    count_rows,
-    render_rows,
-    row_counter,
 )
+from .rowsizes import row_counter  # noqa: F401
 
 
 #: The one incident an Incident event may report (sql/rpl_constants.h INCIDENT_LOST_EVENTS).

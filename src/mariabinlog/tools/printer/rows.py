@@ -1,12 +1,12 @@
 """Printing of row-based events as ``mariadb-binlog`` does: table maps, ``BINLOG`` base64
-blocks, ``###`` lines (``-v``/``-vv``), row counts and ``--flashback`` reversal.
+blocks, ``###`` lines (``-v``/``-vv``), row counts and ``--flashback`` reversal (the row
+images measured as the tool measures them: :mod:`.rowsizes`).
 """
 
 from __future__ import annotations
 
 import re
 
-from collections.abc import Callable
 from typing import Any
 
 from ...codec import columns as C
@@ -31,10 +31,10 @@ from ...codec.events import (
     WRITE_ROWS_EVENT_V1,
 )
 from ...codec.primitives import read_lenenc_int
-from ...codec.rows.packed import decimal_size
 from ...codec import charsets
-from ...errors import DecodeError, FlashbackError, MissingFormatDescription
+from ...errors import DecodeError, MissingFormatDescription
 from . import rowsql
+from .rowsizes import FLASHBACK_TYPE, count_rows, flashback_rows, full_size_codes, size_codes
 from .base import (
     _backtick,
     BASE64_DECODE_ROWS,
@@ -114,11 +114,8 @@ ROW_EVENT_TYPES = frozenset(_ROWS_NAMES)
 class TableInfo:
     """What the printer needs of one Table_map: names, flags and the row-size plan.
 
-    ``sizes`` has one entry per column for ``count_row_events``: a positive
-    fixed byte size, ``-1``/``-2`` for a 1/2-byte length prefix (VARCHAR,
-    CHAR), ``-10 - n`` for an ``n``-byte BLOB length prefix, and ``0`` where the
-    tool's calc_field_event_length gives up (GEOMETRY, old DECIMAL, ...), which
-    stops its row count there.
+    ``sizes`` and ``full_sizes`` have one size code per column (see :mod:`.rowsizes`):
+    ``count_row_events``' and ``--flashback``'s.
     """
 
     __slots__ = (
@@ -145,261 +142,10 @@ class TableInfo:
         self.raw_schema = raw_schema
         self.raw_table = raw_table
         self.flags = event.map_flags
-        self.sizes = tuple(
-            _field_size_code(t, m)
-            for t, m in zip(event.column_types, event.column_meta)
-        )
-        # table_def::calc_field_size measures GEOMETRY/JSON too (used by --flashback).
-        self.full_sizes = tuple(
-            (-10 - m if 1 <= m <= 4 else 0) if t in _BLOB_LIKE else size
-            for t, m, size in zip(event.column_types, event.column_meta, self.sizes)
-        )
+        self.sizes = size_codes(event.column_types, event.column_meta)
+        self.full_sizes = full_size_codes(event.column_types, event.column_meta, self.sizes)
         self.verbose_plan: object | None = None
         self.line: bytes | None = None
-
-
-_BLOB_LIKE = frozenset(
-    (
-        C.MYSQL_TYPE_GEOMETRY,
-        C.MYSQL_TYPE_JSON,
-        C.MYSQL_TYPE_TINY_BLOB,
-        C.MYSQL_TYPE_MEDIUM_BLOB,
-        C.MYSQL_TYPE_LONG_BLOB,
-    )
-)
-
-
-def _field_size_code(column_type: int, meta: int) -> int:
-    """calc_field_event_length as a size code (see :class:`TableInfo`)."""
-    rtype = C.real_type(column_type, meta)
-    if rtype == C.MYSQL_TYPE_STRING:
-        if meta >= 256:
-            byte0, byte1 = meta >> 8, meta & 0xFF
-            length = (
-                byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
-                if (byte0 & 0x30) != 0x30
-                else byte1
-            )
-        else:
-            length = meta
-        return -1 if length < 256 else -2
-    if rtype in (C.MYSQL_TYPE_LONG, C.MYSQL_TYPE_TIMESTAMP, C.MYSQL_TYPE_FLOAT):
-        return 4
-    if rtype in (C.MYSQL_TYPE_TINY, C.MYSQL_TYPE_YEAR):
-        return 1
-    if rtype == C.MYSQL_TYPE_SHORT:
-        return 2
-    if rtype in (
-        C.MYSQL_TYPE_INT24,
-        C.MYSQL_TYPE_TIME,
-        C.MYSQL_TYPE_NEWDATE,
-        C.MYSQL_TYPE_DATE,
-    ):
-        return 3
-    if rtype in (C.MYSQL_TYPE_LONGLONG, C.MYSQL_TYPE_DATETIME, C.MYSQL_TYPE_DOUBLE):
-        return 8
-    if rtype == C.MYSQL_TYPE_NEWDECIMAL:
-        precision, scale = meta >> 8, meta & 0xFF
-        if scale > precision or precision > 65:
-            return 0
-        return decimal_size(precision, scale)
-    if rtype == C.MYSQL_TYPE_BIT:
-        return ((meta >> 8) * 8 + (meta & 0xFF) + 7) // 8
-    if rtype == C.MYSQL_TYPE_TIMESTAMP2:
-        return 4 + (meta + 1) // 2
-    if rtype == C.MYSQL_TYPE_DATETIME2:
-        return 5 + (meta + 1) // 2
-    if rtype == C.MYSQL_TYPE_TIME2:
-        return 3 + (meta + 1) // 2
-    if rtype == C.MYSQL_TYPE_ENUM:
-        return meta & 0xFF if meta & 0xFF in (1, 2) else 0
-    if rtype == C.MYSQL_TYPE_SET:
-        return meta & 0xFF
-    if rtype == C.MYSQL_TYPE_BLOB:
-        return -10 - meta if 1 <= meta <= 4 else 0
-    if rtype in (C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING):
-        return -1 if meta < 256 else -2
-    return 0
-
-
-def _image_code(sizes: tuple[int, ...], present: bytes, indent: str) -> list[str]:
-    """Source lines that advance ``pos`` over one row image (``break`` where the tool gives up)."""
-    columns = [size for i, size in enumerate(sizes) if present[i >> 3] >> (i & 7) & 1]
-    nbytes = (len(columns) + 7) >> 3
-    lines = []
-    if not columns:
-        lines.append(f"{indent}break")
-        return lines
-    lines.append(f"{indent}if pos + {nbytes} > end: break")
-    for k in range(nbytes):
-        lines.append(f"{indent}b{k} = data[pos + {k}]")
-    lines.append(f"{indent}pos += {nbytes}")
-    for k, size in enumerate(columns):
-        lines.append(f"{indent}if not b{k >> 3} & {1 << (k & 7)}:")
-        inner = indent + "    "
-        if size > 0:
-            lines.append(f"{inner}pos += {size}")
-        elif size == -1:
-            lines.append(f"{inner}if pos >= end: break")
-            lines.append(f"{inner}pos += data[pos] + 1")
-        elif size == -2 or size == -12:
-            lines.append(f"{inner}if pos + 2 > end: break")
-            lines.append(f"{inner}pos += data[pos] + (data[pos + 1] << 8) + 2")
-        elif size == -11:
-            lines.append(f"{inner}if pos >= end: break")
-            lines.append(f"{inner}pos += data[pos] + 1")
-        elif size == -13:
-            lines.append(f"{inner}if pos + 3 > end: break")
-            lines.append(
-                f"{inner}pos += data[pos] + (data[pos + 1] << 8) + (data[pos + 2] << 16) + 3"
-            )
-        elif size == -14:
-            lines.append(f"{inner}if pos + 4 > end: break")
-            lines.append(f"{inner}pos += u32(data, pos)[0] + 4")
-        else:
-            lines.append(f"{inner}break")
-            continue
-        lines.append(f"{inner}if pos > end: break")
-    return lines
-
-
-_COUNTERS: dict[tuple, Callable[[Any, int, int], int]] = {}
-
-
-def row_counter(
-    sizes: tuple[int, ...], width: int, cols: bytes, cols_ai: bytes | None
-) -> Callable[[Any, int, int], int]:
-    """A compiled Rows_log_event::count_row_events loop for one column layout.
-
-    The tool increments the count before it measures a row and stops at the
-    first row image it cannot measure (GEOMETRY, truncated data, ...); the
-    generated code does exactly that, one straight line per column.
-    """
-    key = (sizes, width, cols, cols_ai)
-    func = _COUNTERS.get(key)
-    if func is not None:
-        return func
-    sizes = sizes[:width]
-    lines = [
-        "def count(data, pos, end):",
-        "    n = 0",
-        "    while pos < end:",
-        "        n += 1",
-    ]
-    lines += _image_code(sizes, cols, "        ")
-    if cols_ai is not None:
-        lines += _image_code(sizes, cols_ai, "        ")
-    lines.append("    return n")
-    namespace: dict[str, Any] = {"u32": _U32.unpack_from}
-    exec(compile("\n".join(lines), "<row counter>", "exec"), namespace)  # noqa: S102 - generated from sizes only
-    func = namespace["count"]
-    if len(_COUNTERS) > 4096:
-        _COUNTERS.clear()
-    _COUNTERS[key] = func
-    return func
-
-
-def count_rows(
-    info: TableInfo,
-    kind_update: bool,
-    kind_write: bool,
-    width: int,
-    cols: bytes,
-    cols_ai: bytes | None,
-    data: Any,
-    pos: int,
-    end: int,
-) -> int:
-    """Rows_log_event::count_row_events for one event (its quirks included)."""
-    if kind_write and pos == end:
-        return 1
-    if _fast is not None:
-        return _fast.count_rows(  # type: ignore[no-any-return]
-            data, pos, end, info.sizes, width, cols, cols_ai if kind_update else None
-        )
-    return row_counter(info.sizes, width, cols, cols_ai if kind_update else None)(
-        data, pos, end
-    )
-
-
-_FLASHBACK_TYPE = {
-    WRITE_ROWS_EVENT_V1: DELETE_ROWS_EVENT_V1,
-    DELETE_ROWS_EVENT_V1: WRITE_ROWS_EVENT_V1,
-    WRITE_ROWS_EVENT: DELETE_ROWS_EVENT,
-    DELETE_ROWS_EVENT: WRITE_ROWS_EVENT,
-}
-
-
-def _image_fields(
-    sizes: tuple[int, ...], present: bytes, data: Any, pos: int, end: int
-) -> tuple[list, int]:
-    """Per present column (index, value bytes or None for NULL) of one row image, and its end."""
-    columns = [i for i in range(len(sizes)) if present[i >> 3] >> (i & 7) & 1]
-    nulls = pos
-    pos += (len(columns) + 7) >> 3
-    fields: list[tuple[int, bytes | None]] = []
-    for k, i in enumerate(columns):
-        if data[nulls + (k >> 3)] >> (k & 7) & 1:
-            fields.append((i, None))
-            continue
-        size = sizes[i]
-        if size > 0:
-            length = size
-        elif size in (-1, -11):
-            length = data[pos] + 1
-        elif size in (-2, -12):
-            length = data[pos] + (data[pos + 1] << 8) + 2
-        elif size < -10:
-            n = -10 - size
-            length = int.from_bytes(bytes(data[pos : pos + n]), "little") + n
-        else:
-            raise DecodeError(
-                "Error row length: 0",
-                offset=pos,
-                expected="a column the tool can measure",
-            )
-        if pos + length > end:
-            raise DecodeError(
-                "Error row length: 0", offset=pos, expected="a row inside the event"
-            )
-        fields.append((i, bytes(data[pos : pos + length])))
-        pos += length
-    return fields, pos
-
-
-def _flashback_rows(
-    info: TableInfo,
-    update: bool,
-    width: int,
-    cols: bytes,
-    cols_ai: bytes | None,
-    data: Any,
-    pos: int,
-    end: int,
-) -> bytes:
-    """Rows_log_event::change_to_flashback_event of 10.11: rows reversed, update images swapped.
-
-    The 10.11 tool measures an update's after image with the *before* image's
-    column bitmap, so it only works on full row images; anything it cannot
-    measure ends the program with "Error row length: 0" (:class:`FlashbackError`).
-    """
-    sizes = info.full_sizes[:width]
-    rows = []
-    try:
-        while pos < end:
-            row_start = pos
-            _, pos = _image_fields(sizes, cols, data, pos, end)
-            before_end = pos
-            if update:
-                _, pos = _image_fields(sizes, cols, data, pos, end)
-                rows.append(
-                    bytes(data[before_end:pos]) + bytes(data[row_start:before_end])
-                )
-            else:
-                rows.append(bytes(data[row_start:pos]))
-    except (DecodeError, IndexError):
-        raise FlashbackError() from None
-    return b"".join(reversed(rows))
 
 
 class _RowsForSql:
@@ -947,10 +693,10 @@ class RowsPrinter:
             # images of each updated row swapped; the CRC bytes are left as they were.
             if raw is None:
                 raw = bytes(ev.raw())
-            code = _FLASHBACK_TYPE.get(code, code)
+            code = FLASHBACK_TYPE.get(code, code)
             if info is not None and not (code in _WRITE_ROWS and start == end):
-                rows = _flashback_rows(
-                    info, code in _UPDATE_ROWS, width, cols, cols_ai, data, start, end
+                rows = flashback_rows(
+                    info.full_sizes, code in _UPDATE_ROWS, width, cols, cols_ai, data, start, end
                 )
                 offset = (
                     len(raw) - (ev.start + ev.length - start)
@@ -993,7 +739,7 @@ class RowsPrinter:
                     )
             elif info is not None:
                 self.row_events += count_rows(
-                    info,
+                    info.sizes,
                     code in _UPDATE_ROWS,
                     code in _WRITE_ROWS,
                     width,
