@@ -42,13 +42,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..codec.ibb.page import (
-    NO_FILE_REF,
-    PAGE_DATA_END,
-    PAGE_SIZE,
-    PAGE_SIZE_SHIFT,
-    IbbHeader,
-    RecordType,
-    decode_header_page,
+    NO_FILE_REF, PAGE_DATA_END, PAGE_SIZE, PAGE_SIZE_SHIFT, IbbHeader, RecordType, decode_header_page,
 )
 from ..codec.ibb.records import CommitRecord, GtidState, Xid
 from ..codec.ibb.state import read_header, state_at_page
@@ -61,15 +55,7 @@ from .fifo import PageFifo
 from .files import binlog_name
 from .purge import PurgeRoom
 from .reader import EngineReader
-from .recovery import (
-    HostRecords,
-    PendingXa,
-    Recovered,
-    adopt,
-    finish_recovery,
-    recover,
-    restore_state,
-)
+from .recovery import HostRecords, PendingXa, Recovered, adopt, finish_recovery, recover, restore_state
 from .redo import REDO_NAME, RecordBuilder
 from .source import ClippedSource
 from .storage import BinlogFiles
