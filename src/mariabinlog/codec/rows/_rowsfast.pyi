@@ -8,7 +8,7 @@ PLAN_VERSION: int
 class Image:
     """The program reading images of one column bitmap: one entry per present column.
 
-    Entries are ``(slot, fixed, opcode, size, flag, a, b, obj)`` (see ``rows._OP_*``).
+    Entries are ``(slot, fixed, opcode, size, flag, a, b, obj)`` (see ``rows.packed._OP_*``).
     """
 
     null_bytes: int
