@@ -59,7 +59,6 @@ from .header import (
     RAND_EVENT,
     reframe,
     ROTATE_EVENT,
-    split_events,
     START_ENCRYPTION_EVENT,
     START_EVENT_V3,
     STOP_EVENT,

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable
 from typing import ClassVar
 
-from ...errors import EncryptedBinlogError, TruncatedError
+from ...errors import EncryptedBinlogError
 from ..primitives import Buffer, U32
 
 HEADER = struct.Struct("<IBIIIH")
@@ -304,27 +304,13 @@ class UnknownEvent(Event):
         return self.body
 _ROWS_V2 = {WRITE_ROWS_EVENT, UPDATE_ROWS_EVENT, DELETE_ROWS_EVENT, WRITE_ROWS_COMPRESSED_EVENT, UPDATE_ROWS_COMPRESSED_EVENT, DELETE_ROWS_COMPRESSED_EVENT}
 
-def split_events(buf: Buffer, pos: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """(start, end) of each event in a checksum-less event stream (e.g. an `.ibb` event group)."""
-    end = len(buf) if end is None else end
-    spans = []
-    while pos < end:
-        if pos + HEADER_LEN > end:
-            raise TruncatedError("truncated event header", offset=pos, expected=f"{HEADER_LEN} header bytes")
-        length = U32.unpack_from(buf, pos + 9)[0]
-        if length < HEADER_LEN or pos + length > end:
-            raise TruncatedError(f"event length {length} overruns the data", offset=pos, expected=f"at most {end - pos} bytes")
-        spans.append((pos, pos + length))
-        pos += length
-    return spans
-
-
 def reframe(event: Buffer, *, log_pos: int | None = None, checksum: bool = False) -> bytes:
     """Event bytes (header + body, no CRC footer) with the length field fixed to what they
     become, ``log_pos`` replaced when given, and a CRC-32 footer appended when ``checksum``.
 
-    The one place that edits framing fields of raw events, for everything that passes
-    events through (servers re-stamping positions, converters, printers re-encoding).
+    For code that passes raw events through with new framing (the binlog server re-stamping
+    positions, the converters, replication and Spark dropping CRC footers, the printer
+    re-encoding).  Events built from values are framed by :meth:`Event.encode`.
     """
     size = len(event) + (CHECKSUM_LEN if checksum else 0)
     pos_field = U32.pack(log_pos) if log_pos is not None else bytes(event[13:17])
