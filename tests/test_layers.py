@@ -245,3 +245,29 @@ def test_checker_finds_a_sibling_import(tmp_path: Path) -> None:
     edges = import_edges(root)
     assert cycles(edges) == []
     assert [(e.source, e.target) for e in wrong_way(edges)] == [("mariabinlog.tools.dump", "mariabinlog.replication.client")]
+
+
+def test_checker_reads_sub_folders(tmp_path: Path) -> None:
+    """A sub-folder is its top folder's layer: relative imports out of ``codec/ibb/`` resolve, a
+    cycle between two codec sub-packages is found, and an import from one up into ``engine`` is
+    reported."""
+    root = _write(tmp_path, {
+        "__init__.py": "", "codec/__init__.py": "", "engine/__init__.py": "", "engine/files.py": "",
+        "codec/events/__init__.py": "from .header import X\n",
+        "codec/events/header.py": "from ..ibb.state import seek\n",
+        "codec/ibb/__init__.py": "",
+        "codec/ibb/state.py": "from ..events import decode\nfrom ...engine.files import F\n",
+    })
+    edges = import_edges(root)
+    assert ("mariabinlog.codec.ibb.state", "mariabinlog.codec.events") in [(e.source, e.target) for e in edges]
+    assert cycles(edges) == [["mariabinlog.codec.events", "mariabinlog.codec.events.header", "mariabinlog.codec.ibb.state"]]
+    assert [(e.source, e.target) for e in wrong_way(edges)] == [("mariabinlog.codec.ibb.state", "mariabinlog.engine.files")]
+
+
+def test_the_real_tree_has_its_sub_folders() -> None:
+    """The scan reaches the sub-folders (codec/events, rows, ibb, wire; tools/dump, printer)."""
+    names = module_names(SRC)
+    for module in ("codec.events.header", "codec.rows.packed", "codec.ibb.page", "codec.wire.protocol",
+                   "tools.dump.dumper", "tools.printer.rows"):
+        assert f"{PACKAGE}.{module}" in names
+        assert layer(f"{PACKAGE}.{module}") == module.split(".")[0]
