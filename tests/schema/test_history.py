@@ -234,3 +234,23 @@ def test_identities_follow_columns_and_incarnations_and_rows_find_their_shape() 
     old, new = loaded.table_for_event("d", "t", "f.1", 15, "0-1-2"), loaded.table("d", "t2")
     assert old is not None and new is not None and old.incarnation in loaded.incarnations("d", "t2")
     assert old.columns[1].ident == new.columns[2].ident
+
+
+def test_a_statement_read_again_is_applied_once_by_gtid_or_without_one_by_place() -> None:
+    """A saved history read with its stream again (a Spark split, an archive fetching a group
+    again after a crash) moves to the statement's state instead of applying it twice (an
+    ALTER applied twice would fail and lose track of its table)."""
+    from mariabinlog.codec.events import QueryEvent
+
+    h = SchemaHistory()
+    create = QueryEvent(query=b"CREATE TABLE t (a INT)", database=b"d")
+    alter = QueryEvent(query=b"ALTER TABLE t ADD b INT", database=b"d")
+    for gtid, places in (("0-1-1", ("f.1", 100)), (None, ("f.1", 200))):
+        h.observe_query(create if gtid else alter, file=places[0], pos=places[1], gtid=gtid)
+    assert len(h.records) == 2 and names(h, "d", "t") == ["a", "b"]
+    h.observe_query(create, file="elsewhere.ibb", pos=5, gtid="0-1-1")  # by GTID, wherever it is read
+    assert len(h.records) == 2 and names(h, "d", "t") == ["a"]
+    h.observe_query(alter, file="f.1", pos=200, gtid=None)  # no GTID: by file and offset
+    assert len(h.records) == 2 and names(h, "d", "t") == ["a", "b"]
+    h.observe_query(alter, file="f.1", pos=300, gtid=None)  # another statement: applied again
+    assert len(h.records) == 3 and names(h, "d", "t") == ["a", "b", "b"]

@@ -147,9 +147,9 @@ class SchemaHistory:
         self._versions: dict[tuple[str, str], tuple[list[Place | None], list[Table | None]]] = {}
         for key, table in self.snapshot.tables.items():
             self._versions[key] = ([None], [table])
-        # GTID -> index in records, the catalog after each record (for re-reading a known
-        # stream), and each record's place
-        self._gtids: dict[str, int] = {}
+        # GTID (or, without one, (file, offset)) -> index in records, the catalog after each
+        # record (for re-reading a known stream), and each record's place
+        self._known: dict[str | tuple[str, int], int] = {}
         self._after: list[Catalog] = []
         self._places: list[Place] = []
 
@@ -171,14 +171,15 @@ class SchemaHistory:
         """Apply the Query event's statement if it is DDL; returns the tables it changed.
 
         A statement of a GTID the history already holds (a saved history read with its
-        stream again, a group fetched again after a crash) is not applied twice: the
-        history moves to its state after that statement instead.
+        stream again, a group fetched again after a crash; without GTIDs, of the same file
+        and offset) is not applied twice: the history moves to its state after that
+        statement instead.
         """
         self.observe_group(gtid)
         if event.error_code:
             return []
-        if gtid is not None and gtid in self._gtids:
-            index = self._gtids[gtid]
+        index = self._known.get(gtid if gtid is not None else (file, pos), -1)
+        if index >= 0:
             self.catalog = self._after[index].copy()
             return list(self.records[index].tables)
         charset = event.status(Q_CHARSET_CODE)
@@ -242,8 +243,7 @@ class SchemaHistory:
         self.records.append(record)
         self._after.append(self.catalog.copy())
         self._places.append(place)
-        if gtid is not None:
-            self._gtids[gtid] = len(self.records) - 1
+        self._known[gtid if gtid is not None else (file, pos)] = len(self.records) - 1
         for key in dict.fromkeys(changed):
             places, tables = self._versions.setdefault(key, ([], []))
             places.append(place)

@@ -5,14 +5,19 @@ Moving its rows through Spark's rows into Python and back costs more than decodi
 (map columns cross as Arrow row by row, ~12 µs a row), so each task here reads the Parquet
 files of its tables itself, with pyarrow, and does everything in Arrow:
 
-1. **Carry** (:func:`carrier`): a row logged under an older shape of its table is renamed by
-   column identity (renamed columns keep their values, dropped ones go, added ones get their
-   constant default or NULL) and moved to its table's current name; a row of an incarnation
-   that no longer exists (dropped, recreated, truncated) is dropped; a row of a table the
-   history does not know passes unchanged, unless its name now holds a table the history
-   created after the row.  Rows of the current shape pass as Arrow data.
+1. **Carry** (:func:`carrier`): each row's shape is the history's at the row's place in the
+   binlog (its group's GTID against each statement's GTID position, so rows of every GTID
+   domain, in an archive's files too).  A row logged under an older shape of its table is
+   renamed by column identity (renamed columns keep their values, dropped ones go, added
+   ones get their constant default or NULL) and moved to its table's current name; a row of
+   an incarnation that no longer exists (dropped, recreated, truncated) is dropped; a row of
+   a table the history never knew passes unchanged.  Rows of the current shape pass as Arrow
+   data.  A row that cannot be carried (its images do not fit its shape, :func:`_misfits`,
+   or the history lost track of its table) is not written but counted by table, GTID and
+   why (:data:`Uncarried`), for the job to report.
 2. **Changes**: each table's rows in binlog order, ``before``/``after`` as structs typed as
-   the state (:func:`~.schema.text_array`).
+   the state (:func:`~.schema.text_array`); a row with a value its column's type cannot read
+   is counted as uncarried too, and left out of the change and state tables.
 3. **Latest state** (:class:`Folder`): per primary key the changes folded in binlog order (an
    update's after image merged onto the row, so MINIMAL images work when the key does not
    change; an update that moves the key deletes the old one); without a key, identical rows
@@ -153,8 +158,8 @@ def carrier(history_json: str, uncarried: Uncarried) -> Callable[[Iterator[Any]]
         import pyarrow as pa
 
         history = loaded_history(history_json)
-        current = history.current_incarnations()
         fates = _Fates(history)
+        current = fates.current
         carries: dict[int, Carry] = {}
         for batch in batches:
             schema = pa.schema([batch.schema.field(c) for c in CARRIED])
@@ -238,7 +243,6 @@ def _by_version(rows: Any, history: SchemaHistory, database: str, table: str, fa
 
 def _fitting(rows: Any, then: Table, name: str, uncarried: Uncarried) -> Any:
     """``rows`` whose images fit ``then`` (:func:`_misfits`); the others counted in ``uncarried``."""
-    import numpy as np
     import pyarrow as pa
 
     bad, why = _misfits(rows, then)
@@ -264,15 +268,24 @@ def _misfits(rows: Any, then: Table) -> tuple[Any, str]:
     for image, needs_key in (("before", pc.not_equal(ops, "insert")), ("after", pc.equal(ops, "insert"))):
         images = rows.column(image)
         images = images.combine_chunks() if isinstance(images, pa.ChunkedArray) else images
+        valid = np.asarray(images.is_valid())
+        if not valid.any():
+            continue
         offsets = images.offsets.to_numpy()
         first, end = int(offsets[0]), int(offsets[-1])
         keys = images.keys.slice(first, end - first)
-        owner = np.repeat(np.arange(len(images)), np.diff(offsets))
+        lengths = np.diff(offsets)
+        needed = np.asarray(pc.and_(needs_key, images.is_valid()).fill_null(False))
+        same = _same_keys(keys, lengths, valid)
+        if same is not None:  # full images, all alike: one look at their names
+            bad_names |= valid & (not set(same) <= set(names.to_pylist()))
+            bad_key |= needed & (not set(then.primary_key) <= set(same))
+            continue
+        owner = np.repeat(np.arange(len(images)), lengths)
         bad_names[owner[~np.asarray(pc.is_in(keys, value_set=names).fill_null(False))]] = True
         if len(key):
             held = np.bincount(owner[np.asarray(pc.is_in(keys, value_set=key).fill_null(False))],
                                minlength=len(images))
-            needed = np.asarray(pc.and_(needs_key, images.is_valid()).fill_null(False))
             bad_key |= needed & (held < len(key))
     why = NAMES_UNKNOWN if bad_names.any() else KEY_MISSING.format(", ".join(then.primary_key))
     return bad_names | bad_key, why
