@@ -124,8 +124,10 @@ def _ddl_positions(server: MariaDBServer) -> list[tuple[str, str]]:
     for row in server.rows("SHOW BINARY LOGS"):
         for event in server.binlog_events(row[0]):
             if event["Event_type"] == "Gtid":
-                gtid = event["Info"].split()[-1]
-                position[int(gtid.split("-")[0])] = gtid
+                match = re.search(r"GTID (\d+)-\d+-\d+", event["Info"])
+                assert match, event
+                gtid = match.group(0).split()[-1]
+                position[int(match.group(1))] = gtid
                 standalone = None if event["Info"].startswith("BEGIN") else gtid
             elif event["Event_type"] == "Query" and standalone is not None:
                 statement = re.sub(r"^use `[^`]*`; ", "", event["Info"]).upper()
