@@ -146,3 +146,76 @@ def assert_state_equals_select(state: pa.Table, server: Any, database: str, tabl
     extra = [row for row in got if row not in want]
     missing = [row for row in want if row not in got]
     assert got == want, f"rows of {database}.{table}: state only {extra}, server only {missing}"
+
+
+# -- several GTID domains ---------------------------------------------------------------------------
+
+#: Issue 30 as filed: DDL in domain 0, rows of one table in domains 0, 1 and 2 (keys near 2^64).
+ISSUE_30_WORKLOAD = """
+CREATE DATABASE d; CREATE TABLE d.t (id BIGINT UNSIGNED PRIMARY KEY, v VARCHAR(20));
+CREATE TABLE d.k (a INT, b VARCHAR(10));
+INSERT INTO d.t VALUES (18446744073709551610, 'dom0');
+SET SESSION gtid_domain_id=1; INSERT INTO d.t VALUES (18446744073709551611, 'dom1'), (5, 'dom1b');
+SET SESSION gtid_domain_id=2; INSERT INTO d.t VALUES (7, 'dom2');
+SET SESSION gtid_domain_id=0;
+"""
+
+#: Domain of every DDL statement of :func:`domains_workload`; rows are written in all four.
+DDL_DOMAIN = 1
+DOMAINS = (0, 1, 2, 3)
+_TOP = 18446744073709551615  # 2^64 - 1
+
+
+def domains_workload() -> str:
+    """Rows in GTID domains 0..3, interleaved group by group, and DDL in domain 1 only between
+    the phases: ADD COLUMN (a keyed table, a keyless one), DROP COLUMN, RENAME COLUMN, CHANGE,
+    RENAME TABLE; a BIGINT UNSIGNED key near 2^64 (moved once), a keyless table with duplicate
+    rows deleted one at a time (``DELETE ... LIMIT 1``), a FLUSH BINARY LOGS in the middle.
+    Every statement of a phase runs in each domain in turn, so each DDL statement has rows of
+    every domain right before and right after it."""
+    out = [f"SET SESSION gtid_domain_id={DDL_DOMAIN};", "CREATE DATABASE m;", "USE m;",
+           "CREATE TABLE m.acct (id BIGINT UNSIGNED PRIMARY KEY, owner VARCHAR(20), bal DECIMAL(12,2), "
+           "flag TINYINT UNSIGNED, gone INT) DEFAULT CHARSET=utf8mb4;",
+           "CREATE TABLE m.evt (kind VARCHAR(10), n INT UNSIGNED);",
+           "CREATE TABLE m.item (id INT PRIMARY KEY, name VARCHAR(20), qty INT UNSIGNED);",
+           "CREATE TABLE m.old (id INT PRIMARY KEY, label VARCHAR(10));"]
+    ddl = {
+        0: ["ALTER TABLE m.acct ADD COLUMN tier VARCHAR(5) NOT NULL DEFAULT 'std' AFTER owner;",
+            "ALTER TABLE m.evt ADD COLUMN at_ INT AFTER kind;",
+            "ALTER TABLE m.item ADD COLUMN price DECIMAL(8,2) DEFAULT 1.50;"],
+        1: ["ALTER TABLE m.acct DROP COLUMN gone;", "ALTER TABLE m.item DROP COLUMN qty;", "FLUSH BINARY LOGS;"],
+        2: ["ALTER TABLE m.acct RENAME COLUMN owner TO holder;", "RENAME TABLE m.old TO m.renamed;",
+            "ALTER TABLE m.item CHANGE name title VARCHAR(30);"],
+    }
+    for phase in range(4):
+        owner = "owner" if phase < 3 else "holder"
+        tier = "" if phase == 0 else ", tier"
+        tier_value = "" if phase == 0 else ", 'gold'"
+        gone = ", gone" if phase < 2 else ""
+        name = "name" if phase < 3 else "title"
+        old = "m.old" if phase < 3 else "m.renamed"
+        for i in range(3):
+            for domain in DOMAINS:
+                k = phase * 100 + i * 10 + domain
+                key = _TOP - k
+                other = _TOP - (phase * 100 + i * 10 + (domain + 1) % 4) if (i or phase) else key
+                statements = [
+                    f"INSERT INTO m.acct (id, {owner}{tier}, bal, flag{gone}) VALUES ({key}, 'p{phase}d{domain}'"
+                    f"{tier_value}, {k}.25, {255 - domain}{', 1' if gone else ''});",
+                    f"UPDATE m.acct SET bal = bal + 1, flag = {domain} WHERE id = {other};",
+                    f"INSERT INTO m.evt (kind, n) VALUES ('dup', {domain}), ('dup', {domain}), ('p{phase}', {k});",
+                    f"DELETE FROM m.evt WHERE kind = 'dup' AND n = {(domain + phase) % 4} LIMIT 1;",
+                    f"INSERT INTO m.item (id, {name}) SELECT seq + {k * 20}, CONCAT('i', seq) FROM seq_1_to_6;",
+                    f"DELETE FROM m.item WHERE id = {k * 20 + 1 + domain};",
+                    f"UPDATE m.item SET {name} = 'upd{domain}' WHERE id = {k * 20 + 2};",
+                    f"INSERT INTO {old} VALUES ({k}, 'l{domain}');",
+                ]
+                out.append(f"SET SESSION gtid_domain_id={domain};")
+                out += statements
+        if phase == 1:
+            out += [f"SET SESSION gtid_domain_id={(i + 2) % 4}; UPDATE m.acct SET id = id - 1000000 "
+                    f"WHERE id = {_TOP - 1};" for i in range(1)]
+        out.append(f"SET SESSION gtid_domain_id={DDL_DOMAIN};")
+        out += ddl.get(phase, [])
+    out.append("SET SESSION gtid_domain_id=0;")
+    return "\n".join(out) + "\n"

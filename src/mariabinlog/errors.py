@@ -222,6 +222,15 @@ class UnparsedDDLError(SchemaHistoryError):
         self.reason = reason
         self.tables = tables
 
+class UncarriedRowsError(MariabinlogError):
+    """The pipeline found CDC rows it cannot carry to their typed state and change tables;
+    ``rows`` lists them as (``db.table``, GTID, why, how many)."""
+
+    def __init__(self, message: str, rows: list[tuple[str, str | None, str, int]]) -> None:
+        super().__init__(message)
+        self.rows = rows
+
+
 class ConnectFailedError(ReplicationError):
     """A client could not connect to or log in to a server; ``reason`` is the cause in
     MariaDB's client words (``Can't connect to server on '127.0.0.1' (111)``, or the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +33,8 @@ from replication_helpers import (
 
 from mariabinlog.codec.gtid import ConnectState
 from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+from mariabinlog.schema import SchemaHistory
+from mariabinlog.schema.history import SCHEMA_HISTORY_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 #: Kills per test; MARIABINLOG_REPLICATION_KILLS=50 for a longer run.
@@ -107,6 +110,31 @@ def test_archiver_survives_sigkill(busy_primary, tmp_path: Path) -> None:  # typ
     archived = [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
     assert not [g for g, n in Counter(archived).items() if n > 1], "a group was stored twice"
     assert archived == binlog_gtids(primary)
+    # The schema history survived the kills: every table DDL of the primary once, in order, each
+    # with the primary's GTID position once its group was logged (what places it against the
+    # rows of the other domains).
+    history = SchemaHistory.load(directory / SCHEMA_HISTORY_FILE)
+    assert [(r.gtid, r.gtid_pos) for r in history.records] == _ddl_positions(primary)
+
+
+def _ddl_positions(server: MariaDBServer) -> list[tuple[str, str]]:
+    """(GTID, ``@@gtid_binlog_pos`` right after it) of every table DDL in ``server``'s binlog."""
+    position: dict[int, str] = {}
+    found, standalone = [], None
+    for row in server.rows("SHOW BINARY LOGS"):
+        for event in server.binlog_events(row[0]):
+            if event["Event_type"] == "Gtid":
+                match = re.search(r"GTID (\d+)-\d+-\d+", event["Info"])
+                assert match, event
+                gtid = match.group(0).split()[-1]
+                position[int(match.group(1))] = gtid
+                standalone = None if event["Info"].startswith("BEGIN") else gtid
+            elif event["Event_type"] == "Query" and standalone is not None:
+                statement = re.sub(r"^use `[^`]*`; ", "", event["Info"]).upper()
+                if statement.startswith(("CREATE TABLE", "DROP TABLE", "CREATE DATABASE")):
+                    found.append((standalone, ",".join(position[d] for d in sorted(position))))
+                standalone = None
+    return found
 
 
 def test_replicate_survives_sigkill(busy_primary, mariadb_server_factory: MariaDBServerFactory) -> None:  # type: ignore[no-untyped-def]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -78,24 +79,82 @@ def test_mariadb_types_sqlglot_lacks() -> None:
     ]
 
 
-def test_saved_history_and_positions(tmp_path: Path) -> None:
+def test_saved_history_and_positions_without_gtids(tmp_path: Path) -> None:
+    """A stream without GTIDs places statements by file number (not name: MariaDB's numbers
+    grow past 999999 with more digits) and offset."""
     h = SchemaHistory()
-    h.apply("CREATE TABLE t (a INT)", "d", file="mysql-bin.000001", pos=100, gtid="0-1-1")
-    h.apply("ALTER TABLE t ADD b TEXT", "d", file="mysql-bin.000001", pos=200, gtid="0-1-2")
-    h.apply("DROP TABLE t", "d", file="mysql-bin.000002", pos=50, gtid="0-1-3")
+    h.apply("CREATE TABLE t (a INT)", "d", file="mysql-bin.999999", pos=100)
+    h.apply("ALTER TABLE t ADD b TEXT", "d", file="mysql-bin.999999", pos=200)
+    h.apply("DROP TABLE t", "d", file="mysql-bin.1000000", pos=50)
     path = tmp_path / "h.json"
     h.save(path)
     loaded = SchemaHistory.load(path)
-    for pos, expected in ((("mysql-bin.000001", 50)), None), ((("mysql-bin.000001", 150)), ["a"]), (
-        (("mysql-bin.000001", 999)), ["a", "b"]), ((("mysql-bin.000002", 60)), None):
+    assert [r.gtid_pos for r in loaded.records] == [None, None, None]
+    for pos, expected in ((("mysql-bin.999999", 50)), None), ((("mysql-bin.999999", 150)), ["a"]), (
+        (("mysql-bin.999999", 999)), ["a", "b"]), ((("mysql-bin.1000000", 40)), ["a", "b"]), (
+            (("mysql-bin.1000000", 60)), None):
         for history in (h, loaded):
-            table = history.table_at("d", "t", *pos)
-            assert (None if table is None else [c.name for c in table.columns]) == expected
-    loaded.rewind("0-1-2")
-    assert names(loaded, "d", "t") == ["a"]
+            table = history.table_for_event("d", "t", *pos, None)
+            assert (None if table is None else [c.name for c in table.columns]) == expected, pos
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(SchemaHistoryError, match="bad.json"):
         SchemaHistory.load(tmp_path / "bad.json")
+
+
+def _domains_history() -> SchemaHistory:
+    """DDL in domain 0 with rows of domains 1 and 2 around it (issue 30's shape)."""
+    h = SchemaHistory()
+    h.observe_group("0-1-1")
+    h.apply("CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY)", "d", file="mysql-bin.000001", pos=300, gtid="0-1-1")
+    for gtid in ("1-1-1", "2-1-1", "1-1-2"):
+        h.observe_group(gtid)
+    h.observe_group("0-1-2")
+    h.apply("ALTER TABLE t ADD v VARCHAR(20)", "d", file="mysql-bin.000001", pos=900, gtid="0-1-2")
+    h.observe_group("1-1-3")
+    return h
+
+
+def test_statements_stand_where_their_gtid_position_says_in_every_domain(tmp_path: Path) -> None:
+    """A statement is recorded with the GTID position once its group is logged, so an event
+    of any domain is placed against it by its own GTID: the same answer in any copy of the
+    stream (other file names and offsets, an archive of the primary), from any point of it."""
+    h = _domains_history()
+    assert [r.gtid_pos for r in h.records] == ["0-1-1", "0-1-2,1-1-2,2-1-1"]
+    h.save(tmp_path / "h.json")
+    data = json.loads((tmp_path / "h.json").read_text())
+    assert data["version"] == 2 and data["gtid_pos"] == "0-1-2,1-1-3,2-1-1"
+    loaded = SchemaHistory.load(tmp_path / "h.json")
+    assert str(loaded.position) == "0-1-2,1-1-3,2-1-1"  # domains in order, as written
+    for history in (h, loaded):
+        created, altered = history._versions[("d", "t")][1]  # noqa: SLF001 - the two versions
+        for gtid, expected in (("0-1-1", created), ("1-1-1", created), ("1-1-2", created), ("2-1-1", created),
+                               ("0-1-2", altered), ("1-1-3", altered), ("2-1-2", altered), ("3-1-1", altered)):
+            # The archive's files, the primary's, any offset: only the GTID counts.
+            for file, pos in (("binlog-000000.ibb", 4096), ("mysql-bin.000001", 1), ("mysql-bin.000009", 10**9)):
+                assert history.table_for_event("d", "t", file, pos, gtid) is expected, (gtid, file)
+        history.rewind("1-1-2")
+        assert names(history, "d", "t") == ["id"]
+        history.rewind("2-1-2")
+        assert names(history, "d", "t") == ["id", "v"]
+        history.rewind("0-1-2")  # just before the ALTER's own group
+        assert names(history, "d", "t") == ["id"]
+    # A Gtid_list (a file's binlog state) sets the position: each domain's most recent GTID.
+    h.observe_gtid_list([(0, 1, 5), (1, 2, 7), (1, 1, 9)])
+    assert str(h.position) == "0-1-5,1-1-9"
+
+
+def test_a_saved_history_of_format_1_is_refused_with_how_to_make_it_again(tmp_path: Path) -> None:
+    data = _domains_history().to_json()
+    data["version"] = 1
+    for record in data["ddl"]:
+        del record["gtid_pos"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    with pytest.raises(SchemaHistoryError, match=r"old\.json: a schema history of format version 1") as caught:
+        SchemaHistory.load(tmp_path / "old.json")
+    assert "mariabinlog dump --format=schema-history" in str(caught.value)
+    data["version"] = 3
+    with pytest.raises(SchemaHistoryError, match="format version 3"):
+        SchemaHistory.from_json(data, where="new.json")
 
 
 def test_agreement_check() -> None:
@@ -158,7 +217,7 @@ def test_identities_follow_columns_and_incarnations_and_rows_find_their_shape() 
     assert h.current_incarnations() == {first.incarnation: now}
     # Rows of an .ibb read (other file names) find their version by GTID; without one, by position.
     assert h.table_for_event("d", "t", "binlog-000001.ibb", 4096, "0-1-2") is first
-    assert h.table_for_event("d", "t", "binlog-000001.ibb", 4096, "0-1-4") is h.table_at("d", "t", "f.1", 25)
+    assert h.table_for_event("d", "t", "binlog-000001.ibb", 4096, "0-1-4") is h.table_for_event("d", "t", "f.1", 25, None)
     assert h.table_for_event("d", "t", "f.1", 15, None) is first
     assert h.table_for_event("d", "t", "f.1", 35, "0-1-6") is None  # renamed away
     assert h.table_for_event("d", "x", "f.1", 35, "0-1-6") is None and h.incarnations("d", "x") == []
@@ -175,3 +234,23 @@ def test_identities_follow_columns_and_incarnations_and_rows_find_their_shape() 
     old, new = loaded.table_for_event("d", "t", "f.1", 15, "0-1-2"), loaded.table("d", "t2")
     assert old is not None and new is not None and old.incarnation in loaded.incarnations("d", "t2")
     assert old.columns[1].ident == new.columns[2].ident
+
+
+def test_a_statement_read_again_is_applied_once_by_gtid_or_without_one_by_place() -> None:
+    """A saved history read with its stream again (a Spark split, an archive fetching a group
+    again after a crash) moves to the statement's state instead of applying it twice (an
+    ALTER applied twice would fail and lose track of its table)."""
+    from mariabinlog.codec.events import QueryEvent
+
+    h = SchemaHistory()
+    create = QueryEvent(query=b"CREATE TABLE t (a INT)", database=b"d")
+    alter = QueryEvent(query=b"ALTER TABLE t ADD b INT", database=b"d")
+    for gtid, places in (("0-1-1", ("f.1", 100)), (None, ("f.1", 200))):
+        h.observe_query(create if gtid else alter, file=places[0], pos=places[1], gtid=gtid)
+    assert len(h.records) == 2 and names(h, "d", "t") == ["a", "b"]
+    h.observe_query(create, file="elsewhere.ibb", pos=5, gtid="0-1-1")  # by GTID, wherever it is read
+    assert len(h.records) == 2 and names(h, "d", "t") == ["a"]
+    h.observe_query(alter, file="f.1", pos=200, gtid=None)  # no GTID: by file and offset
+    assert len(h.records) == 2 and names(h, "d", "t") == ["a", "b"]
+    h.observe_query(alter, file="f.1", pos=300, gtid=None)  # another statement: applied again
+    assert len(h.records) == 3 and names(h, "d", "t") == ["a", "b", "b"]

@@ -396,5 +396,5 @@ def test_position_based_typing_for_out_of_order_readers(servers: dict[str, Any],
 
     full = [tm.optional_metadata.column_names for _, tm in maps(binlogs(servers["FULL"]))]  # type: ignore[attr-defined]
     # Visit the maps last to first: each is typed as of its own position, not the stream's end.
-    typed = [typed_map_at(history, tm, name, tm.position)[0] for name, tm in reversed(maps(files))]  # type: ignore[misc]
+    typed = [typed_map_at(history, tm, name, tm.position, None)[0] for name, tm in reversed(maps(files))]  # type: ignore[misc]
     assert [tm.optional_metadata.column_names for tm in reversed(typed)] == full

@@ -300,6 +300,24 @@ def test_text_array_reads_as_text_reader(kind: str, texts: list[str | None]) -> 
     assert [repr(v) for v in got.to_pylist()] == [repr(v) for v in want.to_pylist()]  # NaN, -0.0 too
 
 
+def test_text_array_lists_the_text_its_type_cannot_read() -> None:
+    """Text that is no value of the column's type raises, or with ``unread`` is null and
+    listed (the pipeline reports such rows instead of writing them)."""
+    from pyspark.sql.types import DecimalType, LongType
+
+    from mariabinlog.spark.schema import text_array
+
+    texts = pa.array(["1", "std", None, "-3", "x1"], pa.string())
+    with pytest.raises(ValueError):
+        text_array(texts, LongType(), pa.int64())
+    unread: list[int] = []
+    assert text_array(texts, LongType(), pa.int64(), unread).to_pylist() == [1, None, None, -3, None]
+    assert unread == [1, 4]
+    unread = []
+    assert text_array(pa.array(["1.50", "x"]), DecimalType(8, 2), pa.decimal128(8, 2), unread)[1].as_py() is None
+    assert unread == [1]
+
+
 _REPEAT_TYPES = {"q": pa.int64(), "i": pa.int32(), "s": pa.string(), "l": pa.list_(pa.string())}
 _REPEAT_VALUES = {
     "q": st.none() | st.integers(-(2**63), 2**63 - 1),

@@ -18,9 +18,14 @@ XA PREPARE / XA COMMIT groups included, are served back unchanged.
 
 The archive describes itself: its schema history (``schema-history.json`` beside the `.ibb`
 files) is saved when the archiver starts (the snapshot: empty, or ``--schema-from`` a
-server) and again after every group holding DDL, so readers of the archive get column
-names and types even from a ``binlog_row_metadata=NO_LOG`` primary.  A restart continues
-the saved history; DDL of a group fetched again after a crash is applied once (by GTID).
+server) and again for every group holding DDL, before that group is handed to the engine,
+so readers of the archive get column names and types even from a
+``binlog_row_metadata=NO_LOG`` primary, and no group the archive holds (durable, or seen
+by a live reader) has DDL the saved history lacks.  Each statement is recorded with the
+stream's GTID position once its group is logged (the history follows every group's GTID,
+from the engine's GTID state on start), which places it against rows of every domain in
+the archive's own files (and in the primary's).  A restart continues the saved history;
+DDL of a group fetched again after a crash is applied once (by GTID).
 """
 
 from __future__ import annotations
@@ -80,9 +85,10 @@ class Archiver:
         return self.engine
 
     def store(self, group: EventGroup) -> None:
-        """Append one group (not yet durable)."""
+        """Append one group (not yet durable), its DDL saved in the schema history first."""
         engine = self.engine
         assert engine is not None
+        self._follow_schema(group)
         gtid_event = group.gtid_event
         body = b"".join(clear_log_pos(raw) for raw in group.raw[1:])
         info = engine.commit(
@@ -94,15 +100,15 @@ class Archiver:
             gtid_fields=gtid_event.optional_fields(),
         )
         self._lsn = info.lsn
-        self._follow_schema(group)
         self.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
 
     def _follow_schema(self, group: EventGroup) -> None:
-        """Apply the group's DDL to the schema history and save it when it changed."""
+        """Follow the group in the schema history: its GTID, and its DDL, saved when it changed."""
         schema = self.schema
         if schema is None:
             return
         before = len(schema.records)
+        schema.observe_group(str(group.gtid))
         for event in group.events:
             if isinstance(event, QueryEvent):
                 schema.observe_query(event, file=group.source, pos=group.end_position, gtid=str(group.gtid))
@@ -132,6 +138,8 @@ class Archiver:
         """Archive until the client's stream ends or :meth:`stop`; always leaves everything durable."""
         engine = self.engine or self.open()
         client.position = self.progress.position.copy()
+        if self.schema is not None:  # the stream resumes here: the history's GTID position
+            self.schema.position = self.progress.position.copy()
         syncer = threading.Thread(target=self._sync_loop, args=(lambda: client.idle,), name="archive-sync", daemon=True)
         syncer.start()
         self.progress.state = "running"

@@ -2,16 +2,33 @@
 
 A :class:`SchemaHistory` starts from a snapshot (empty, a saved history, a
 ``mariadb-dump --no-data`` file, or what a live server's information_schema
-said) and follows the stream's DDL: feed it each Query event with
+said) and follows the stream's DDL: feed it each group's GTID with
+:meth:`SchemaHistory.observe_group` and each Query event with
 :meth:`SchemaHistory.observe_query`.  :meth:`SchemaHistory.table` answers "what
-does this table look like now"; :meth:`SchemaHistory.table_at` answers it for
-any earlier position of the stream, so a reader that jumps around (Spark) can
-ask too.  A statement the parser cannot read is logged once (warning with its
-GTID and text) and the tables it names stay unknown (positional ``@N`` names)
-until their next CREATE.
+does this table look like now"; :meth:`SchemaHistory.table_for_event` answers it
+for any event of the stream, by the event's place in it, so a reader that jumps
+around (Spark) or reads another copy of the stream (an ``.ibb`` archive of a
+primary, a replica's binlog) can ask too.  A statement the parser cannot read is
+logged once (warning with its GTID and text) and the tables it names stay unknown
+(positional ``@N`` names) until their next CREATE.
 
-Saved as JSON (:meth:`save`/:meth:`load`): the snapshot plus each applied DDL
-statement with its position, replayed on load.
+Where a statement stands: MariaDB's GTID domains are independent streams, so a
+statement's GTID orders it only within its own domain.  Each statement is recorded
+with the stream's GTID position once its group is logged (``gtid_pos``: the last
+GTID of every domain, as ``@@gtid_binlog_pos`` reads right after it): an event of
+group ``d-s-n`` comes after the statement when ``n`` is above the position's
+sequence number for domain ``d`` (or it is the statement's own group).  That is the
+binlog's own order, in every copy of the stream that keeps its GTIDs (the
+primary's files, an archive, a replica's binlog), whatever their file names and
+offsets, from any point of it, as long as sequence numbers grow within each domain
+(what ``gtid_strict_mode`` enforces and MariaDB's own GTID positions assume).
+Streams without GTIDs (MySQL, MariaDB before 10.0) are placed by (file number,
+offset) in the files the history was recorded from.
+
+Saved as JSON (:meth:`save`/:meth:`load`, format version 2): the snapshot plus
+each applied DDL statement with its place, replayed on load.  Version 1 files
+(no ``gtid_pos``) are refused with a :class:`SchemaHistoryError` that says how to
+make them again.
 """
 
 from __future__ import annotations
@@ -19,7 +36,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from bisect import bisect_right
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,21 +45,66 @@ from typing import Any
 from ..codec import charsets
 from ..codec.columns import collation_codec
 from ..codec.events import Q_CHARSET_CODE, Q_CHARSET_DATABASE_CODE, QueryEvent
-from ..errors import SchemaHistoryError, UnparsedDDLError
+from ..codec.gtid import BinlogState, ConnectState, Gtid
+from ..errors import GtidError, SchemaHistoryError, UnparsedDDLError
 from .ddl import Catalog
 from .model import Table
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: The file name of a schema history kept beside the binlogs it describes (an archive's
 #: `.ibb` directory; the pipeline's output), where readers look for it.
 SCHEMA_HISTORY_FILE = "schema-history.json"
 
-#: A stream position: (file name, offset); the snapshot sits before every position.
-Position = tuple[str, int]
-_START: Position = ("", -1)
+_FILE_NUMBER = re.compile(r"(\d+)(?:\.ibb)?$")
+
+
+def file_order(name: str, pos: int) -> tuple[int, str, int]:
+    """A key that orders (file, offset) places as the binlog does: files by their number
+    (``mysql-bin.999999`` before ``mysql-bin.1000000``), then the offset."""
+    match = _FILE_NUMBER.search(name)
+    return (int(match.group(1)), "", pos) if match else (-1, name, pos)
+
+
+def gtid_pos_text(position: ConnectState) -> str:
+    """A GTID position as ``@@gtid_binlog_pos`` writes it, domains in order."""
+    return ",".join(map(str, sorted(position.values())))
+
+
+def _gtid(text: str | None) -> Gtid | None:
+    """``domain-server-seq`` (None: no GTID or not one)."""
+    if not text:
+        return None
+    parts = text.split("-")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return Gtid(int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+class Place:
+    """Where a DDL statement stands in the stream it was recorded from (see the module
+    docstring): its GTID and the GTID position once its group is logged, and its (file,
+    offset) there."""
+
+    __slots__ = ("gtid", "gtid_pos", "order")
+
+    def __init__(self, file: str, pos: int, gtid: str | None, gtid_pos: str | None) -> None:
+        self.gtid = _gtid(gtid)
+        self.gtid_pos = None if gtid_pos is None else {g.domain: g.seq for g in ConnectState.parse(gtid_pos).values()}
+        self.order = file_order(file, pos)
+
+    def before(self, file: str, pos: int, gtid: Gtid | None, *, own_group: bool) -> bool:
+        """Whether the statement was logged before the event at ``file``/``pos`` of group
+        ``gtid`` (``own_group``: whether the statement's own group counts as after it)."""
+        if gtid is not None and self.gtid_pos is not None:
+            mine = self.gtid
+            if mine is not None and mine.domain == gtid.domain and mine.seq == gtid.seq:
+                return own_group
+            last = self.gtid_pos.get(gtid.domain)
+            return last is None or gtid.seq > last
+        return self.order <= file_order(file, pos)
 
 
 @dataclass(frozen=True)
@@ -56,10 +119,13 @@ class DdlRecord:
     server_charset: str | None
     tables: tuple[tuple[str, str], ...]
     error: str | None = None
+    #: The stream's GTID position once the statement's group is logged (``d-s-n,...``, the
+    #: group's own GTID included); None for a stream without GTIDs.
+    gtid_pos: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form."""
-        out = {k: getattr(self, k) for k in ("file", "pos", "gtid", "database", "query", "server_charset")}
+        out = {k: getattr(self, k) for k in ("file", "pos", "gtid", "gtid_pos", "database", "query", "server_charset")}
         out["tables"] = [list(t) for t in self.tables]
         if self.error is not None:
             out["error"] = self.error
@@ -74,30 +140,46 @@ class SchemaHistory:
         self.catalog = self.snapshot.copy()
         self.source = source
         self.records: list[DdlRecord] = []
-        # (db, table) -> positions and the table from each position on (None = dropped/unknown)
-        self._versions: dict[tuple[str, str], tuple[list[Position], list[Table | None]]] = {}
-        # (db, table) -> the GTID of the statement of each version (None: the snapshot, or none logged)
-        self._version_gtids: dict[tuple[str, str], list[str | None]] = {}
+        #: The GTID position of the stream followed so far: the last GTID of every domain.
+        self.position = ConnectState()
+        # (db, table) -> the table from each version on (None = dropped), and where each
+        # version starts (None: the snapshot, before everything)
+        self._versions: dict[tuple[str, str], tuple[list[Place | None], list[Table | None]]] = {}
         for key, table in self.snapshot.tables.items():
-            self._versions[key] = ([_START], [table])
-            self._version_gtids[key] = [None]
-        # GTID -> index in records, and the catalog after each record (for re-reading a known stream)
-        self._gtids: dict[str, int] = {}
+            self._versions[key] = ([None], [table])
+        # GTID (or, without one, (file, offset)) -> index in records, the catalog after each
+        # record (for re-reading a known stream), and each record's place
+        self._known: dict[str | tuple[str, int], int] = {}
         self._after: list[Catalog] = []
+        self._places: list[Place] = []
 
     # -- following the stream -------------------------------------------------
+
+    def observe_group(self, gtid: str | None) -> None:
+        """The stream followed reached the event group ``gtid`` (``domain-server-seq``):
+        statements recorded from here on stand after it."""
+        parsed = _gtid(gtid)
+        if parsed is not None:
+            self.position.update(parsed)
+
+    def observe_gtid_list(self, gtids: Iterable[tuple[int, int, int]]) -> None:
+        """The stream followed states its binlog state (a Gtid_list event at a file's start,
+        an archive's GTID state): the position is that state's last GTID of each domain."""
+        self.position = BinlogState.from_list(Gtid(*g) for g in gtids).connect_state()
 
     def observe_query(self, event: QueryEvent, *, file: str, pos: int, gtid: str | None) -> list[tuple[str, str]]:
         """Apply the Query event's statement if it is DDL; returns the tables it changed.
 
         A statement of a GTID the history already holds (a saved history read with its
-        stream again, a group fetched again after a crash) is not applied twice: the
-        history moves to its state after that statement instead.
+        stream again, a group fetched again after a crash; without GTIDs, of the same file
+        and offset) is not applied twice: the history moves to its state after that
+        statement instead.
         """
+        self.observe_group(gtid)
         if event.error_code:
             return []
-        if gtid is not None and gtid in self._gtids:
-            index = self._gtids[gtid]
+        index = self._known.get(gtid if gtid is not None else (file, pos), -1)
+        if index >= 0:
             self.catalog = self._after[index].copy()
             return list(self.records[index].tables)
         charset = event.status(Q_CHARSET_CODE)
@@ -124,7 +206,18 @@ class SchemaHistory:
         server_charset: str | None = None,
         warn: bool = True,
     ) -> list[tuple[str, str]]:
-        """Apply one statement at (file, pos); see :meth:`Catalog.apply` (``warn``: log an unreadable one)."""
+        """Apply one statement at (file, pos) of group ``gtid``; see :meth:`Catalog.apply`
+        (``warn``: log an unreadable one).  It is recorded with the history's GTID position,
+        ``gtid`` included."""
+        position = self.position.copy()
+        own = _gtid(gtid)
+        if own is not None:
+            position.update(own)
+        gtid_pos = gtid_pos_text(position) if len(position) else None
+        return self._apply(query, database, file, pos, gtid, server_charset, warn, gtid_pos)
+
+    def _apply(self, query: str, database: str, file: str, pos: int, gtid: str | None, server_charset: str | None,
+               warn: bool, gtid_pos: str | None) -> list[tuple[str, str]]:
         error = None
         try:
             changed = self.catalog.apply(query, database, server_charset)
@@ -145,16 +238,16 @@ class SchemaHistory:
                 self.catalog.tables[key] = Table(key[0], key[1], (), unknown=f"{failure.reason} (GTID {gtid})")
         if changed is None:
             return []
-        record = DdlRecord(file, pos, gtid, database, query, server_charset, tuple(changed), error)
+        record = DdlRecord(file, pos, gtid, database, query, server_charset, tuple(changed), error, gtid_pos)
+        place = Place(file, pos, gtid, gtid_pos)
         self.records.append(record)
         self._after.append(self.catalog.copy())
-        if gtid is not None:
-            self._gtids[gtid] = len(self.records) - 1
+        self._places.append(place)
+        self._known[gtid if gtid is not None else (file, pos)] = len(self.records) - 1
         for key in dict.fromkeys(changed):
-            positions, tables = self._versions.setdefault(key, ([], []))
-            positions.append((file, pos))
+            places, tables = self._versions.setdefault(key, ([], []))
+            places.append(place)
             tables.append(self.catalog.tables.get(key))
-            self._version_gtids.setdefault(key, []).append(gtid)
         return changed
 
     # -- questions ------------------------------------------------------------
@@ -162,15 +255,14 @@ class SchemaHistory:
     def rewind(self, gtid: str) -> None:
         """Set the current state to just before the group ``gtid`` (domain-server-seq).
 
-        For reading a stream from its middle with a saved history: the state after
-        the last recorded DDL of the same domain with a lower sequence number (the
-        snapshot when there is none).
+        For following a stream from its middle with a saved history: the state after the
+        last recorded statement that stands before that group (by its GTID position, so
+        statements of every domain count), the snapshot when there is none.
         """
-        domain, _, seq = gtid.split("-")
+        event = _gtid(gtid)
         index = -1
-        for i, record in enumerate(self.records):
-            parts = (record.gtid or "").split("-")
-            if len(parts) == 3 and parts[0] == domain and int(parts[2]) < int(seq):
+        for i, place in enumerate(self._places):
+            if event is not None and place.gtid_pos is not None and place.before("", -1, event, own_group=False):
                 index = i
         self.catalog = self._after[index].copy() if index >= 0 else self.snapshot.copy()
 
@@ -178,36 +270,22 @@ class SchemaHistory:
         """The table as the stream has it now (None: unknown to the history)."""
         return self.catalog.get(database, name)
 
-    def table_at(self, database: str, name: str, file: str, pos: int) -> Table | None:
-        """The table as it was when the event at (file, pos) was logged."""
-        versions = self._versions.get((database, name))
-        if versions is None:
-            return None
-        index = bisect_right(versions[0], (file, pos)) - 1
-        return versions[1][index] if index >= 0 else None
-
     def table_for_event(self, database: str, name: str, file: str, pos: int, gtid: str | None) -> Table | None:
-        """The table as it was for a row event of group ``gtid`` at (file, pos), whatever the
-        files the rows are read from: a statement of the same GTID domain precedes it when
-        its sequence number is not higher (CREATE ... SELECT logs its rows in the statement's
-        own group), other statements when their (file, pos) is not later.  So rows of an
-        ``.ibb`` archive, whose history records the upstream positions, find their shape."""
+        """The table as it was for an event of group ``gtid`` at (``file``, ``pos``) of the
+        stream being read: the version of the last statement that stands before the event
+        (module docstring: by the statement's GTID position when both have GTIDs, so the
+        file names and offsets of the copy being read do not matter; else by file number
+        and offset).  Rows of a statement's own group (``CREATE ... SELECT``) come after it.
+        None: no such table there."""
         versions = self._versions.get((database, name))
         if versions is None:
             return None
-        domain, _, seq = (gtid or "").partition("-")
-        seq = seq.partition("-")[2]
-        for index in range(len(versions[0]) - 1, -1, -1):
-            at = versions[0][index]
-            version_gtid = self._version_gtids[(database, name)][index]
-            if at == _START:
-                return versions[1][index]
-            parts = (version_gtid or "").split("-")
-            if seq and len(parts) == 3 and parts[0] == domain:
-                if int(parts[2]) <= int(seq):
-                    return versions[1][index]
-            elif at <= (file, pos):
-                return versions[1][index]
+        event = _gtid(gtid)
+        places, tables = versions
+        for index in range(len(places) - 1, -1, -1):
+            place = places[index]
+            if place is None or place.before(file, pos, event, own_group=True):
+                return tables[index]
         return None
 
     def incarnations(self, database: str, name: str) -> list[int]:
@@ -215,6 +293,16 @@ class SchemaHistory:
         versions = self._versions.get((database, name))
         tables = versions[1] if versions is not None else []
         return list(dict.fromkeys(t.incarnation for t in tables if t is not None and t.unknown is None))
+
+    def lost_incarnations(self) -> set[int]:
+        """The incarnations the history lost track of (a statement it could not read made
+        their table unknown): their rows' later shape is unknown, not gone."""
+        lost = set()
+        for _, tables in self._versions.values():
+            for before, after in zip(tables, tables[1:]):
+                if before is not None and before.unknown is None and after is not None and after.unknown is not None:
+                    lost.add(before.incarnation)
+        return lost
 
     def current_incarnations(self) -> dict[int, Table]:
         """The tables the stream leaves, by incarnation (see :class:`~.model.Table`)."""
@@ -228,6 +316,7 @@ class SchemaHistory:
             "format": "mariabinlog-schema-history",
             "version": FORMAT_VERSION,
             "source": self.source,
+            "gtid_pos": gtid_pos_text(self.position),
             "snapshot": {
                 "tables": [t.to_json() for t in self.snapshot.tables.values()],
                 "database_charsets": self.snapshot.database_charsets,
@@ -244,22 +333,29 @@ class SchemaHistory:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, where: str = "<json>") -> SchemaHistory:
-        """Rebuild a history: the snapshot, then its DDL replayed at their positions."""
-        if data.get("format") != "mariabinlog-schema-history" or data.get("version") != FORMAT_VERSION:
-            raise SchemaHistoryError(f"{where}: not a schema history of format version {FORMAT_VERSION}")
-        tables = [Table.from_json(t) for t in data["snapshot"]["tables"]]
-        snapshot = Catalog({t.key: t for t in tables}, dict(data["snapshot"].get("database_charsets", {})))
-        history = cls(snapshot, source=data.get("source", where))
-        for record in data["ddl"]:
-            history.apply(
-                record["query"],
-                record["database"],
-                file=record["file"],
-                pos=record["pos"],
-                gtid=record["gtid"],
-                server_charset=record.get("server_charset"),
-                warn=False,
-            )
+        """Rebuild a history: the snapshot, then its DDL replayed at their places."""
+        if not isinstance(data, dict) or data.get("format") != "mariabinlog-schema-history":
+            raise SchemaHistoryError(f"{where}: not a schema history (no \"format\": \"mariabinlog-schema-history\")")
+        if data.get("version") == 1:
+            raise SchemaHistoryError(
+                f"{where}: a schema history of format version 1 (an older mariabinlog) records no GTID position "
+                "per statement, so rows of other GTID domains than a statement's cannot be placed against it; "
+                "make it again from the binlogs: mariabinlog dump --format=schema-history [--schema-file=FILE | "
+                "--schema-from=URL] BINLOGS > history.json (for an archive, of its own binlog-*.ibb files into "
+                "its schema-history.json, with the archive stopped)")
+        if data.get("version") != FORMAT_VERSION:
+            raise SchemaHistoryError(f"{where}: schema history format version {data.get('version')!r} is not "
+                                     f"{FORMAT_VERSION}, the one this mariabinlog reads")
+        try:
+            tables = [Table.from_json(t) for t in data["snapshot"]["tables"]]
+            snapshot = Catalog({t.key: t for t in tables}, dict(data["snapshot"].get("database_charsets", {})))
+            history = cls(snapshot, source=data.get("source", where))
+            for record in data["ddl"]:
+                history._apply(record["query"], record["database"], record["file"], record["pos"], record["gtid"],
+                               record.get("server_charset"), False, record["gtid_pos"])
+            history.position = ConnectState.parse(data["gtid_pos"])
+        except (KeyError, TypeError, GtidError) as error:
+            raise SchemaHistoryError(f"{where}: not a valid schema history: {error!r}") from error
         return history
 
     @classmethod

@@ -1,16 +1,21 @@
 """Follow a stream with a schema history and give each Table_map the metadata it lacks.
 
-A :class:`SchemaTracker` is what a reader (the JSON and Debezium writers,
-``replicate``, Spark) holds: it feeds Query events to the history and, for each
-Table_map, returns a copy carrying the history's optional metadata when the
-agreement check passes (see :mod:`.agree`), or the event unchanged with one
-warning naming table, GTID and the difference when it does not.
+A :class:`SchemaTracker` is what a reader (the JSON and Debezium writers, the
+text printer's ``--schema-metadata``, Spark) holds: it feeds group GTIDs and Query
+events to the history and, for each Table_map, returns a copy carrying the
+history's optional metadata when the agreement check passes (see :mod:`.agree`),
+or the event unchanged with one warning naming table, GTID and the difference when
+it does not.  The table a map is checked against is the history's table at the
+map's place in the binlog (:meth:`~.history.SchemaHistory.table_for_event`), so a
+saved history answers for a stream read from its middle, for one GTID domain of
+it, or for another copy of it (an archive of the primary that recorded it).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from ..codec.events import QueryEvent, TableMapEvent
@@ -21,16 +26,19 @@ from .model import Table
 log = logging.getLogger(__name__)
 
 
-def typed_map_at(history: SchemaHistory, event: TableMapEvent, file: str, pos: int) -> tuple[TableMapEvent, str | None]:
-    """``event`` as of (file, pos) of a complete history: (the typed copy or the event, the problem).
+def typed_map_at(history: SchemaHistory, event: TableMapEvent, file: str, pos: int,
+                 gtid: str | None) -> tuple[TableMapEvent, str | None]:
+    """``event`` of group ``gtid`` at (file, pos), typed by a complete history: (the typed
+    copy or the event, the problem).
 
-    Stateless, for readers that visit the stream out of order (a Spark split): the
-    history must already hold the stream's DDL (a saved history, ``dump
-    --format=schema-history``, an archive's ``schema-history.json``); ``file`` is the
-    binlog's base name and ``pos`` the event's offset (for `.ibb` files, its commit
-    record's), as the history recorded them.
+    Stateless, for readers that visit the stream out of order: the history must already
+    hold the stream's DDL (a saved history, ``dump --format=schema-history``, an archive's
+    ``schema-history.json``).  With a GTID the place is the group's in its domain (any copy
+    of the stream); without one, ``file`` (the binlog's base name) and ``pos`` (the event's
+    offset; for `.ibb` files, its commit record's) in the files the history was recorded
+    from.
     """
-    table = history.table_at(event.schema, event.table, file, pos)
+    table = history.table_for_event(event.schema, event.table, file, pos, gtid)
     resolution = resolve(table, event.column_types, tuple(event.column_meta), event.optional_metadata)
     if resolution.metadata is None or resolution.metadata is event.optional_metadata:
         return event, resolution.problem
@@ -50,8 +58,10 @@ class SchemaTracker:
         self.current: dict[tuple[str, str], Table | None] = {}
         #: Table_map problems seen, each once: (database, table, first gtid, difference), in order.
         self.problems: list[tuple[str, str, str | None, str]] = []
-        # A history with recorded DDL (saved by an earlier run) is rewound to the first group read.
-        self._positioned = not self.history.records
+        # A history with recorded DDL (saved by an earlier run) is rewound to the first group read,
+        # and answers by place; one this tracker builds from the stream it follows in order
+        # answers with the state it has followed to.
+        self._positioned = self._follows = not self.history.records
         # Resolutions by (table version, map shape): a binlog repeats the same Table_map per transaction.
         self._resolved: dict[tuple[int, bytes, tuple[int, ...], Any], tuple[Table | None, Resolution]] = {}
 
@@ -60,15 +70,33 @@ class SchemaTracker:
             self.history.rewind(gtid)
             self._positioned = True
 
+    def observe_group(self, gtid: str | None) -> None:
+        """A GTID event: the stream reached the group ``gtid``."""
+        self._position(gtid)
+        self.history.observe_group(gtid)
+
+    def observe_gtid_list(self, gtids: Iterable[tuple[int, int, int]]) -> None:
+        """A Gtid_list event: the binlog state where a file starts."""
+        self.history.observe_gtid_list(gtids)
+
     def observe_query(self, event: QueryEvent, *, file: str, pos: int, gtid: str | None) -> list[tuple[str, str]]:
         """Apply a Query event's DDL to the history."""
         self._position(gtid)
         return self.history.observe_query(event, file=file, pos=pos, gtid=gtid)
 
-    def typed_map(self, event: TableMapEvent, gtid: str | None) -> TableMapEvent:
-        """``event`` with the history's metadata, or unchanged (``@N`` names) after a warning."""
+    def typed_map(self, event: TableMapEvent, gtid: str | None, file: str | None = None, pos: int = 0) -> TableMapEvent:
+        """``event`` with the history's metadata, or unchanged (``@N`` names) after a warning.
+
+        The history's table is the one at the map's place: with ``file`` (a reader that
+        visits the stream out of order names every map's place) or a saved history, by its
+        group's GTID, else by file and offset; in a history this tracker builds from the
+        stream it follows in order, the table it has followed to."""
         self._position(gtid)
-        table = self.history.table(event.schema, event.table)
+        self.history.observe_group(gtid)
+        if file is None and (self._follows or gtid is None):
+            table = self.history.table(event.schema, event.table)
+        else:
+            table = self.history.table_for_event(event.schema, event.table, file or "", pos, gtid)
         self.current[(event.schema, event.table)] = table
         resolution = self._resolve(table, event)
         if resolution.problem is not None:

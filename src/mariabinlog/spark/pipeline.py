@@ -23,7 +23,12 @@ The job, on Spark (``local[*]`` by default, any cluster with ``--master``):
    end has no state table.  A table the history does not know (no DDL in the binlogs, no
    starting schema) keeps text columns named as the binlog names them (``@N`` without names).
 3. ``DIR/changes/<database>.<table>``: each table's changes typed as its state (``before`` /
-   ``after`` structs), in binlog order (see :mod:`.tables`).
+   ``after`` structs), in binlog order (see :mod:`.tables`).  A row the job cannot carry to
+   its typed tables (its images do not fit the shape the schema history has at its place
+   in the binlog, or the history lost track of its table) is never dropped unsaid: it stays
+   in the CDC table, the report lists it (table, GTID, why), the tables it belongs to are
+   not written and the job fails (:class:`~mariabinlog.errors.UncarriedRowsError`), unless
+   ``--skip-uncarried-rows`` asks for the tables without such rows.
 4. ``DIR/report``: ``events_over_time.png`` (events per GTID domain and row changes per table
    over time) and ``summary.md`` / ``summary.csv`` (per domain and per table counts, and the
    changes logged as SQL statements, which no table holds, with the advice to log rows).
@@ -50,7 +55,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import OptionError
+from ..errors import OptionError, UncarriedRowsError
 from ..schema.history import SCHEMA_HISTORY_FILE
 from .cdc import write_cdc
 from .options import ScanOptions
@@ -77,6 +82,9 @@ class PipelineResult:
     statements: int = 0
     #: The schema history the rows were named and typed by (``DIR/schema-history.json``).
     history: str = ""
+    #: CDC rows left out of the typed tables (``--skip-uncarried-rows``): (``db.table``,
+    #: GTID, why, how many).
+    uncarried: list[tuple[str, str | None, str, int]] = field(default_factory=list)
 
 
 def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -98,6 +106,9 @@ def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.Argument
                         help="a mariabinlog read option, e.g. startPosition=0-1-100 (repeatable)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting (repeatable)")
+    parser.add_argument("--skip-uncarried-rows", action="store_true",
+                        help="write the state and change tables without the rows that cannot be carried to them "
+                             "(they stay in the CDC table and the report lists them) instead of failing")
     parser.set_defaults(handler=_handle)
 
 
@@ -120,6 +131,7 @@ def _handle(args: argparse.Namespace) -> int:
         bucket=args.bucket,
         read_options=_pairs(args.option, "--option"),
         spark_conf=_pairs(args.conf, "--conf"),
+        skip_uncarried=args.skip_uncarried_rows,
     )
     print(result.summary)
     print(f"CDC table: {result.cdc}")
@@ -187,8 +199,10 @@ def run_pipeline(
     read_options: dict[str, str] | None = None,
     spark_conf: dict[str, str] | None = None,
     spark: Any = None,
+    skip_uncarried: bool = False,
 ) -> PipelineResult:
-    """Run the job (module docstring); ``spark`` reuses a session instead of starting one."""
+    """Run the job (module docstring); ``spark`` reuses a session instead of starting one;
+    ``skip_uncarried``: ``--skip-uncarried-rows``."""
     _check_format(table_format)
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
@@ -205,7 +219,7 @@ def run_pipeline(
         from .source import register
 
         register(spark)
-        return _run(spark, source, out, table_format, bucket, read_options or {})
+        return _run(spark, source, out, table_format, bucket, read_options or {}, skip_uncarried)
     finally:
         if own:
             spark.stop()
@@ -255,7 +269,7 @@ def bucket_seconds(bucket: str, first: int | None, last: int | None) -> tuple[in
 
 
 def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
-         options: dict[str, str]) -> PipelineResult:
+         options: dict[str, str], skip_uncarried: bool = False) -> PipelineResult:
     """The job in a fixed number of Spark jobs whatever the number of tables: the CDC table
     (one pass over the binlogs, :mod:`.cdc`), then at the same time one job whose tasks write
     every latest-state and typed change table (:mod:`.tables`) and the report's: the events
@@ -263,7 +277,7 @@ def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
     and one aggregate of the CDC table for the changes per table over time."""
     # List the CDC table's partitions without a job per read.
     with _conf(spark, "spark.sql.sources.parallelPartitionDiscovery.threshold", str(1 << 30)):
-        return _jobs(spark, source, out, table_format, bucket, options)
+        return _jobs(spark, source, out, table_format, bucket, options, skip_uncarried)
 
 
 @contextlib.contextmanager
@@ -281,7 +295,7 @@ def _conf(spark: Any, key: str, value: str) -> Iterator[None]:
 
 
 def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
-          options: dict[str, str]) -> PipelineResult:
+          options: dict[str, str], skip_uncarried: bool) -> PipelineResult:
     from pyspark.util import inheritable_thread_target
 
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
@@ -306,7 +320,10 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mariabinlog-tables") as pool:
         tables_job = pool.submit(inheritable_thread_target(spark)(write_tables), spark, files, result.cdc, out, history)
         buckets, seconds, label, by_table = _report_jobs(spark, source, options, bucket, cdc, result)
-        result.states, result.changes = tables_job.result()
+        result.states, result.changes, uncarried = tables_job.result()
+    result.uncarried = sorted((*key, n) for key, n in uncarried.items())
+    if result.uncarried and not skip_uncarried:
+        _unwrite({name for name, *_ in result.uncarried}, result)
     tables = _table_counts(by_table)
     if table_format == "delta":
         for path in [*result.states.values(), *result.changes.values()]:
@@ -315,10 +332,42 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     os.makedirs(report, exist_ok=True)
     result.chart = os.path.join(report, "events_over_time.png")
     _chart(buckets, rows_by_table=by_table, path=result.chart, seconds=seconds, label=label)
-    result.summary = _summary(buckets, tables, report, result.statements)
+    result.summary = _summary(buckets, tables, report, result.statements, result.uncarried)
     result.events = sum(b["events"] for b in buckets)
     result.rows = sum(t["insert"] + t["update"] + t["delete"] for t in tables)
+    if result.uncarried and not skip_uncarried:
+        raise UncarriedRowsError(_uncarried_message(result.uncarried, out), result.uncarried)
     return result
+
+
+def _unwrite(names: set[str], result: PipelineResult) -> None:
+    """Remove the state and change tables of ``names``: without the rows that could not be
+    carried to them they would be wrong."""
+    import shutil
+
+    for paths in (result.states, result.changes):
+        for name in names:
+            path = paths.pop(name, None)
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+#: Uncarried rows named one by one in the error (the report lists them all).
+_NAMED = 10
+
+
+def _uncarried_message(rows: list[tuple[str, str | None, str, int]], out: str) -> str:
+    """The error of a job with rows it could not carry: which, why, and what to do."""
+    total = sum(n for *_, n in rows)
+    tables = sorted({name for name, *_ in rows})
+    lines = [f"{total} CDC row(s) of {', '.join(tables)} cannot be carried to their typed state and change "
+             f"tables; they are in {os.path.join(out, 'cdc')}, the tables of {', '.join(tables)} were not written:"]
+    lines += [f"  {name} GTID {gtid or 'none'}: {n} row(s): {why}" for name, gtid, why, n in rows[:_NAMED]]
+    if len(rows) > _NAMED:
+        lines.append(f"  ... {len(rows) - _NAMED} more in {os.path.join(out, 'report', 'uncarried.csv')}")
+    lines.append("Give the schema history these rows were logged under (--option schemaHistory=FILE, see "
+                 "docs/schema-history.md), or pass --skip-uncarried-rows to write the tables without them.")
+    return "\n".join(lines)
 
 
 def _report_jobs(spark: Any, source: str, options: dict[str, str], bucket: str, cdc: Any,
@@ -472,9 +521,11 @@ def _chart(buckets: list[Any], *, rows_by_table: list[Any], path: str, seconds: 
 TOP_TABLES = 8
 
 
-def _summary(buckets: list[Any], tables: list[Any], report: str, statements: int = 0) -> str:
-    """Per-domain and per-table tables as Markdown (returned and in summary.md) and CSV, and
-    the count of statement-logged changes with the advice to log rows."""
+def _summary(buckets: list[Any], tables: list[Any], report: str, statements: int = 0,
+             uncarried: Sequence[tuple[str, str | None, str, int]] = ()) -> str:
+    """Per-domain and per-table tables as Markdown (returned and in summary.md) and CSV, the
+    count of statement-logged changes with the advice to log rows, and the rows that could
+    not be carried to the typed tables (table, GTID, why)."""
     domains: dict[Any, dict[str, Any]] = {}
     for b in buckets:
         entry = domains.setdefault(b["domain_id"], {"events": 0, "groups": 0, "first": None, "last": None})
@@ -501,6 +552,13 @@ def _summary(buckets: list[Any], tables: list[Any], report: str, statements: int
         lines += ["", f"{statements} change(s) were logged as SQL statements (binlog_format=STATEMENT or MIXED): "
                   "they are in no CDC or state table. Set binlog_format=ROW on the server to capture them."]
         rows_csv.append(["statements", "", statements, "", ""])
+    if uncarried:
+        lines += ["", f"{sum(n for *_, n in uncarried)} row(s) could not be carried to their typed state and change "
+                  "tables (they are in the CDC table):", "", "| table | GTID | rows | why |", "|---|---|---:|---|"]
+        lines += [f"| {name} | {gtid or 'none'} | {n} | {why} |" for name, gtid, why, n in uncarried]
+        with open(os.path.join(report, "uncarried.csv"), "w", newline="") as handle:
+            csv.writer(handle).writerows([["table", "gtid", "rows", "why"],
+                                          *([name, gtid or "", n, why] for name, gtid, why, n in uncarried)])
     text = "\n".join(lines)
     with open(os.path.join(report, "summary.md"), "w") as handle:
         handle.write(text + "\n")

@@ -48,6 +48,7 @@ from ..codec.events import (
     AnnotateRowsEvent,
     Event,
     GtidEvent,
+    GtidListEvent,
     QueryEvent,
     RowsEvent,
     TableMapEvent,
@@ -368,6 +369,11 @@ def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, tabl
                 name, pos, gtid = _query_position(f, item)
                 assert isinstance(event, QueryEvent)
                 tracker.observe_query(event, file=name, pos=pos, gtid=gtid)
+            elif code == GTID_EVENT:
+                tracker.observe_group(None if item.group is None else item.group.gtid)
+            elif code == GTID_LIST_EVENT:
+                assert isinstance(event, GtidListEvent)
+                tracker.observe_gtid_list(event.gtids)
             elif table is not None and code == TABLE_MAP_EVENT:
                 assert isinstance(event, TableMapEvent)
                 if (event.schema, event.table) == table:
@@ -393,10 +399,12 @@ def loaded_history(text: str, where: str = "schemaHistory") -> SchemaHistory:
 
 
 class TypedMaps:
-    """Table maps of one split typed by a schema history, followed in stream order: a
-    :class:`SchemaTracker` on a copy of the history, rewound to the split's first group and
-    fed its Query events, so `.ibb` archives (whose history records upstream positions) and
-    legacy files are both answered by GTID."""
+    """Table maps of one split typed by a schema history: each map is checked against the
+    history's table at the map's place in the binlog (its group's GTID position, whatever
+    the split's first group, its domain filter or the files' names: an `.ibb` archive's
+    history records the primary's; by file and offset in a stream without GTIDs).  A
+    :class:`SchemaTracker` on a copy of the history is fed the split's Query events, so DDL
+    the history lacks (a saved history older than the files) still applies after it."""
 
     def __init__(self, history: SchemaHistory, split: Split) -> None:
         self.tracker = SchemaTracker(copy.deepcopy(history))
@@ -416,7 +424,8 @@ class TypedMaps:
             return hit[1]
         if len(self._typed) > 256:
             self._typed.clear()
-        typed = self.tracker.typed_map(table_map, None if item.group is None else item.group.gtid)
+        typed = self.tracker.typed_map(table_map, None if item.group is None else item.group.gtid,
+                                       os.path.basename(self.split.path), item.position)
         self._typed[id(table_map)] = (table_map, typed)
         return typed
 

@@ -419,11 +419,12 @@ _ARROW_CASTS: dict[type, bool] = {
 }
 
 
-def text_array(text: Any, spark_type: DataType, arrow_type: Any) -> Any:
+def text_array(text: Any, spark_type: DataType, arrow_type: Any, unread: list[int] | None = None) -> Any:
     """A column of map text (a pyarrow string array) read back as ``arrow_type`` values, as
     :func:`text_reader` reads each one: by Arrow's cast where it reads the text alike (the
     text :func:`render` writes), value by value where the cast refuses any of it (zero dates,
-    bytes written as ``0x`` + hex, text of other kinds)."""
+    bytes written as ``0x`` + hex, text of other kinds).  A text that is no value of the type
+    (``'std'`` for a ``long``) raises, or with ``unread`` is null and its index listed there."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -438,4 +439,13 @@ def text_array(text: Any, spark_type: DataType, arrow_type: Any) -> Any:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
     read = text_reader(spark_type)
-    return pa.array([None if v is None else read(v) for v in text.to_pylist()], type=arrow_type)
+    if unread is None:
+        return pa.array([None if v is None else read(v) for v in text.to_pylist()], type=arrow_type)
+    values = []
+    for index, value in enumerate(text.to_pylist()):
+        try:
+            values.append(None if value is None else read(value))
+        except (ValueError, ArithmeticError):  # int('std'), Decimal('x') (InvalidOperation)
+            values.append(None)
+            unread.append(index)
+    return pa.array(values, type=arrow_type)

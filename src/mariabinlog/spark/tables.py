@@ -5,14 +5,19 @@ Moving its rows through Spark's rows into Python and back costs more than decodi
 (map columns cross as Arrow row by row, ~12 µs a row), so each task here reads the Parquet
 files of its tables itself, with pyarrow, and does everything in Arrow:
 
-1. **Carry** (:func:`carrier`): a row logged under an older shape of its table is renamed by
-   column identity (renamed columns keep their values, dropped ones go, added ones get their
-   constant default or NULL) and moved to its table's current name; a row of an incarnation
-   that no longer exists (dropped, recreated, truncated) is dropped; a row of a table the
-   history does not know passes unchanged, unless its name now holds a table the history
-   created after the row.  Rows of the current shape pass as Arrow data.
+1. **Carry** (:func:`carrier`): each row's shape is the history's at the row's place in the
+   binlog (its group's GTID against each statement's GTID position, so rows of every GTID
+   domain, in an archive's files too).  A row logged under an older shape of its table is
+   renamed by column identity (renamed columns keep their values, dropped ones go, added
+   ones get their constant default or NULL) and moved to its table's current name; a row of
+   an incarnation that no longer exists (dropped, recreated, truncated) is dropped; a row of
+   a table the history never knew passes unchanged.  Rows of the current shape pass as Arrow
+   data.  A row that cannot be carried (its images do not fit its shape, :func:`_misfits`,
+   or the history lost track of its table) is not written but counted by table, GTID and
+   why (:data:`Uncarried`), for the job to report.
 2. **Changes**: each table's rows in binlog order, ``before``/``after`` as structs typed as
-   the state (:func:`~.schema.text_array`).
+   the state (:func:`~.schema.text_array`); a row with a value its column's type cannot read
+   is counted as uncarried too, and left out of the change and state tables.
 3. **Latest state** (:class:`Folder`): per primary key the changes folded in binlog order (an
    update's after image merged onto the row, so MINIMAL images work when the key does not
    change; an update that moves the key deletes the old one); without a key, identical rows
@@ -133,17 +138,28 @@ def _carry(row: dict[str, Any], carry: Carry) -> dict[str, Any] | None:
             "after": image(row["after"]), "key_columns": list(now.primary_key)}
 
 
-def carrier(history_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+#: Rows the carry step could not bring to a typed table, by (``db.table``, GTID, why): how many.
+Uncarried = dict[tuple[str, str | None, str], int]
+
+#: Why rows of a known shape do not fit it (:func:`_misfits`).
+NAMES_UNKNOWN = ("their images name columns the table does not have at their place in the schema history "
+                 "(the binlog's table map disagreed with the history; see the CDC read's warnings)")
+KEY_MISSING = "their images lack the table's primary key column(s) {}"
+
+
+def carrier(history_json: str, uncarried: Uncarried) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The carry step (module docstring) over Arrow batches of CDC rows (with ``source_file``):
     rows of tables the history never knew, and rows logged under their table's current
     version, pass as Arrow data (only their key columns set); rows of older versions are
-    carried row by row, the carry worked out once per version."""
+    carried row by row, the carry worked out once per version.  Rows that cannot be carried
+    (their shape unknown or not the one their images have) are counted in ``uncarried``."""
 
     def carry(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         history = loaded_history(history_json)
-        current = history.current_incarnations()
+        fates = _Fates(history)
+        current = fates.current
         carries: dict[int, Carry] = {}
         for batch in batches:
             schema = pa.schema([batch.schema.field(c) for c in CARRIED])
@@ -151,15 +167,16 @@ def carrier(history_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
                 if not history.incarnations(database, table):
                     yield rows.select(CARRIED)
                     continue
-                for then, kept in _by_version(rows, history, database, table):
-                    if then is None:  # rows of a table since recreated: gone
+                for then, kept in _by_version(rows, history, database, table, fates):
+                    if then is None:  # rows of an incarnation since dropped, truncated or recreated: gone
                         continue
-                    if then is current.get(then.incarnation) or then.unknown is not None:
+                    if isinstance(then, str):
+                        _count(uncarried, f"{database}.{table}", kept, then)
+                        continue
+                    kept = _fitting(kept, then, f"{database}.{table}", uncarried)
+                    if then is current.get(then.incarnation):
                         keys = pa.array([list(then.primary_key)] * kept.num_rows, schema.field("key_columns").type)
-                        kept = kept.select(CARRIED)
-                        if then.unknown is None:
-                            kept = kept.set_column(CARRIED.index("key_columns"), "key_columns", keys)
-                        yield kept
+                        yield kept.select(CARRIED).set_column(CARRIED.index("key_columns"), "key_columns", keys)
                         continue
                     if id(then) not in carries:
                         carries[id(then)] = _carry_of(then, current)
@@ -169,38 +186,118 @@ def carrier(history_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return carry
 
 
-def _by_version(rows: Any, history: SchemaHistory, database: str, table: str) -> Iterator[tuple[Table | None, Any]]:
-    """``rows`` (of one table name) split by the table version each was logged under:
-    (version, rows) pairs; a row of a shape the history does not know is kept as logged (an
-    unknown version), unless the name now holds a table the history knows, created after
-    the row (version None: gone with the table it belonged to)."""
+class _Fates:
+    """What became of the table versions rows are logged under (:func:`_by_version`)."""
+
+    def __init__(self, history: SchemaHistory) -> None:
+        self.current = history.current_incarnations()
+        self.lost = history.lost_incarnations()
+        #: Tables left unknown at the end (DDL the history could not read), by incarnation.
+        self.unknown = {t.incarnation: t for t in history.catalog.tables.values() if t.unknown is not None}
+
+    def of(self, then: Table | None, database: str, table: str) -> Table | str | None:
+        """The version to carry rows of ``then`` from; None: gone with their incarnation; or
+        why they cannot be carried."""
+        if then is None:  # before the table's first statement or after its DROP: gone
+            return None
+        if then.unknown is not None:
+            left = self.unknown.get(then.incarnation)
+            return None if left is None else f"the schema history lost track of {database}.{table}: {left.unknown}"
+        if then.incarnation in self.current:
+            return then
+        if then.incarnation in self.lost:
+            return f"the schema history lost track of {database}.{table} after these rows (DDL it cannot read)"
+        return None
+
+
+def _by_version(rows: Any, history: SchemaHistory, database: str, table: str, fates: _Fates
+                ) -> Iterator[tuple[Table | str | None, Any]]:
+    """``rows`` (of one table name) split by the table version each was logged under, the
+    history asked at each row's place in the binlog (its group's GTID position): (version,
+    rows) pairs, the version as :meth:`_Fates.of` gives it."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    end = history.table(database, table)
-    recreated = end is not None and end.unknown is None
-    unknown = Table(database, table, (), unknown="not in the schema history")
     # Rows of one event are adjacent and share a version: look it up once per run of them.
     files, positions, gtids = (rows.column(c) for c in ("source_file", "position", "gtid"))
     codes = [pc.dictionary_encode(files).indices.to_numpy(zero_copy_only=False),
              pc.fill_null(positions, -1).to_numpy(), pc.dictionary_encode(gtids).indices.to_numpy(zero_copy_only=False)]
     starts = np.flatnonzero(np.r_[True, np.any([c[1:] != c[:-1] for c in codes], axis=0)]) if len(rows) else []
-    versions: dict[int, Table | None] = {}
+    versions: dict[Any, Table | str | None] = {}
     run_version = np.empty(len(starts), np.int64)
     for run, start in enumerate(starts):
         file, pos, gtid = files[int(start)].as_py(), positions[int(start)].as_py(), gtids[int(start)].as_py()
-        then = history.table_for_event(database, table, os.path.basename(file or ""), pos, gtid)
-        if then is None or then.unknown is not None:
-            then = None if recreated else unknown
-        versions[id(then)] = then
-        run_version[run] = id(then)
+        then = fates.of(history.table_for_event(database, table, os.path.basename(file or ""), pos, gtid),
+                        database, table)
+        key = id(then) if not isinstance(then, str) else then
+        versions[key] = then
+        run_version[run] = list(versions).index(key)
     per_row = np.repeat(run_version, np.diff(np.r_[starts, len(rows)])) if len(starts) else run_version
-    for key, then in versions.items():
+    for index, then in enumerate(versions.values()):
         if len(versions) == 1:
             yield then, rows
         else:
-            yield then, rows.take(pa.array(np.flatnonzero(per_row == key)))
+            yield then, rows.take(pa.array(np.flatnonzero(per_row == index)))
+
+
+def _fitting(rows: Any, then: Table, name: str, uncarried: Uncarried) -> Any:
+    """``rows`` whose images fit ``then`` (:func:`_misfits`); the others counted in ``uncarried``."""
+    import pyarrow as pa
+
+    bad, why = _misfits(rows, then)
+    if not bad.any():
+        return rows
+    _count(uncarried, name, rows.filter(pa.array(bad)), why)
+    return rows.filter(pa.array(~bad))
+
+
+def _misfits(rows: Any, then: Table) -> tuple[Any, str]:
+    """Which rows' images do not fit the table version they were logged under (a numpy mask)
+    and why: an image names a column the version lacks, or an image that identifies a row
+    (an insert's after image, an update's or delete's before image) lacks a key column."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = pa.array([c.name for c in then.columns], pa.string())
+    key = pa.array(list(then.primary_key), pa.string())
+    ops = rows.column("op")
+    bad_names = np.zeros(rows.num_rows, bool)
+    bad_key = np.zeros(rows.num_rows, bool)
+    for image, needs_key in (("before", pc.not_equal(ops, "insert")), ("after", pc.equal(ops, "insert"))):
+        images = rows.column(image)
+        images = images.combine_chunks() if isinstance(images, pa.ChunkedArray) else images
+        valid = np.asarray(images.is_valid())
+        if not valid.any():
+            continue
+        offsets = images.offsets.to_numpy()
+        first, end = int(offsets[0]), int(offsets[-1])
+        keys = images.keys.slice(first, end - first)
+        lengths = np.diff(offsets)
+        needed = np.asarray(pc.and_(needs_key, images.is_valid()).fill_null(False))
+        same = _same_keys(keys, lengths, valid)
+        if same is not None:  # full images, all alike: one look at their names
+            bad_names |= valid & (not set(same) <= set(names.to_pylist()))
+            bad_key |= needed & (not set(then.primary_key) <= set(same))
+            continue
+        owner = np.repeat(np.arange(len(images)), lengths)
+        bad_names[owner[~np.asarray(pc.is_in(keys, value_set=names).fill_null(False))]] = True
+        if len(key):
+            held = np.bincount(owner[np.asarray(pc.is_in(keys, value_set=key).fill_null(False))],
+                               minlength=len(images))
+            bad_key |= needed & (held < len(key))
+    why = NAMES_UNKNOWN if bad_names.any() else KEY_MISSING.format(", ".join(then.primary_key))
+    return bad_names | bad_key, why
+
+
+def _count(uncarried: Uncarried, name: str, rows: Any, why: str) -> None:
+    """Count ``rows`` in ``uncarried`` by GTID."""
+    import pyarrow.compute as pc
+
+    for entry in pc.value_counts(rows.column("gtid")).to_pylist():
+        key = (name, entry["values"], why)
+        uncarried[key] = uncarried.get(key, 0) + entry["counts"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -583,12 +680,18 @@ def change_schema(layout: Layout) -> Any:
     return pa.schema([fixed.field(c) for c in CHANGE_COLUMNS] + [pa.field("before", image), pa.field("after", image)])
 
 
-def _image_columns(entries: _Entries, layout: Layout) -> list[Any]:
-    """The columns of images (maps of text) as the layout types them (text stays as it is)."""
+def _image_columns(entries: _Entries, layout: Layout, unread: dict[str, list[int]] | None = None) -> list[Any]:
+    """The columns of images (maps of text) as the layout types them (text stays as it is);
+    with ``unread``, a text that is no value of its column's type is null and its image's
+    index listed there by column (else it raises)."""
     from .schema import text_array
 
     schema = state_schema(layout)
-    return [text_array(entries.column(name), kind, field.type) for (name, kind), field in zip(layout, schema)]
+    columns = []
+    for (name, kind), field in zip(layout, schema):
+        bad: list[int] | None = None if unread is None else unread.setdefault(name, [])
+        columns.append(text_array(entries.column(name), kind, field.type, bad))
+    return columns
 
 
 def state_table(images: Any, layout: Layout) -> Any:
@@ -598,9 +701,9 @@ def state_table(images: Any, layout: Layout) -> Any:
     return pa.table(_image_columns(_Entries(images), layout), schema=state_schema(layout))
 
 
-def change_table(rows: Any, layout: Layout) -> Any:
+def change_table(rows: Any, layout: Layout, unread: dict[str, list[int]] | None = None) -> Any:
     """The typed change table of CDC rows (a pyarrow table or a :class:`_Chunk`, in the order
-    given)."""
+    given); ``unread``: see :func:`_image_columns` (indexes of rows)."""
     import pyarrow as pa
 
     schema = change_schema(layout)
@@ -609,7 +712,7 @@ def change_table(rows: Any, layout: Layout) -> Any:
 
     def image(name: str) -> Any:
         entries = chunk.entries(name)
-        return pa.StructArray.from_arrays(_image_columns(entries, layout), fields=list(schema.field(name).type),
+        return pa.StructArray.from_arrays(_image_columns(entries, layout, unread), fields=list(schema.field(name).type),
                                           mask=pa.array(~entries.valid))
 
     fixed = [rows.column(c).cast(schema.field(c).type) for c in CHANGE_COLUMNS]
@@ -642,10 +745,11 @@ def units(files: dict[tuple[str, str], list[str]], history: SchemaHistory) -> li
 
 
 def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, history: SchemaHistory
-                 ) -> tuple[dict[str, str], dict[str, str]]:
+                 ) -> tuple[dict[str, str], dict[str, str], Uncarried]:
     """Write every table's latest state (``out/state/<db>.<table>``) and typed changes
     (``out/changes/<db>.<table>``) from the CDC table's files in one Spark job, a task per
-    unit (:func:`units`), the largest first; returns (state paths, change paths) by table."""
+    unit (:func:`units`), the largest first; returns (state paths, change paths) by table,
+    and the rows left out because they could not be carried (:data:`Uncarried`)."""
     import json
 
     import pyarrow.parquet as pq
@@ -666,9 +770,14 @@ def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, 
             shutil.rmtree(directory)
         os.makedirs(directory)
     written: set[str] = set()
+    uncarried: Uncarried = {}
     if plan:
         task = _task(plan, layouts, json.dumps(history.to_json(), ensure_ascii=False), dirs)
-        written.update(r[0] for r in spark.range(0, len(plan), 1, len(plan)).mapInArrow(task, "table string").collect())
+        for row in spark.range(0, len(plan), 1, len(plan)).mapInArrow(task, _TASK_OUT).collect():
+            if row["why"] is None:
+                written.add(row["table"])
+            else:
+                uncarried[(row["table"], row["gtid"], row["why"])] = row["rows"]
     states, changes = {}, {}
     for name in sorted(written | {n for n, layout in layouts.items() if layout is not None}):
         layout = layouts.get(name)
@@ -678,21 +787,29 @@ def write_tables(spark: Any, cdc_files: Sequence[str], cdc_root: str, out: str, 
                 schema = state_schema(layout) if kind == "state" else change_schema(layout)
                 os.makedirs(path, exist_ok=True)
                 pq.write_table(schema.empty_table(), os.path.join(path, "part-empty.parquet"))
-    return states, changes
+    return states, changes, uncarried
+
+
+#: What a task of :func:`write_tables` answers: a table written (``why`` null), or rows of a
+#: table and GTID it could not carry, and why.
+_TASK_OUT = "table string, gtid string, why string, rows long"
 
 
 def _task(plan: list[list[tuple[tuple[str, str], list[str]]]], layouts: dict[str, Layout | None],
           history_json: str, dirs: dict[str, str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function: the batch's ids are the units it writes; it yields the
-    names of the tables written."""
+    names of the tables written and the rows it could not carry (:data:`_TASK_OUT`)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
+        schema = pa.schema([("table", pa.string()), ("gtid", pa.string()), ("why", pa.string()), ("rows", pa.int64())])
         for batch in batches:
             for unit in batch.column("id").to_pylist():
-                names = write_unit(plan[unit], layouts, history_json, dirs)
-                yield pa.RecordBatch.from_pydict({"table": names}, schema=pa.schema([("table", pa.string())]))
+                uncarried: Uncarried = {}
+                names = write_unit(plan[unit], layouts, history_json, dirs, uncarried)
+                rows = [(name, None, None, 0) for name in names] + [(*k, n) for k, n in uncarried.items()]
+                yield pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
 
     return run
 
@@ -702,9 +819,10 @@ CHUNK_ROWS = 1 << 20
 
 
 def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str, Layout | None],
-               history_json: str, dirs: dict[str, str]) -> list[str]:
+               history_json: str, dirs: dict[str, str], uncarried: Uncarried) -> list[str]:
     """Read one unit's CDC files, carry, and write the state and change table of each of its
-    tables still there at the end; returns the names of the tables written.
+    tables still there at the end; returns the names of the tables written (the rows it
+    cannot carry are counted in ``uncarried``).
 
     The files are read chunk by chunk in binlog order (the CDC job writes each file sorted;
     files of different tasks hold different stretches of the binlogs), so a task holds the
@@ -727,7 +845,7 @@ def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str,
                        .append_column("table", pa.repeat(pa.scalar(table), n)))
 
     sinks: dict[str, _TableSink] = {}
-    carried = carrier(history_json)(batches(ordered if ordered is not None else list(range(len(files)))))
+    carried = carrier(history_json, uncarried)(batches(ordered if ordered is not None else list(range(len(files)))))
     if ordered is None:  # read whole, then sorted
         whole: dict[str, list[Any]] = {}
         for batch in carried:
@@ -746,7 +864,7 @@ def write_unit(unit: list[tuple[tuple[str, str], list[str]]], layouts: dict[str,
         sink = sinks.get(name)
         if sink is None:
             layout = layouts[name] or widest.get(name) or []
-            sink = sinks[name] = _TableSink(name, layout, dirs)
+            sink = sinks[name] = _TableSink(name, layout, dirs, uncarried)
         sink.add(chunk)
     for sink in sinks.values():
         sink.close()
@@ -804,9 +922,11 @@ class _TableSink:
     """One table's outputs, fed chunks of its carried CDC rows in binlog order: the change
     table written as they come, the state folded and written at the end."""
 
-    def __init__(self, name: str, layout: Layout, dirs: dict[str, str]) -> None:
+    def __init__(self, name: str, layout: Layout, dirs: dict[str, str], uncarried: Uncarried) -> None:
         import pyarrow.parquet as pq
 
+        self.name = name
+        self.uncarried = uncarried
         self.layout = layout
         self.paths = {kind: os.path.join(dirs[kind], name, "part-00000.parquet") for kind in ("changes", "state")}
         for path in self.paths.values():
@@ -826,12 +946,25 @@ class _TableSink:
             self._flush()
 
     def _flush(self) -> None:
+        import numpy as np
         import pyarrow as pa
 
         if self.pending:
             chunk = _Chunk(pa.Table.from_batches(self.pending).combine_chunks())
             self.pending, self.rows = [], 0
-            self.changes.write_table(change_table(chunk, self.layout))
+            unread: dict[str, list[int]] = {}
+            changes = change_table(chunk, self.layout, unread)
+            bad = sorted({i for found in unread.values() for i in found})
+            if bad:  # text that is no value of its column's type: rows that cannot be carried
+                column = next(name for name, found in unread.items() if found)
+                kind = dict(self.layout)[column].simpleString()
+                keep = np.ones(chunk.rows.num_rows, bool)
+                keep[bad] = False
+                _count(self.uncarried, self.name, chunk.rows.filter(pa.array(~keep)),
+                       f"a value of column {column} cannot be read as {kind}")
+                changes = changes.filter(pa.array(keep))
+                chunk = _Chunk(chunk.rows.filter(pa.array(keep)))
+            self.changes.write_table(changes)
             self.folder.add(chunk)
 
     def close(self) -> None:

@@ -13,13 +13,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...codec.events import GTID_EVENT, QUERY_COMPRESSED_EVENT, QUERY_EVENT
+from ...codec.events import GTID_EVENT, GTID_LIST_EVENT, QUERY_COMPRESSED_EVENT, QUERY_EVENT
 from ...schema import SchemaTracker
 from .sink import EventSink
 
 
 class SchemaHistorySink(EventSink):
-    """Feeds Query events to the history; writes it as one JSON document at the end."""
+    """Feeds Query events and every group's GTID (and a file's Gtid_list) to the history, so
+    each statement is recorded with the stream's GTID position; writes the history as one
+    JSON document at the end."""
 
     record_positions = True
 
@@ -37,6 +39,9 @@ class SchemaHistorySink(EventSink):
         if ev.type_code == GTID_EVENT:
             g = ev.decoded()
             self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
+            self.schema.observe_group(self.gtid)
+        elif ev.type_code == GTID_LIST_EVENT:
+            self.schema.observe_gtid_list(ev.decoded().gtids)
         elif ev.type_code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
             self.schema.observe_query(ev.decoded(), file=self.display_name, pos=ev.position, gtid=self.gtid)
 

@@ -162,6 +162,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         #: for ``--print-table-metadata`` as FULL metadata would; None keeps the tool's text.
         self.schema: Any = None
         self.schema_gtid: str | None = None
+        #: The base name of the file read, where the schema history places its DDL.
+        self.schema_file = ""
         #: LOAD DATA files rebuilt from Begin_load_query/Append_block events (one set per dump).
         self.load_files = LoadFiles(options.local_load)
         #: Create_file events waiting for their Exec_load, by file id.
@@ -559,6 +561,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
 
     def begin_file(self, name: str = "") -> None:
         """dump_log_entries: a fresh PRINT_EVENT_INFO and ``DELIMITER /*!*/;``."""
+        self.schema_file = name.rsplit("/", 1)[-1]
         self.reset_state()
         self.out.append(b"DELIMITER /*!*/;\n")
 

@@ -214,7 +214,7 @@ class QueryPrinter:
 
     def query(self, ev: EventView) -> None:
         if self.schema is not None:
-            self.schema.observe_query(ev.decoded(), file="", pos=ev.position, gtid=self.schema_gtid)
+            self.schema.observe_query(ev.decoded(), file=self.schema_file, pos=ev.position, gtid=self.schema_gtid)
         q = self.query_parts(ev)
         opt = self.opt
         is_xa = bool(self.gtid_flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA))
