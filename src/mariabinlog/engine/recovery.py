@@ -13,7 +13,8 @@ page the flush thread wrote before the commit's log write).  Recovery:
    header belongs to an earlier incarnation of that file number and is skipped.
    The partial-last-page rule makes this safe: the first redo record for a page
    that a checkpoint wrote half-filled carries the whole page image;
-3. zeroes everything after the recovered end, deletes later files, replays
+3. zeroes everything after the recovered end (every non-zero page up to the end of the
+   file, as a power cut may keep any subset of unsynced writes), deletes later files, replays
    FLUSH BINARY LOGS truncations (the engine grows the last file again when it
    next writes, not here: a clean directory is opened without a write);
 4. starts a new epoch in a new checkpoint, so unrecovered log bytes can never
@@ -245,14 +246,14 @@ def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> t
                 touched.add(end_file)
                 cleared += 1
         page_no += 1
-    while True:
-        page = files.read_page(end_file, page_no)
-        if _is_zero(page):
-            break
-        files.write_pages(end_file, page_no, [ZERO_PAGE])
-        touched.add(end_file)
-        cleared += 1
-        page_no += 1
+    # every page up to the end of the file, not only up to the first zero page: a power cut
+    # may keep any subset of the unsynced page writes past the end (MariaDB's
+    # zero_out_cur_file also zeroes each non-zero page up to the file's size)
+    for page_no in list(files.pages_with_data(end_file, page_no)):
+        if not _is_zero(files.read_page(end_file, page_no)):
+            files.write_pages(end_file, page_no, [ZERO_PAGE])
+            touched.add(end_file)
+            cleared += 1
     return cleared, deleted
 
 
