@@ -843,8 +843,20 @@ class Dumper:
         (4 by default) and ``end_log_pos`` the stored 0, as the C tool does.
         """
         from ..codec.ibb import PAGE_SIZE, RecordReader, decode_header_page
-        from ..engine.files import IbbDirectory, binlog_name, ibb_file_no
+        from ..engine.files import binlog_name, ibb_file_no
+        from ..engine.view import open_pages
 
+        st = self.ibb
+        if st is None:
+            named = {ibb_file_no(f): f for f in self.files if ibb_file_no(f) is not None}
+            # an engine directory a crash left is read as the next open will recover it
+            st = self.ibb = _IbbStream(
+                open_pages(os.path.dirname(os.path.abspath(name)), named, strict=True)  # type: ignore[arg-type]
+            )
+        if st.source.recovered:
+            number = ibb_file_no(name)
+            recovered = st.source.page(number, 0) if number is not None else None
+            data = recovered if recovered is not None else bytes(PAGE_SIZE)  # deleted by recovery
         try:
             header = decode_header_page(data[:PAGE_SIZE])
         except DecodeError as exc:
@@ -854,12 +866,6 @@ class Dumper:
             return ERROR_STOP
         if header is None:  # an empty pre-allocated file: nothing written yet
             return OK_CONTINUE
-        st = self.ibb
-        if st is None:
-            named = {ibb_file_no(f): f for f in self.files if ibb_file_no(f) is not None}
-            st = self.ibb = _IbbStream(
-                IbbDirectory(os.path.dirname(os.path.abspath(name)), named, strict=True)  # type: ignore[arg-type]
-            )
         file_no = header.file_no
         previous = st.named_file_no
         if previous is not None and file_no != previous + 1:
