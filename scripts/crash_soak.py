@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """Crash soak: SIGKILL a binlog engine writer process many times (default 1000) and verify each recovery.
 
-Runs the harness of ``tests/engine/crash_harness.py`` (concurrent committers,
-OOB groups, XA, a durable reader; SIGKILL at a random moment, sometimes during
-start-up recovery or right after the open), rotating through durability modes
-1, 2 and 0.  With admin operations (the default; ``--no-admin`` for plain
-load) one committer also runs PURGE (by name, by age, by size), FLUSH BINARY
-LOGS, checkpoints and XA ROLLBACK, and the kills are counted by the operation
-they interrupted.  After every kill it recovers the directory and asserts the
-crash invariants (gap-free prefix of commit order, consistent GTID state,
-acknowledged mode-1 commits kept, nothing a reader saw lost, offline check
-clean).  Every ``--reset-every`` kills the directory is emptied with RESET
-MASTER so verification time stays bounded.
+Runs the harness of ``tests/engine/crash_harness.py``: four committers in GTID domains 0, 1
+and 2 (small groups, groups crossing pages, OOB groups, ~1 MB groups of events up to 160 KB,
+XA prepare + commit, rolled-back OOB garbage) and a durable reader, in a forked writer
+process whose files are 64 KiB to 512 KiB (drawn per kill); SIGKILL at a random moment,
+sometimes during start-up recovery or right after the open; durability modes 1, 2 and 0 in
+turn.  With admin operations (the default; ``--no-admin`` for plain load) an admin thread
+also runs PURGE (by name, by age, by size), FLUSH BINARY LOGS and checkpoints, a committer
+XA ROLLBACK, and the kills are counted by the operation they interrupted.  After every kill
+it asks the look-only view what an open will find, recovers the directory and asserts the
+crash invariants (the view predicted the open, gap-free prefix of commit order per domain,
+consistent GTID state, acknowledged mode-1 commits kept, nothing a reader saw lost, offline
+check clean, and every fifth kill also clean on the crashed directory checked as it will
+recover).  Every ``--reset-every`` kills the directory is emptied with RESET MASTER so
+verification time stays bounded.
 
-    python scripts/crash_soak.py --kills 1000 --dir /tmp/soak
+    python scripts/crash_soak.py --kills 10000 --dir /tmp/soak
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     totals = {m: {"kills": 0, "acked": 0, "received": 0, "early": 0, "lost": 0} for m in modes}
     points: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    sizes: dict[int, int] = {}
     done = 0
     try:
         while done < args.kills:
@@ -65,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
                 totals[mode][key] += stats[key]
             for point, count in stats["points"].items():
                 points[point] = points.get(point, 0) + count
+            for kind, count in stats["kinds"].items():
+                kinds[kind] = kinds.get(kind, 0) + count
+            for size, count in stats["sizes"].items():
+                sizes[size] = sizes.get(size, 0) + count
             done += batch
-            config = crash_harness.ADMIN_CONFIG if args.admin else crash_harness.CONFIG
+            config = crash_harness.trial_config(crash_harness.FILE_SIZES[0], args.admin)
             with Engine.open(directory, durability=mode, restart_marker=False, **config) as engine:
                 for pending in engine.pending_xa():
                     engine.xa_rollback(pending.xid)
@@ -83,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{counts['received']} groups delivered to readers")
     mix = ", ".join(f"{point} {count}" for point, count in sorted(points.items(), key=lambda item: -item[1]))
     print(f"kill points: {mix}")
+    print("acknowledged groups by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda i: -i[1])))
+    print("kills by file size: " + ", ".join(f"{size // 1024} KiB {n}" for size, n in sorted(sizes.items())))
     print(f"all {done} kills recovered consistently (engine check clean, every visible group readable)"
           f" in {time.monotonic() - started:.0f} s")
     if not args.dir:
