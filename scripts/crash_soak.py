@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             rate = done / (time.monotonic() - started)
             print(f"{done}/{args.kills} kills ok (mode {mode}: {stats['groups']} groups), {rate:.1f} kills/s", flush=True)
     except AssertionError as err:
-        print(f"FAILED after {done} kills (seed {args.seed}): {err}", file=sys.stderr)
+        print(f"FAILED after {done} completed kills, at the batch's {err} (seed {args.seed})", file=sys.stderr)
         print(f"directory kept for inspection: {work}", file=sys.stderr)
         return 1
     for mode, counts in totals.items():

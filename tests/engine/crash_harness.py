@@ -97,14 +97,19 @@ def trial_config(size: int, admin: bool) -> dict[str, Any]:
 # ---------------------------------------------------------------------- group content
 
 
-def group_events(token: int, size: int, largest: int = 6000, rnd: random.Random | None = None) -> list[bytes]:
+def group_events(token: int, size: int, largest: int = 6000, rnd: random.Random | None = None,
+                 lead: int = 0) -> list[bytes]:
     """Query events whose text is derived from ``token`` (about ``size`` bytes in all), each at
-    most ``largest`` bytes of text (with ``rnd``, of random sizes up to that)."""
+    most ``largest`` bytes of text (with ``rnd``, of random sizes up to that); the first
+    ``lead`` bytes in events of at most 6000 bytes (small rows before large ones)."""
     events = []
     index = 0
+    written = 0
     pattern = token.to_bytes(8, "little")
     while size > 0 or not events:
-        n = min(size, largest if rnd is None else rnd.randrange(1, largest + 1))
+        most = 6000 if written < lead else largest
+        n = min(size, most if rnd is None else rnd.randrange(1, most + 1))
+        written += n
         head = f"T{token}:{index}:{n}:".encode()
         body = (pattern * (n // 8 + 1))[:n]
         events.append(QueryEvent(query=head + body, database=b"crash", server_id=1, timestamp=1).encode())
@@ -180,9 +185,9 @@ def _commit_one(engine: Engine, rnd: random.Random, number: int, admin: bool) ->
     domain = rnd.choice(DOMAINS)
     kind = rnd.random()
     if kind < 0.03:
-        what = "big"  # ~1 MB of events up to 160 KB: nodes meet large events
+        what = "big"  # ~1 MB: a few small events (buffered), then events up to 160 KB
         trx = engine.begin()
-        for event in group_events(token, rnd.randrange(700_000, 1_300_000), 160_000, rnd):
+        for event in group_events(token, rnd.randrange(700_000, 1_300_000), 160_000, rnd, rnd.randrange(30_000)):
             trx.write(event)
         info = engine.commit(trx=trx, domain_id=domain)
     elif kind < 0.10:
@@ -488,11 +493,15 @@ def crash_loop(directory: str, mode: int, kills: int, seed: int, *, max_delay: f
             delay = rnd.uniform(0.0, 0.02)  # right after the restart's open
         else:
             delay = rnd.uniform(0.05, max_delay)
-        facts = run_child(directory, mode, seed * 100_000 + round_no, delay, after_open=not early, admin=admin,
-                          size=size)
-        recovered, purged = verify(directory, mode, facts, recovered, admin=admin, size=size,
-                                   deep=round_no % CHECK_EVERY == CHECK_EVERY - 1)
-        point = kill_point(facts, early)
+        try:
+            facts = run_child(directory, mode, seed * 100_000 + round_no, delay, after_open=not early,
+                              admin=admin, size=size)
+            point = kill_point(facts, early)
+            recovered, purged = verify(directory, mode, facts, recovered, admin=admin, size=size,
+                                       deep=round_no % CHECK_EVERY == CHECK_EVERY - 1)
+        except AssertionError as err:
+            where = f"kill {round_no + 1} of {kills} (mode {mode}, {size // 1024} KiB files, delay {delay:.3f} s"
+            raise AssertionError(f"{where}, {locals().get('point', 'before the kill')}): {err}") from err
         stats["points"][point] = stats["points"].get(point, 0) + 1
         stats["sizes"][size] = stats["sizes"].get(size, 0) + 1
         for kind, count in facts.kinds.items():
