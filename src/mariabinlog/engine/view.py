@@ -1,13 +1,15 @@
 """A look-only view of an engine directory: what opening it would find, without writing.
 
-Why: ``engine status`` and ``engine files`` must never create, grow, truncate or fsync
-anything, yet after a crash the truth is "the files plus the redo log replayed onto them".
+Why: ``engine status``, ``engine files``, ``engine check``, ``dump``, ``events`` and ``files``
+must never create, grow, truncate or fsync anything, yet after a crash (a killed ``archive``,
+a power cut) the truth is "the files plus the redo log replayed onto them".
 :class:`OverlayFiles` is a :class:`~mariabinlog.engine.storage.BinlogFiles` whose writes,
 truncations and deletions stay in memory (reads see them), so the very recovery code the
 engine runs (:func:`~mariabinlog.engine.recovery.recover`, the purge completion and
 :func:`~mariabinlog.engine.recovery.restore_state`) computes the view, and the two cannot
 disagree.  The redo log is opened read-only and no directory lock is taken: the view is a
-snapshot, also of a directory another process is writing.
+snapshot, also of a directory another process is writing.  :class:`RecoveredDirectory` serves
+the recovered files to the codec's reader (``dump``, ``events``).
 
 :func:`engine_kind` tells an engine directory from anything else, so that every engine
 command except an explicit create refuses a directory holding no engine.
@@ -177,7 +179,7 @@ def require_engine(directory: str) -> None:
 
 
 @dataclass
-class _Recovery:
+class InMemoryRecovery:
     """What recovery in memory found: the binlog end, LSNs, whether an open would change anything."""
 
     end: tuple[int, int]
@@ -187,20 +189,20 @@ class _Recovery:
     records: int
 
 
-def _recover_in_memory(directory: str, files: OverlayFiles) -> _Recovery:
+def _recover_in_memory(directory: str, files: OverlayFiles) -> InMemoryRecovery:
     """Run recovery over ``files`` (the redo log opened read-only) or, without a redo log, find
     where the readable data ends, as :meth:`Engine.open` would."""
     if not os.path.exists(os.path.join(directory, REDO_NAME)):
-        return _Recovery(adopted_end(files)[0], 0, 0, False, 0)
+        return InMemoryRecovery(adopted_end(files)[0], 0, 0, False, 0)
     recovered = recover(directory, files, readonly=True)
     recovered.redo.close()
     # the same test as Engine.open: anything to replay, zero or delete makes the open write
     clean = not (recovered.records or recovered.truncated_pages or recovered.deleted_files)
-    return _Recovery(recovered.end, recovered.redo.buffered_lsn, recovered.redo.checkpoint.lsn, clean,
+    return InMemoryRecovery(recovered.end, recovered.redo.buffered_lsn, recovered.redo.checkpoint.lsn, clean,
                      recovered.records)
 
 
-def recovered_files(directory: str) -> tuple[OverlayFiles, _Recovery]:
+def recovered_files(directory: str) -> tuple[OverlayFiles, InMemoryRecovery]:
     """The files of an engine directory as an open would leave them, in memory (the caller
     closes the :class:`OverlayFiles`), and what recovery found; writes nothing."""
     require_engine(directory)
@@ -236,9 +238,9 @@ class RecoveredDirectory(IbbDirectory):
     """The `.ibb` files of an engine directory that needs recovery, read as an open would recover
     them: pages recovery rewrites (redo replayed, the tail after the end zeroed) come from
     memory, files it would delete are missing, every other page is mapped from disk as
-    :class:`IbbDirectory` maps it.  So ``dump``, ``events`` and ``engine check`` read a
-    directory whose writer was killed (or cut off by a power loss) the way the writer will
-    when it reopens it, and write nothing."""
+    :class:`IbbDirectory` maps it.  So ``dump`` and ``events`` read a directory whose writer
+    was killed (or cut off by a power loss) the way the writer will when it reopens it, and
+    write nothing (``engine check`` reads the :class:`OverlayFiles` of :func:`recovered_files`)."""
 
     recovered = True
 
