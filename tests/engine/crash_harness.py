@@ -33,6 +33,7 @@ unless committed.  Used by ``tests/engine/test_crash.py`` and ``scripts/crash_so
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
 import select
@@ -81,7 +82,8 @@ DOMAINS = (0, 1, 2)
 #: With admin operations the binlog is also purged by size (automatic purge) while it runs.
 ADMIN_TOTAL_SIZE = 2 << 20
 #: Every this many trials the crashed directory is also checked as it will recover, before the open.
-CHECK_EVERY = 5
+CHECK_EVERY = 10
+PR_SET_PDEATHSIG = 1
 
 Key = tuple[int, int]  # (domain, seq)
 
@@ -324,6 +326,10 @@ def _fork_child(directory: str, mode: int, seed: int, admin: bool, size: int) ->
     pid = os.fork()
     if pid == 0:
         try:
+            # die with the harness: an interrupted soak leaves no writer running
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() == 1:
+                os._exit(1)
             os.close(read_end)
             os.dup2(write_end, 1)
             os.dup2(errors.fileno(), 2)
