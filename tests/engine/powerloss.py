@@ -45,10 +45,11 @@ if str(HERE) not in sys.path:
 
 import crash_harness  # noqa: E402
 
+from mariabinlog.codec.ibb_page import PAGE_SIZE_SHIFT  # noqa: E402
 from mariabinlog.codec.ibb_records import Xid  # noqa: E402
 from mariabinlog.engine import Engine  # noqa: E402
 from mariabinlog.engine.check import check_directory  # noqa: E402
-from mariabinlog.errors import LogInUseError  # noqa: E402
+from mariabinlog.errors import EngineError, LogInUseError  # noqa: E402
 
 SECTOR = 512
 MODELS = ("synced", "kept", "reordered", "torn", "sectors")
@@ -355,14 +356,29 @@ def crash_state(initial: dict[str, tuple[int, bytes]], ops: list[Op], point: int
     return CrashState(point, model, files, acked, CONFIG if config is None else config)
 
 
-def crash_points(ops: list[Op], limit: int, rnd: random.Random) -> list[int]:
+def crash_points(ops: list[Op], limit: int, rnd: random.Random,
+                 initial: dict[str, tuple[int, bytes]] | None = None) -> list[int]:
     """Crash points worth trying: right before and after every sync, directory operation and
-    acknowledgement, plus random points between, at most ``limit`` (spread over the log)."""
+    acknowledgement, every point where a binlog file has unsynced writes to two pages or more
+    (a cut there may keep a later page and lose an earlier one), plus random points between,
+    at most ``limit`` (spread over the log)."""
+    binlogs = {inode for path, (inode, _) in (initial or {}).items() if path.endswith(".ibb")}
+    unsynced: dict[int, set[int]] = {}
     interesting = set()
     for index, op in enumerate(ops):
-        if op[0] in ("fsync", "dirsync", "create", "rename", "unlink", "ack", "trunc", "falloc"):
+        kind = op[0]
+        if kind in ("fsync", "dirsync", "create", "rename", "unlink", "ack", "trunc", "falloc"):
             interesting.add(index)
             interesting.add(index + 1)
+        if kind == "create" and op[1].endswith(".ibb"):
+            binlogs.add(op[2])
+        elif kind == "write" and op[1] in binlogs:
+            pages = unsynced.setdefault(op[1], set())
+            pages.add(op[2] >> PAGE_SIZE_SHIFT)
+            if len(pages) > 1:
+                interesting.add(index + 1)
+        elif kind == "fsync":
+            unsynced.pop(op[1], None)
     interesting.update(rnd.randrange(len(ops) + 1) for _ in range(max(1, len(ops) // 10)))
     points = sorted(interesting)
     if len(points) > limit:
@@ -373,7 +389,7 @@ def crash_points(ops: list[Op], limit: int, rnd: random.Random) -> list[int]:
 def crash_states(initial: dict[str, tuple[int, bytes]], ops: list[Op], limit: int,
                  rnd: random.Random, config: dict[str, Any] | None = None) -> Iterator[CrashState]:
     """``limit`` crash states over the log, the models taken in turn."""
-    points = crash_points(ops, max(1, limit // len(MODELS)) + 1, rnd)
+    points = crash_points(ops, max(1, limit // len(MODELS)) + 1, rnd, initial)
     count = 0
     for point in points:
         for model in MODELS:
@@ -386,60 +402,83 @@ def crash_states(initial: dict[str, tuple[int, bytes]], ops: list[Op], limit: in
 # ---------------------------------------------------------------------- workloads
 
 
-def workload(directory: str, steps: int, seed: int, config: dict[str, Any] | None = None) -> Recorder:
-    """Commits in GTID domains 0, 1 and 2 (small, crossing pages, OOB with events up to 60 KB,
-    XA) with rotation, FLUSH, PURGE, checkpoints and a clean restart, recorded from an empty
-    directory; durability mode 1, so every ``ack`` is a promise."""
+def _step(engine: Engine, rnd: random.Random, recorder: Recorder, admin: bool) -> None:
+    """One operation of a workload thread: a commit (small, crossing pages, OOB with events up to
+    60 KB, XA) in GTID domain 0, 1 or 2, or (``admin``) FLUSH, PURGE or a checkpoint."""
+    token = rnd.getrandbits(60)
+    domain = rnd.choice(DOMAINS)
+    kind = rnd.random()
+    if kind < 0.45:
+        info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(30, 3000))), domain_id=domain)
+    elif kind < 0.55:
+        info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(5_000, 20_000))),
+                             domain_id=domain)
+    elif kind < 0.7:
+        trx = engine.begin()
+        for event in crash_harness.group_events(token, rnd.randrange(15_000, 120_000), 60_000, rnd):
+            trx.write(event)
+        info = engine.commit(trx=trx, domain_id=domain)
+    elif kind < 0.78 or not admin:
+        trx = engine.begin()
+        for event in crash_harness.group_events(token, rnd.randrange(100, 20_000)):
+            trx.write(event)
+        xid = Xid(1, b"x%d" % token)
+        trx.prepare(xid)
+        if rnd.random() < 0.3:
+            engine.xa_rollback(xid)
+            return
+        info = engine.xa_commit(xid, domain_id=domain)
+    else:
+        if kind < 0.84:
+            engine.flush()
+        elif kind < 0.9:
+            files = engine.files_list()
+            if len(files) > 2:
+                try:
+                    engine.purge(files[rnd.randrange(1, len(files) - 1)].file_no)
+                except (LogInUseError, EngineError):  # in use, or purged meanwhile
+                    pass
+        else:
+            engine.checkpoint()
+        return
+    recorder.ack((info.gtid.domain, info.gtid.seq), token)
+
+
+def workload(directory: str, steps: int, seed: int, config: dict[str, Any] | None = None, *,
+             threads: int = 3, phases: int = 3) -> Recorder:
+    """``steps`` operations (:func:`_step`) from ``threads`` threads at once (the first one also
+    runs FLUSH, PURGE and checkpoints), in ``phases`` separated by a clean restart, recorded from
+    an empty directory; durability mode 1, so every ``ack`` is a promise.  Threads at once leave
+    more writes unsynced at a time (pages of one group written while another waits for its
+    log write)."""
     config = CONFIG if config is None else config
-    rnd = random.Random(seed)
     recorder = Recorder(directory, config)
     recorder.install()
+    failures: list[BaseException] = []
     try:
         engine = Engine.open(directory, durability=1, **config)
-        for _ in range(steps):
-            token = rnd.getrandbits(60)
-            domain = rnd.choice(DOMAINS)
-            kind = rnd.random()
-            if kind < 0.45:
-                info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(30, 3000))),
-                                     domain_id=domain)
-            elif kind < 0.55:
-                info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(5_000, 20_000))),
-                                     domain_id=domain)
-            elif kind < 0.7:
-                trx = engine.begin()
-                for event in crash_harness.group_events(token, rnd.randrange(15_000, 120_000), 60_000, rnd):
-                    trx.write(event)
-                info = engine.commit(trx=trx, domain_id=domain)
-            elif kind < 0.78:
-                trx = engine.begin()
-                for event in crash_harness.group_events(token, rnd.randrange(100, 20_000)):
-                    trx.write(event)
-                xid = Xid(1, b"x%d" % token)
-                trx.prepare(xid)
-                if rnd.random() < 0.3:
-                    engine.xa_rollback(xid)
-                    continue
-                info = engine.xa_commit(xid, domain_id=domain)
-            elif kind < 0.84:
-                engine.flush()
-                continue
-            elif kind < 0.9:
-                files = engine.files_list()
-                if len(files) > 2:
-                    try:
-                        engine.purge(files[rnd.randrange(1, len(files) - 1)].file_no)
-                    except LogInUseError:
-                        pass
-                continue
-            elif kind < 0.97:
-                engine.checkpoint()
-                continue
-            else:
+        for phase in range(phases):
+            if phase:
                 engine.close()
                 engine = Engine.open(directory, durability=1, **config)
-                continue
-            recorder.ack((info.gtid.domain, info.gtid.seq), token)
+
+            def run(number: int, count: int, engine: Engine = engine, phase: int = phase) -> None:
+                rnd = random.Random(seed * 1000 + phase * 10 + number)
+                try:
+                    for _ in range(count):
+                        _step(engine, rnd, recorder, admin=number == 0)
+                except BaseException as err:  # noqa: BLE001 - raised in the recording thread below
+                    failures.append(err)
+
+            share = steps // phases
+            counts = [share // threads + (n < share % threads) for n in range(threads)]
+            workers = [threading.Thread(target=run, args=(n, counts[n])) for n in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            if failures:
+                raise failures[0]
         engine.close()
     finally:
         recorder.uninstall()
