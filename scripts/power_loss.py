@@ -47,8 +47,14 @@ def main(argv: list[str] | None = None) -> int:
           f" {args.recovery_states} crash states, seed {args.seed}, in {work}", flush=True)
     started = time.monotonic()
 
+    shown = 0
+
     def progress(summary: powerloss.Summary) -> None:
+        nonlocal shown
         print(f"{summary.states} states checked, {len(summary.failures)} failed", flush=True)
+        for failure in summary.failures[shown:5]:
+            print(failure, file=sys.stderr, flush=True)
+        shown = max(shown, min(len(summary.failures), 5))
 
     summary = powerloss.run(str(work), steps=args.steps, states=args.states,
                             recovery_states=args.recovery_states, seed=args.seed, progress=progress,
@@ -57,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{summary.acked} acknowledged commits in the workload")
     print(f"{summary.states} crash states ({summary.during_recovery} during recovery): {models}")
     print("per setting: " + ", ".join(f"{name} {count}" for name, count in summary.configs.items()))
-    for failure in summary.failures[:5]:
+    for failure in summary.failures[shown:5]:
         print(failure, file=sys.stderr)
     print(f"{len(summary.failures)} failed (unrecoverable, an acknowledged commit lost, a torn or partial group"
           f" visible, engine check or writing on failed) in {time.monotonic() - started:.0f} s")

@@ -135,8 +135,15 @@ def check_directory(directory: str, *, as_recovered: bool = False) -> CheckRepor
         files, found = recovered_files(directory)
         if not found.clean:
             report.recovery = (
-                f"needed at the next open ({found.records} redo records after the checkpoint); checked as it"
-                " will recover, nothing written"
+                f"needed at the next open ({found.records} redo records to replay, {found.cut_pages} pages to cut"
+                f" after the end, {found.deleted_files} files to delete); checked as it will recover, nothing written"
+            )
+        if found.resealed is not None:
+            # recovery makes this page pass, but the redo log did not restore it: say so
+            name = binlog_name(found.end[0])
+            report.error(
+                f"{name}: page {found.resealed}: invalid CRC-32C on disk; recovery will cut it where the binlog"
+                f" ends (offset {found.end[1]}) and seal it again: a torn write, or damage to the data before"
             )
     else:
         files = BinlogFiles(directory, readonly=True)

@@ -187,6 +187,11 @@ class InMemoryRecovery:
     checkpoint_lsn: int
     clean: bool
     records: int
+    #: pages after the end recovery zeroes or cuts, files it deletes (a purge it completes, too)
+    cut_pages: int = 0
+    deleted_files: int = 0
+    #: the end page if recovery seals it again over an invalid CRC-32C (a torn write or damage)
+    resealed: int | None = None
 
 
 def _recover_in_memory(directory: str, files: OverlayFiles) -> InMemoryRecovery:
@@ -199,7 +204,8 @@ def _recover_in_memory(directory: str, files: OverlayFiles) -> InMemoryRecovery:
     # the same test as Engine.open: anything to replay, zero or delete makes the open write
     clean = not (recovered.records or recovered.truncated_pages or recovered.deleted_files)
     return InMemoryRecovery(recovered.end, recovered.redo.buffered_lsn, recovered.redo.checkpoint.lsn, clean,
-                     recovered.records)
+                            recovered.records, recovered.truncated_pages, len(recovered.deleted_files),
+                            recovered.resealed)
 
 
 def recovered_files(directory: str) -> tuple[OverlayFiles, InMemoryRecovery]:
