@@ -16,11 +16,11 @@ import os
 
 def binary_logs(directory: str) -> list[tuple[str, int]]:
     """SHOW BINARY LOGS for ``directory``: (name, size) of each binlog file, in order."""
-    from ..engine.files import binlog_kind, ibb_file_no  # the engine package is slow to import
+    from ..engine.files import binlog_kind, binlog_name, ibb_file_no  # the engine package is slow to import
+    from ..engine.redo import REDO_NAME
 
     names = sorted(os.listdir(directory))
-    if "redo.log" in names:  # an engine directory: its files as the next open will recover them
-        from ..engine.files import binlog_name
+    if REDO_NAME in names:  # an engine directory: its files as the next open will recover them
         from ..engine.view import view
 
         return [(binlog_name(n), size) for n, size in view(directory).files]
