@@ -13,7 +13,9 @@ log up to a crash point under one of four persistence models:
 * ``reordered``: each unsynced write and each unsynced directory operation survives or not,
   independently;
 * ``torn``: unsynced writes survive in order up to one that is torn at 512-byte sectors
-  (an arbitrary subset of its sectors reached the disk).
+  (an arbitrary subset of its sectors reached the disk);
+* ``sectors``: every 512-byte sector of every unsynced write survives or not, independently
+  (a disk cache that keeps any subset of what it was given, also parts of one write).
 
 :func:`check_state` writes such a state to a fresh directory and, in a forked child, opens
 it (recovery), runs the offline checker, reads every group and asserts: every acknowledged
@@ -32,7 +34,7 @@ import shutil
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,22 +45,49 @@ if str(HERE) not in sys.path:
 
 import crash_harness  # noqa: E402
 
+from mariabinlog.codec.ibb.page import PAGE_SIZE_SHIFT  # noqa: E402
 from mariabinlog.codec.ibb.records import Xid  # noqa: E402
 from mariabinlog.engine import Engine  # noqa: E402
 from mariabinlog.engine.check import check_directory  # noqa: E402
-from mariabinlog.errors import LogInUseError  # noqa: E402
+from mariabinlog.errors import EngineError, LogInUseError  # noqa: E402
 
 SECTOR = 512
-MODELS = ("synced", "kept", "reordered", "torn")
-CONFIG: dict[str, Any] = {
-    "max_binlog_size": 64 * 1024,
-    "state_interval": 32768,
-    "redo_capacity": 256 * 1024,
-    "flush_interval": 0.01,
-    "fifo_pages": 16,
-    "spill_size": 12 * 1024,
-    "oob_piece_size": 4 * 1024,
+MODELS = ("synced", "kept", "reordered", "torn", "sectors")
+#: Engine settings of the workloads, taken in turn: small files, a small redo log and small OOB
+#: pieces; the settings of issue 27's power cut (pages forced to the file from two whole pages
+#: on, 16 KiB pieces); and larger files and pieces.
+CONFIGS: dict[str, dict[str, Any]] = {
+    "64k": {
+        "max_binlog_size": 64 * 1024,
+        "state_interval": 32768,
+        "redo_capacity": 256 * 1024,
+        "flush_interval": 0.01,
+        "fifo_pages": 16,
+        "spill_size": 12 * 1024,
+        "oob_piece_size": 4 * 1024,
+    },
+    "128k-forced": {
+        "max_binlog_size": 128 * 1024,
+        "state_interval": 32768,
+        "redo_capacity": 1 << 20,
+        "flush_interval": 0.01,
+        "fifo_pages": 32,
+        "spill_size": 40960,
+        "oob_piece_size": 16384,
+        "forced_page_threshold": 2,
+    },
+    "512k": {
+        "max_binlog_size": 512 * 1024,
+        "state_interval": 65536,
+        "redo_capacity": 1 << 20,
+        "flush_interval": 0.01,
+        "fifo_pages": 32,
+        "spill_size": 64 * 1024,
+        "oob_piece_size": 32 * 1024,
+    },
 }
+CONFIG = CONFIGS["64k"]
+DOMAINS = (0, 1, 2)
 
 Op = tuple[Any, ...]
 
@@ -72,8 +101,10 @@ class Recorder:
     NAMES = ("open", "close", "write", "pwrite", "pwritev", "ftruncate", "posix_fallocate", "fsync",
              "fdatasync", "rename", "unlink")
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, config: dict[str, Any] | None = None) -> None:
         self.root = os.path.abspath(root)
+        #: the engine settings of the recorded workload
+        self.config = CONFIG if config is None else config
         self.ops: list[Op] = []
         self.initial: dict[str, tuple[int, bytes]] = {}
         self._fds: dict[int, int | None] = {}  # fd -> inode (None: the directory)
@@ -109,10 +140,10 @@ class Recorder:
             setattr(os, name, func)
         self._orig.clear()
 
-    def ack(self, seq: int, token: int) -> None:
-        """A commit returned: the engine promised it survives."""
+    def ack(self, key: tuple[int, int], token: int) -> None:
+        """A commit of GTID (domain, seq) ``key`` returned: the engine promised it survives."""
         with self._lock:
-            self.ops.append(("ack", seq, token))
+            self.ops.append(("ack", key, token))
 
     def _open(self, path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
         full = os.path.abspath(os.fsdecode(path))
@@ -236,17 +267,18 @@ def _torn(buf: bytearray, op: Op, rnd: random.Random) -> None:
 
 @dataclass
 class CrashState:
-    """Files (name -> bytes) a power cut at ``point`` leaves under ``model``, and the commits
-    acknowledged before it (seq -> token)."""
+    """Files (name -> bytes) a power cut at ``point`` leaves under ``model``, the commits
+    acknowledged before it ((domain, seq) -> token) and the engine settings."""
 
     point: int
     model: str
     files: dict[str, bytes]
-    acked: dict[int, int] = field(default_factory=dict)
+    acked: dict[tuple[int, int], int] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=lambda: CONFIG)
 
 
 def crash_state(initial: dict[str, tuple[int, bytes]], ops: list[Op], point: int, model: str,
-                rnd: random.Random) -> CrashState:
+                rnd: random.Random, config: dict[str, Any] | None = None) -> CrashState:
     """Replay ``ops[:point]`` and keep what ``model`` lets survive (module docstring)."""
     synced: dict[int, bytearray] = {}
     current: dict[int, bytearray] = {}
@@ -257,7 +289,7 @@ def crash_state(initial: dict[str, tuple[int, bytes]], ops: list[Op], point: int
         durable_names[path] = inode
     names = dict(durable_names)
     dir_pending: list[Op] = []
-    acked: dict[int, int] = {}
+    acked: dict[tuple[int, int], int] = {}
     for op in ops[:point]:
         kind = op[0]
         if kind in ("write", "trunc", "falloc"):
@@ -314,18 +346,39 @@ def crash_state(initial: dict[str, tuple[int, bytes]], ops: list[Op], point: int
                 _apply(buf, op)
             if cut < len(todo) and todo[cut][0] == "write":
                 _torn(buf, todo[cut], rnd)
+        elif model == "sectors":
+            for op in todo:
+                if op[0] == "write":
+                    _torn(buf, op, rnd)
+                elif rnd.random() < 0.5:
+                    _apply(buf, op)
         files[os.path.basename(path)] = bytes(buf)
-    return CrashState(point, model, files, acked)
+    return CrashState(point, model, files, acked, CONFIG if config is None else config)
 
 
-def crash_points(ops: list[Op], limit: int, rnd: random.Random) -> list[int]:
+def crash_points(ops: list[Op], limit: int, rnd: random.Random,
+                 initial: dict[str, tuple[int, bytes]] | None = None) -> list[int]:
     """Crash points worth trying: right before and after every sync, directory operation and
-    acknowledgement, plus random points between, at most ``limit`` (spread over the log)."""
+    acknowledgement, every point where a binlog file has unsynced writes to two pages or more
+    (a cut there may keep a later page and lose an earlier one), plus random points between,
+    at most ``limit`` (spread over the log)."""
+    binlogs = {inode for path, (inode, _) in (initial or {}).items() if path.endswith(".ibb")}
+    unsynced: dict[int, set[int]] = {}
     interesting = set()
     for index, op in enumerate(ops):
-        if op[0] in ("fsync", "dirsync", "create", "rename", "unlink", "ack", "trunc"):
+        kind = op[0]
+        if kind in ("fsync", "dirsync", "create", "rename", "unlink", "ack", "trunc", "falloc"):
             interesting.add(index)
             interesting.add(index + 1)
+        if kind == "create" and op[1].endswith(".ibb"):
+            binlogs.add(op[2])
+        elif kind == "write" and op[1] in binlogs:
+            pages = unsynced.setdefault(op[1], set())
+            pages.add(op[2] >> PAGE_SIZE_SHIFT)
+            if len(pages) > 1:
+                interesting.add(index + 1)
+        elif kind == "fsync":
+            unsynced.pop(op[1], None)
     interesting.update(rnd.randrange(len(ops) + 1) for _ in range(max(1, len(ops) // 10)))
     points = sorted(interesting)
     if len(points) > limit:
@@ -334,68 +387,98 @@ def crash_points(ops: list[Op], limit: int, rnd: random.Random) -> list[int]:
 
 
 def crash_states(initial: dict[str, tuple[int, bytes]], ops: list[Op], limit: int,
-                 rnd: random.Random) -> Iterator[CrashState]:
+                 rnd: random.Random, config: dict[str, Any] | None = None) -> Iterator[CrashState]:
     """``limit`` crash states over the log, the models taken in turn."""
-    points = crash_points(ops, max(1, limit // len(MODELS)) + 1, rnd)
+    points = crash_points(ops, max(1, limit // len(MODELS)) + 1, rnd, initial)
     count = 0
     for point in points:
         for model in MODELS:
             if count >= limit:
                 return
-            yield crash_state(initial, ops, point, model, rnd)
+            yield crash_state(initial, ops, point, model, rnd, config)
             count += 1
 
 
 # ---------------------------------------------------------------------- workloads
 
 
-def workload(directory: str, steps: int, seed: int) -> Recorder:
-    """Commits (small, OOB, XA) with rotation, FLUSH, PURGE, checkpoints and a clean restart,
-    recorded from an empty directory; durability mode 1, so every ``ack`` is a promise."""
-    rnd = random.Random(seed)
-    recorder = Recorder(directory)
+def _step(engine: Engine, rnd: random.Random, recorder: Recorder, admin: bool) -> None:
+    """One operation of a workload thread: a commit (small, crossing pages, OOB with events up to
+    60 KB, XA) in GTID domain 0, 1 or 2, or (``admin``) FLUSH, PURGE or a checkpoint."""
+    token = rnd.getrandbits(60)
+    domain = rnd.choice(DOMAINS)
+    kind = rnd.random()
+    if kind < 0.45:
+        info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(30, 3000))), domain_id=domain)
+    elif kind < 0.55:
+        info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(5_000, 20_000))),
+                             domain_id=domain)
+    elif kind < 0.7:
+        trx = engine.begin()
+        for event in crash_harness.group_events(token, rnd.randrange(15_000, 120_000), 60_000, rnd):
+            trx.write(event)
+        info = engine.commit(trx=trx, domain_id=domain)
+    elif kind < 0.78 or not admin:
+        trx = engine.begin()
+        for event in crash_harness.group_events(token, rnd.randrange(100, 20_000)):
+            trx.write(event)
+        xid = Xid(1, b"x%d" % token)
+        trx.prepare(xid)
+        if rnd.random() < 0.3:
+            engine.xa_rollback(xid)
+            return
+        info = engine.xa_commit(xid, domain_id=domain)
+    else:
+        if kind < 0.84:
+            engine.flush()
+        elif kind < 0.9:
+            files = engine.files_list()
+            if len(files) > 2:
+                try:
+                    engine.purge(files[rnd.randrange(1, len(files) - 1)].file_no)
+                except (LogInUseError, EngineError):  # in use, or purged meanwhile
+                    pass
+        else:
+            engine.checkpoint()
+        return
+    recorder.ack((info.gtid.domain, info.gtid.seq), token)
+
+
+def workload(directory: str, steps: int, seed: int, config: dict[str, Any] | None = None, *,
+             threads: int = 3, phases: int = 3) -> Recorder:
+    """``steps`` operations (:func:`_step`) from ``threads`` threads at once (the first one also
+    runs FLUSH, PURGE and checkpoints), in ``phases`` separated by a clean restart, recorded from
+    an empty directory; durability mode 1, so every ``ack`` is a promise.  Threads at once leave
+    more writes unsynced at a time (pages of one group written while another waits for its
+    log write)."""
+    config = CONFIG if config is None else config
+    recorder = Recorder(directory, config)
     recorder.install()
+    failures: list[BaseException] = []
     try:
-        engine = Engine.open(directory, durability=1, **CONFIG)
-        for _ in range(steps):
-            token = rnd.getrandbits(60)
-            kind = rnd.random()
-            if kind < 0.55:
-                info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(30, 3000))))
-            elif kind < 0.7:
-                trx = engine.begin()
-                for event in crash_harness.group_events(token, rnd.randrange(15_000, 50_000)):
-                    trx.write(event)
-                info = engine.commit(trx=trx)
-            elif kind < 0.78:
-                trx = engine.begin()
-                for event in crash_harness.group_events(token, rnd.randrange(100, 20_000)):
-                    trx.write(event)
-                xid = Xid(1, b"x%d" % token)
-                trx.prepare(xid)
-                if rnd.random() < 0.3:
-                    engine.xa_rollback(xid)
-                    continue
-                info = engine.xa_commit(xid)
-            elif kind < 0.84:
-                engine.flush()
-                continue
-            elif kind < 0.9:
-                files = engine.files_list()
-                if len(files) > 2:
-                    try:
-                        engine.purge(files[rnd.randrange(1, len(files) - 1)].file_no)
-                    except LogInUseError:
-                        pass
-                continue
-            elif kind < 0.97:
-                engine.checkpoint()
-                continue
-            else:
+        engine = Engine.open(directory, durability=1, **config)
+        for phase in range(phases):
+            if phase:
                 engine.close()
-                engine = Engine.open(directory, durability=1, **CONFIG)
-                continue
-            recorder.ack(info.gtid.seq, token)
+                engine = Engine.open(directory, durability=1, **config)
+
+            def run(number: int, count: int, engine: Engine = engine, phase: int = phase) -> None:
+                rnd = random.Random(seed * 1000 + phase * 10 + number)
+                try:
+                    for _ in range(count):
+                        _step(engine, rnd, recorder, admin=number == 0)
+                except BaseException as err:  # noqa: BLE001 - raised in the recording thread below
+                    failures.append(err)
+
+            share = steps // phases
+            counts = [share // threads + (n < share % threads) for n in range(threads)]
+            workers = [threading.Thread(target=run, args=(n, counts[n])) for n in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            if failures:
+                raise failures[0]
         engine.close()
     finally:
         recorder.uninstall()
@@ -413,16 +496,16 @@ def recovery_log(state: CrashState, workdir: str) -> tuple[dict[str, tuple[int, 
         os.close(read_end)
         code = 0
         try:
-            recorder = Recorder(directory)
+            recorder = Recorder(directory, state.config)
             recorder.install()
             try:
-                for seq, token in state.acked.items():
-                    recorder.ack(seq, token)
-                engine = Engine.open(directory, durability=1, restart_marker=False, **CONFIG)
+                for key, token in state.acked.items():
+                    recorder.ack(key, token)
+                engine = Engine.open(directory, durability=1, restart_marker=False, **state.config)
                 for _ in range(2):
                     token = random.getrandbits(60)
                     info = engine.commit(b"".join(crash_harness.group_events(token, 500)))
-                    recorder.ack(info.gtid.seq, token)
+                    recorder.ack((info.gtid.domain, info.gtid.seq), token)
                 engine.close()
             finally:
                 recorder.uninstall()
@@ -452,30 +535,26 @@ def _write_state(directory: str, files: dict[str, bytes]) -> None:
             handle.write(data)
 
 
-def _verify(directory: str, acked: dict[int, int]) -> None:
-    engine = Engine.open(directory, durability=1, restart_marker=False, **CONFIG)
+def _verify(directory: str, acked: dict[tuple[int, int], int], config: dict[str, Any]) -> None:
+    engine = Engine.open(directory, durability=1, restart_marker=False, **config)
     try:
         state = engine.gtid_state()
-        oldest = engine.initial_state().last(0)
+        initial = engine.initial_state()
     finally:
         engine.close()
     report = check_directory(directory)
     assert report.ok, f"engine check after recovery:\n{report.summary()}"
-    purged = oldest.seq if oldest else 0
     groups = crash_harness.binlog_groups(directory)  # verifies every group's payload
-    seqs = [seq for seq, _ in groups]
-    assert seqs == list(range(purged + 1, purged + len(seqs) + 1)), f"not a gap-free run: {seqs[:8]}"
+    purged = crash_harness.gap_free(groups, state, initial)
     recovered = dict(groups)
-    for seq, token in acked.items():
-        assert seq <= purged or recovered.get(seq) == token, f"acknowledged commit {seq} lost"
-    last = state.last(0)
-    assert (last.seq if last else 0) == purged + len(seqs), f"state {state} != binlog end {purged + len(seqs)}"
-    engine = Engine.open(directory, durability=1, restart_marker=False, **CONFIG)
+    for key, token in acked.items():
+        assert key[1] <= purged.get(key[0], 0) or recovered.get(key) == token, f"acknowledged commit {key} lost"
+    engine = Engine.open(directory, durability=1, restart_marker=False, **config)
     token = 424242
     info = engine.commit(b"".join(crash_harness.group_events(token, 800)))
     engine.close()
     again = dict(crash_harness.binlog_groups(directory))
-    assert again.get(info.gtid.seq) == token, "a commit after the recovery did not survive a clean reopen"
+    assert again.get((info.gtid.domain, info.gtid.seq)) == token, "a commit after the recovery did not survive a clean reopen"
     report = check_directory(directory)
     assert report.ok, f"engine check after writing on:\n{report.summary()}"
 
@@ -490,7 +569,7 @@ def check_state(state: CrashState, workdir: str) -> str | None:
     if pid == 0:
         os.close(read_end)
         try:
-            _verify(directory, state.acked)
+            _verify(directory, state.acked, state.config)
             message = b""
         except BaseException:  # noqa: BLE001 - reported to the parent
             message = traceback.format_exc().encode()
@@ -513,39 +592,49 @@ class Summary:
     models: dict[str, int] = field(default_factory=dict)
     during_recovery: int = 0
     acked: int = 0
+    configs: dict[str, int] = field(default_factory=dict)
 
 
 def run(workdir: str, *, steps: int, states: int, recovery_states: int, seed: int,
-        progress: Callable[[Summary], None] | None = None) -> Summary:
-    """Record a workload, check ``states`` crash states of it and ``recovery_states`` states of
-    recoveries of some of them (a power cut during recovery)."""
+        progress: Callable[[Summary], None] | None = None, configs: Iterable[str] = tuple(CONFIGS)) -> Summary:
+    """For each of ``configs`` (names in :data:`CONFIGS`), record a workload and check its share
+    of ``states`` crash states and of ``recovery_states`` states of recoveries of some of them
+    (a power cut during recovery)."""
     rnd = random.Random(seed)
     summary = Summary()
-    recorder = workload(os.path.join(workdir, "workload"), steps, seed)
-    summary.acked = sum(op[0] == "ack" for op in recorder.ops)
-    needing: list[CrashState] = []
-    for state in crash_states(recorder.initial, recorder.ops, states, rnd):
-        _count(summary, state, check_state(state, workdir))
-        if state.model in ("kept", "torn") and len(needing) < 64 and rnd.random() < 0.3:
-            needing.append(state)
-        if progress is not None and summary.states % 100 == 0:
-            progress(summary)
-    per_base = max(1, recovery_states // max(1, len(needing)))
-    for base in needing:
-        if summary.during_recovery >= recovery_states:
-            break
-        initial, ops = recovery_log(base, workdir)
-        for state in crash_states(initial, ops, per_base, rnd):
-            state.model = f"recovery/{state.model}"
-            _count(summary, state, check_state(state, workdir))
-            summary.during_recovery += 1
+    names = list(configs)
+    for index, name in enumerate(names):
+        config = CONFIGS[name]
+        share = states // len(names) + (index < states % len(names))
+        recovery_share = recovery_states // len(names) + (index < recovery_states % len(names))
+        recorder = workload(os.path.join(workdir, f"workload-{name}"), steps, seed + index, config)
+        summary.acked += sum(op[0] == "ack" for op in recorder.ops)
+        needing: list[CrashState] = []
+        for state in crash_states(recorder.initial, recorder.ops, share, rnd, config):
+            _count(summary, state, check_state(state, workdir), name)
+            if state.model in ("kept", "torn", "sectors") and len(needing) < 64 and rnd.random() < 0.3:
+                needing.append(state)
             if progress is not None and summary.states % 100 == 0:
                 progress(summary)
+        per_base = max(len(MODELS), recovery_share // max(1, len(needing)))
+        done = 0
+        for base in needing:
+            if done >= recovery_share:
+                break
+            initial, ops = recovery_log(base, workdir)
+            for state in crash_states(initial, ops, min(per_base, recovery_share - done), rnd, config):
+                state.model = f"recovery/{state.model}"
+                _count(summary, state, check_state(state, workdir), name)
+                summary.during_recovery += 1
+                done += 1
+                if progress is not None and summary.states % 100 == 0:
+                    progress(summary)
     return summary
 
 
-def _count(summary: Summary, state: CrashState, failure: str | None) -> None:
+def _count(summary: Summary, state: CrashState, failure: str | None, config: str) -> None:
     summary.states += 1
     summary.models[state.model] = summary.models.get(state.model, 0) + 1
+    summary.configs[config] = summary.configs.get(config, 0) + 1
     if failure is not None:
-        summary.failures.append(f"model {state.model}, crash point {state.point}:\n{failure}")
+        summary.failures.append(f"settings {config}, model {state.model}, crash point {state.point}:\n{failure}")

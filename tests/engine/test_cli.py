@@ -68,4 +68,6 @@ def test_check_reports_a_damaged_page(engine_dir: Path) -> None:
         f.write(b"\x00\x01\x02")
     check = cli("check", str(engine_dir))
     assert check.returncode == 1
-    assert "invalid CRC-32C" in check.stdout
+    # the damaged page is where the binlog ends: checked as an open will recover it (which cuts
+    # the page there and seals it again), the damage is still reported
+    assert "page 1: invalid CRC-32C on disk" in check.stdout, check.stdout

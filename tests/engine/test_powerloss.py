@@ -9,7 +9,7 @@ import powerloss
 
 
 def test_power_loss_states_recover(tmp_path: Path) -> None:
-    summary = powerloss.run(str(tmp_path), steps=50, states=120, recovery_states=40, seed=11)
+    summary = powerloss.run(str(tmp_path), steps=30, states=75, recovery_states=15, seed=11)
     assert summary.acked > 0 and summary.during_recovery > 0
     assert set(summary.models) >= set(powerloss.MODELS)
     assert not summary.failures, summary.failures[0]

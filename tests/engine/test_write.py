@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from engine_helpers import (
     SMALL,
     fake_event,
@@ -22,6 +23,7 @@ from mariabinlog.codec.ibb.page import PAGE_SIZE, decode_header_page
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.files import binlog_name
+from mariabinlog.errors import EngineError
 
 
 def test_groups_read_back_byte_exact_by_the_codec(open_engine, engine_dir: Path) -> None:
@@ -232,3 +234,57 @@ def test_page_left_with_two_bytes_is_filled_when_writing_resumes(open_engine, en
         f.seek(page_no * PAGE_SIZE + PAGE_SIZE - 6)
         assert f.read(2) == b"\xff\xff"
     assert [query_texts(e)[0][:1] for _, e in gtid_groups(engine_dir)] == [b"a", b"b", b"c"]
+
+
+def _start_lsns(directory: Path) -> list[int]:
+    lsns = []
+    for path in sorted(directory.glob("binlog-*.ibb")):
+        with open(path, "rb") as f:
+            header = decode_header_page(f.read(PAGE_SIZE))
+        if header is not None:
+            lsns.append(header.start_lsn)
+    return lsns
+
+
+def test_no_append_begins_two_files_at_one_start_lsn(open_engine, engine_dir: Path) -> None:
+    """MariaDB keeps a mini-transaction smaller than one binlog file, so every file begins at a
+    start LSN after the previous file's.  Two ways a single record used to span three 64 KiB
+    files (49 KB of data each), beginning two at one LSN: the first OOB node of a group took
+    all that was buffered up to the spill size plus the next large event (24 KB + 100 KB), and
+    a spill size set larger than a file."""
+    engine = open_engine(spill_size=24 * 1024, oob_piece_size=8 * 1024)
+    trx = engine.begin()
+    first, large = fake_event(20_000, 1), fake_event(100_000, 2)
+    trx.write(first)
+    trx.write(large)
+    spilled = engine.commit(trx=trx)
+    engine.close()
+    engine = open_engine(spill_size=1 << 20, oob_piece_size=1 << 20)
+    events = [fake_event(40_000, n) for n in range(5)]  # 200 KB: under the spill size asked for
+    whole = engine.commit(b"".join(events))
+    engine.close()
+    lsns = _start_lsns(engine_dir)
+    assert len(lsns) >= 6 and all(a < b for a, b in zip(lsns, lsns[1:])), lsns
+    for info in (spilled, whole):
+        assert info.end_file_no - info.file_no <= 1, info
+    assert [events for _, events in gtid_groups(engine_dir)] == [[first, large], events]
+    report = check_directory(str(engine_dir))
+    assert report.ok, report.summary()
+    assert engine.spill_size < engine.config.record_room(0) < 3 * PAGE_SIZE
+
+
+def test_oob_nodes_are_never_larger_than_a_piece(open_engine) -> None:
+    engine = open_engine(spill_size=24 * 1024, oob_piece_size=8 * 1024)
+    sizes: list[int] = []
+    write_piece = engine.write_oob_piece
+    engine.write_oob_piece = lambda trx, data: (sizes.append(len(data)), write_piece(trx, data))[1]
+    trx = engine.begin()
+    for size in (20_000, 100_000, 3_000, 9_000, 50):
+        trx.write(fake_event(size, size % 251))
+    engine.commit(trx=trx)
+    assert max(sizes) == 8 * 1024 and sum(sizes) == 20_000 + 100_000 + 3_000 + 9_000 + 50
+    oversized = engine.begin()
+    oversized.write(fake_event(30_000, 3))  # spilled: a forest to add a node to
+    with pytest.raises(EngineError, match="does not fit in one binlog file"):
+        write_piece(oversized, bytes(3 * PAGE_SIZE))
+    oversized.rollback()

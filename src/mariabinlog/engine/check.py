@@ -24,6 +24,7 @@ The report ends with the GTID binlog state, which is what recovery restores.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from ..codec.events import FORMAT_DESCRIPTION_EVENT, GTID_EVENT
@@ -56,7 +57,9 @@ from ..errors import DecodeError
 from ..codec.ibb.state import commit_gtid
 from .source import disk_source
 from .files import binlog_name
+from .redo import REDO_NAME
 from .storage import BinlogFiles
+from .view import recovered_files
 
 MAX_ERRORS = 50
 
@@ -77,6 +80,8 @@ class CheckReport:
     pending_xa: list[Xid] = field(default_factory=list)
     end: tuple[int, int] = (0, 0)
     errors: list[str] = field(default_factory=list)
+    #: set when the files were checked as an open would recover them (what recovery found)
+    recovery: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -97,8 +102,10 @@ class CheckReport:
 
     def summary(self) -> str:
         """Human-readable report."""
-        lines = [
-            f"directory: {self.directory}",
+        lines = [f"directory: {self.directory}"]
+        if self.recovery is not None:
+            lines.append(f"recovery: {self.recovery}")
+        lines += [
             f"files: {self._file_range()}",
             f"pages checked: {self.pages}, records: {self.records}, state records: {self.state_records}",
             f"event groups: {self.groups}, events: {self.events}, OOB nodes: {self.oob_nodes}",
@@ -114,10 +121,32 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_directory(directory: str) -> CheckReport:
-    """Verify every file, page, record and state record of a binlog directory."""
+def check_directory(directory: str, *, as_recovered: bool = False) -> CheckReport:
+    """Verify every file, page, record and state record of a binlog directory.
+
+    By default the files are checked as they are on disk.  With ``as_recovered`` (``engine
+    check``) an engine directory that a crash left needing recovery is checked as an open
+    would recover it: recovery runs in memory (:mod:`mariabinlog.engine.view`), nothing is
+    written, and the report says what recovery found.
+    """
     report = CheckReport(directory)
-    files = BinlogFiles(directory, readonly=True)
+    files: BinlogFiles
+    if as_recovered and os.path.exists(os.path.join(directory, REDO_NAME)):
+        files, found = recovered_files(directory)
+        if not found.clean:
+            report.recovery = (
+                f"needed at the next open ({found.records} redo records to replay, {found.cut_pages} pages to cut"
+                f" after the end, {found.deleted_files} files to delete); checked as it will recover, nothing written"
+            )
+        if found.resealed is not None:
+            # recovery makes this page pass, but the redo log did not restore it: say so
+            name = binlog_name(found.end[0])
+            report.error(
+                f"{name}: page {found.resealed}: invalid CRC-32C on disk; recovery will cut it where the binlog"
+                f" ends (offset {found.end[1]}) and seal it again: a torn write, or damage to the data before"
+            )
+    else:
+        files = BinlogFiles(directory, readonly=True)
     try:
         _check(files, report)
     finally:

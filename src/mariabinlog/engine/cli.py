@@ -6,7 +6,8 @@ and an offline verifier, on an engine directory from the shell.
 
 ``status``, ``files`` and ``check`` only look: they read a snapshot
 (:mod:`mariabinlog.engine.view`) and never create, grow, truncate or fsync anything,
-also while another process has the engine open.  ``init`` is the only command that
+also while another process has the engine open; a directory a crash left is shown (and
+checked) as the next open will recover it, recovery running in memory.  ``init`` is the only command that
 creates an engine; every other one refuses a path that holds none.  ``flush``,
 ``purge`` and ``reset`` open the engine (recovering it after a crash), which needs the
 directory to itself; ``reset`` asks first unless given ``--yes``.  Settings for files
@@ -163,7 +164,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     require_engine(args.directory)
-    report = check_directory(args.directory)
+    report = check_directory(args.directory, as_recovered=True)
     print(report.summary())
     return 0 if report.ok else 1
 

@@ -8,8 +8,9 @@ spill size) and the same validation messages.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
-from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.ibb.page import CHUNK_HEADER_SIZE, PAGE_DATA_END, PAGE_SIZE, PAGE_SIZE_SHIFT
 from ..errors import OptionError
 from ..codec.ibb.state import read_header
 from .files import list_binlogs
@@ -17,6 +18,10 @@ from .storage import BinlogFiles, pages_for_size
 
 MIN_STATE_INTERVAL = 32768
 MAX_SPILL = 512 * 1024
+#: Most bytes one (domain, server, seq_no) triple of a GTID state record takes (compr 5 + 5 + 9),
+#: and the record's two leading fields (count, XA reference).
+STATE_PAIR_BYTES = 19
+STATE_HEAD_BYTES = 18
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,19 @@ class EngineConfig:
             return self.spill_size
         return min((self.pages_per_file << PAGE_SIZE_SHIFT) // 2, MAX_SPILL)
 
+    def record_room(self, state_pairs: int) -> int:
+        """Bytes of records one append may lay out and still begin at most one new file.
+
+        MariaDB keeps every mini-transaction smaller than one binlog file, so a redo record
+        never begins two files: each file's start LSN (the LSN of the record that writes its
+        header) is then after the previous file's, which recovery relies on to tell which
+        file a record belongs to.  A run of records no longer than the data a new file holds
+        after its header and its GTID state records (``state_pairs`` pairs), wherever it
+        starts, ends in the next file at the latest.
+        """
+        state = STATE_HEAD_BYTES + STATE_PAIR_BYTES * state_pairs
+        return _file_room(self.pages_per_file, self.interval_pages, state)
+
     def with_options(self, **changes: object) -> EngineConfig:
         """A copy with some settings changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -116,3 +134,22 @@ def recorded_settings(directory: str) -> dict[str, int]:
         return {}
     finally:
         files.close()
+
+
+@lru_cache(maxsize=256)
+def _file_room(pages: int, interval: int, state: int) -> int:
+    """Record bytes a new file of ``pages`` pages holds when every GTID state record it gets (at
+    page 1 and every ``interval`` pages) takes ``state`` bytes, laid out as ``PageWriter`` does:
+    a state record is written only if a page is left after it, and each page may lose a chunk
+    header and three filler bytes."""
+    room = (pages - 1) * (PAGE_DATA_END - 2 * CHUNK_HEADER_SIZE)
+    page_no = 1
+    while page_no < pages:
+        cost = min(state, (pages - page_no - 1) * PAGE_DATA_END)
+        spanned = 1
+        if cost > 0:
+            spanned = -(-cost // (PAGE_DATA_END - CHUNK_HEADER_SIZE))
+            room -= cost + spanned * CHUNK_HEADER_SIZE
+        following = page_no + spanned
+        page_no = max(interval, -(-following // interval) * interval)
+    return room

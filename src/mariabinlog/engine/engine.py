@@ -67,6 +67,12 @@ T = TypeVar("T")
 
 RESET_REFUSED = "Cannot execute RESET MASTER as the binlog is in use by an active transaction"
 REDO_RESERVE = 4096
+#: Bytes a COMMIT record holds besides the group's events (its header, a GTID event with an
+#: XA xid and extra fields), and an OOB node besides its data (five compr integers).
+COMMIT_OVERHEAD = 512
+NODE_OVERHEAD = 45
+#: (domain, server) pairs the GTID state may gain between the sizing of a record and its append.
+STATE_SLACK = 16
 REDO_WRITE_AHEAD = 1 << 20
 SERVER_VERSION = "12.3.0-mariabinlog"
 
@@ -348,6 +354,11 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         not fit, a checkpoint runs *before* the layout, so a record (with its host
         records) is never separated from the binlog data it describes.
         """
+        if size > self._record_room(1):
+            # one redo record would begin two files at one start LSN (EngineConfig.record_room)
+            raise EngineError(
+                f"a record of {size} bytes does not fit in one binlog file of {self.config.pages_per_file} pages"
+            )
         redo = self.redo
         if self._epoch_due:
             # the new epoch (records framed with it) needs a checkpoint that names it
@@ -534,14 +545,14 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
         flags, thread id: :class:`~mariabinlog.codec.events.GtidEvent` keywords),
         so converters and archivers store the original event unchanged.
         """
-        if trx is None and len(events) > self.config.spill:
+        if trx is None and len(events) > self.spill_size:
             trx = self.begin()
         if trx is not None:
             if trx.state != "active":
                 raise EngineError(f"transaction is {trx.state}")
             if len(events):
                 trx.write(events)
-            trx._spill_rest()
+            trx._spill_rest(force=len(trx._buf) > self.spill_size)
         with self._lock:
             self._check_open()
             gtid = self._assign(gtid, domain_id, server_id)
@@ -606,15 +617,20 @@ class Engine(XaRoom, PurgeRoom, BackupRoom):
                 self._oob_active[trx] = span.file_no
         self._after_write(end_lsn, False)
 
+    def _record_room(self, slack: int = STATE_SLACK) -> int:
+        """Bytes one append may lay out and begin at most one new file (``EngineConfig.record_room``)."""
+        return self.config.record_room(len(self._state) + slack)
+
     @property
     def spill_size(self) -> int:
-        """Bytes a group may buffer before it goes out-of-band (``OobHost``)."""
-        return self.config.spill
+        """Bytes a group may buffer before it goes out-of-band (``OobHost``): the setting, but never
+        more than one COMMIT record that fits in one file."""
+        return max(1, min(self.config.spill, self._record_room() - COMMIT_OVERHEAD))
 
     @property
     def piece_size(self) -> int:
-        """Bytes per OOB node (``OobHost``)."""
-        return self._piece
+        """Bytes per OOB node (``OobHost``): the setting, but never more than one file holds."""
+        return max(1, min(self._piece, self._record_room() - NODE_OVERHEAD))
 
     def write_oob(self, trx: Transaction, data: bytes | bytearray | memoryview) -> None:
         """Append data to a running transaction (spilled out-of-band past the spill size)."""

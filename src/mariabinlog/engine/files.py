@@ -184,6 +184,9 @@ class IbbDirectory:
     ``memoryview`` slices of the mappings, valid until :meth:`close`.
     """
 
+    #: True for a view of the files as recovery would leave them (``engine.view.RecoveredDirectory``)
+    recovered = False
+
     def __init__(self, directory: str, paths: dict[int, str] | None = None, *, strict: bool = False) -> None:
         self.directory = directory
         self.paths = dict(paths or {})

@@ -13,7 +13,8 @@ page the flush thread wrote before the commit's log write).  Recovery:
    header belongs to an earlier incarnation of that file number and is skipped.
    The partial-last-page rule makes this safe: the first redo record for a page
    that a checkpoint wrote half-filled carries the whole page image;
-3. zeroes everything after the recovered end, deletes later files, replays
+3. zeroes everything after the recovered end (every non-zero page up to the end of the
+   file, as a power cut may keep any subset of unsynced writes), deletes later files, replays
    FLUSH BINARY LOGS truncations (the engine grows the last file again when it
    next writes, not here: a clean directory is opened without a write);
 4. starts a new epoch in a new checkpoint, so unrecovered log bytes can never
@@ -29,6 +30,7 @@ where the readable data of the newest file stops.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ from ..codec.ibb.page import (
 )
 from ..codec.ibb.reader import PageSource, Record, RecordReader
 from ..codec.ibb.state import commit_gtid, latest_state, read_header, read_state_record
+from ..codec.primitives import U32
 from ..codec.ibb.records import (
     GtidState,
     XaComplete,
@@ -70,6 +73,7 @@ from .storage import BinlogFiles
 from .transaction import PendingXa
 
 HostRecords = list[tuple[int, bytes]]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -82,6 +86,8 @@ class Recovered:
     records: int = 0
     truncated_pages: int = 0
     deleted_files: list[int] = field(default_factory=list)
+    #: the end page (in the end file) if its CRC-32C was invalid before recovery sealed it again
+    resealed: int | None = None
 
 
 @dataclass
@@ -201,7 +207,7 @@ def recover(
                 elif kind != OP_END:
                     raise EngineError(f"recovery: unknown redo operation {kind}")
         patcher.flush()
-        truncated, deleted = _cut_after(files, end, patcher.touched)
+        truncated, deleted, resealed = _cut_after(files, end, patcher.touched)
         purged = complete_purge(files, end[0])
         for file_no, pages in truncations.items():
             if file_no < end[0]:
@@ -214,7 +220,7 @@ def recover(
         os.close(fd)
         raise
     redo.epoch = checkpoint.epoch + 1
-    return Recovered(end, redo, host_records, count, truncated, purged + deleted)
+    return Recovered(end, redo, host_records, count, truncated, purged + deleted, resealed)
 
 
 def finish_recovery(recovered: Recovered) -> None:
@@ -223,17 +229,24 @@ def finish_recovery(recovered: Recovered) -> None:
     redo.write_checkpoint(redo.buffered_lsn, recovered.end, epoch=redo.epoch)
 
 
-def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> tuple[int, list[int]]:
-    """Zero the binlog after ``end`` and delete later files; return counts."""
+def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> tuple[int, list[int], int | None]:
+    """Zero the binlog after ``end`` and delete later files; return the pages cleared, the
+    files deleted, and the end page if it was sealed again over an invalid CRC-32C.
+
+    A page the redo log restored is sealed already; an end page with an invalid CRC was torn
+    by a power cut (a longer version of it was being written: the bytes before the end are
+    the same in every version) or damaged at rest, which nothing here can tell apart, so it is
+    cut and sealed again as before, and reported."""
     end_file, end_offset = end
     existing = files.list()
     deleted = [n for n in existing if n > end_file or (n == end_file and end_offset == 0)]
     for file_no in deleted:
         files.delete(file_no)
     if end_offset == 0:
-        return 0, deleted
+        return 0, deleted, None
     page_no, in_page = end_offset >> PAGE_SIZE_SHIFT, end_offset & (PAGE_SIZE - 1)
     cleared = 0
+    resealed = None
     if in_page:
         page = files.read_page(end_file, page_no)
         if page is not None:
@@ -241,19 +254,24 @@ def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> t
             buf[:in_page] = page[:in_page]
             sealed = seal_page(buf)
             if sealed != page:
+                if crc32c(memoryview(page)[:PAGE_DATA_END]) != U32.unpack_from(page, PAGE_DATA_END)[0]:
+                    resealed = page_no
+                    log.warning("%s: page %d, where the binlog ends (offset %d), has an invalid CRC-32C: a torn"
+                                " write or damage; recovery cuts it there and seals it again",
+                                files.path(end_file), page_no, end_offset)
                 files.write_pages(end_file, page_no, [sealed])
                 touched.add(end_file)
                 cleared += 1
         page_no += 1
-    while True:
-        page = files.read_page(end_file, page_no)
-        if _is_zero(page):
-            break
-        files.write_pages(end_file, page_no, [ZERO_PAGE])
-        touched.add(end_file)
-        cleared += 1
-        page_no += 1
-    return cleared, deleted
+    # every page up to the end of the file, not only up to the first zero page: a power cut
+    # may keep any subset of the unsynced page writes past the end (MariaDB's
+    # zero_out_cur_file also zeroes each non-zero page up to the file's size)
+    for page_no in list(files.pages_with_data(end_file, page_no)):
+        if not _is_zero(files.read_page(end_file, page_no)):
+            files.write_pages(end_file, page_no, [ZERO_PAGE])
+            touched.add(end_file)
+            cleared += 1
+    return cleared, deleted, resealed
 
 
 def adopted_end(files: BinlogFiles) -> tuple[tuple[int, int], list[int]]:
@@ -286,11 +304,11 @@ def adopt(directory: str, files: BinlogFiles, capacity: int) -> Recovered:
     """Open binlog files that have no redo log: the end is where readable data stops."""
     end, purged = adopted_end(files)
     touched: set[int] = set()
-    truncated, deleted = _cut_after(files, end, touched)
+    truncated, deleted, resealed = _cut_after(files, end, touched)
     for file_no in touched:
         files.sync(file_no)
     redo = RedoLog.create(directory, capacity, end=end)
-    return Recovered(end, redo, [], 0, truncated, purged + deleted)
+    return Recovered(end, redo, [], 0, truncated, purged + deleted, resealed)
 
 
 # ---------------------------------------------------------------------- state records

@@ -9,9 +9,10 @@ beyond its size; pages arrive finished (CRC-sealed by the codec).
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
 from .files import binlog_name, list_binlogs
@@ -127,6 +128,29 @@ class BinlogFiles:
         if len(data) < PAGE_SIZE:
             return None
         return data
+
+    def pages_with_data(self, file_no: int, first: int) -> Iterator[int]:
+        """Numbers of the pages from ``first`` to the end of the file that may hold non-zero
+        bytes, ascending: the file's data extents (``SEEK_DATA``/``SEEK_HOLE``).  Holes and
+        pre-allocated blocks never written read as zeros and are skipped, so a 1 GiB file that
+        is mostly pre-allocated is scanned in a few calls; a file system without ``SEEK_DATA``
+        yields every page."""
+        fd = self._fd(file_no)
+        if fd is None:
+            return
+        end = self.size(file_no) >> PAGE_SIZE_SHIFT
+        page_no = first
+        while page_no < end:
+            try:
+                start = os.lseek(fd, page_no << PAGE_SIZE_SHIFT, os.SEEK_DATA) >> PAGE_SIZE_SHIFT
+                stop = -(-os.lseek(fd, start << PAGE_SIZE_SHIFT, os.SEEK_HOLE) >> PAGE_SIZE_SHIFT)
+            except OSError as err:
+                if err.errno == errno.ENXIO:  # nothing but holes up to the end
+                    return
+                start, stop = page_no, end
+            stop = min(max(stop, start + 1), end)
+            yield from range(start, stop)
+            page_no = stop
 
     def sync(self, file_no: int) -> None:
         """fsync the file's data (no-op when missing)."""

@@ -100,17 +100,20 @@ class Transaction:
         if self.forest is None:
             self.forest = OobForestBuilder()
         piece = self.engine.piece_size
-        if self._buf:
-            take = min(piece - len(self._buf), len(view))
-            self._buf += view[:take]
-            view = view[take:]
-            if len(self._buf) >= piece:
-                self.engine.write_oob_piece(self, bytes(self._buf))
-                self._buf = bytearray()
+        buf = self._buf
+        # the buffer (up to the spill size) goes first, in pieces: no node is ever larger than
+        # a piece, so no record is larger than a binlog file holds (EngineConfig.record_room)
+        while buf and len(buf) + len(view) >= piece:
+            if len(buf) < piece:
+                take = piece - len(buf)
+                buf += view[:take]
+                view = view[take:]
+            self.engine.write_oob_piece(self, bytes(buf[:piece]))
+            del buf[:piece]
         while len(view) >= piece:
             self.engine.write_oob_piece(self, view[:piece])
             view = view[piece:]
-        self._buf += view
+        buf += view
 
     def _spill_rest(self, force: bool = False) -> None:
         """Write what is still buffered as OOB (at commit of a spilled group, or at XA PREPARE)."""

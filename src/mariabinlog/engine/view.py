@@ -1,13 +1,15 @@
 """A look-only view of an engine directory: what opening it would find, without writing.
 
-Why: ``engine status`` and ``engine files`` must never create, grow, truncate or fsync
-anything, yet after a crash the truth is "the files plus the redo log replayed onto them".
+Why: ``engine status``, ``engine files``, ``engine check``, ``dump``, ``events`` and ``files``
+must never create, grow, truncate or fsync anything, yet after a crash (a killed ``archive``,
+a power cut) the truth is "the files plus the redo log replayed onto them".
 :class:`OverlayFiles` is a :class:`~mariabinlog.engine.storage.BinlogFiles` whose writes,
 truncations and deletions stay in memory (reads see them), so the very recovery code the
 engine runs (:func:`~mariabinlog.engine.recovery.recover`, the purge completion and
 :func:`~mariabinlog.engine.recovery.restore_state`) computes the view, and the two cannot
 disagree.  The redo log is opened read-only and no directory lock is taken: the view is a
-snapshot, also of a directory another process is writing.
+snapshot, also of a directory another process is writing.  :class:`RecoveredDirectory` serves
+the recovered files to the codec's reader (``dump``, ``events``).
 
 :func:`engine_kind` tells an engine directory from anything else, so that every engine
 command except an explicit create refuses a directory holding no engine.
@@ -16,14 +18,14 @@ command except an explicit create refuses a directory holding no engine.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..codec.gtid import BinlogState
-from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
+from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT, ZERO_PAGE
 from ..codec.ibb.state import read_header
 from ..errors import EngineError, OptionError
-from .files import list_binlogs
+from .files import IbbDirectory, list_binlogs
 from .recovery import RestoredState, adopted_end, recover, restore_state
 from .redo import REDO_NAME
 from .storage import BinlogFiles
@@ -93,6 +95,18 @@ class OverlayFiles(BinlogFiles):
             return bytes(PAGE_SIZE)
         data = os.pread(fd, PAGE_SIZE, page_no << PAGE_SIZE_SHIFT)
         return data if len(data) == PAGE_SIZE else bytes(PAGE_SIZE)
+
+    def memory_page(self, file_no: int, page_no: int) -> bytes | None:
+        """The page if the view changed it (written in memory), else None: it is as on disk."""
+        return self._pages.get((file_no, page_no))
+
+    def pages_with_data(self, file_no: int, first: int) -> Iterator[int]:
+        """Pages that may hold data in the view: the file's data extents and the pages written
+        in memory."""
+        end = self.size(file_no) >> PAGE_SIZE_SHIFT
+        pages = set(super().pages_with_data(file_no, first))
+        pages.update(p for f, p in self._pages if f == file_no and first <= p < end)
+        yield from sorted(pages)
 
     def sync(self, file_no: int) -> None:
         """Nothing to make durable."""
@@ -164,27 +178,112 @@ def require_engine(directory: str) -> None:
         raise OptionError(f"{directory}: {what}; create one with: mariabinlog engine init {directory}")
 
 
-def view(directory: str) -> EngineView:
-    """The look-only view of an engine directory (module docstring); writes nothing."""
+@dataclass
+class InMemoryRecovery:
+    """What recovery in memory found: the binlog end, LSNs, whether an open would change anything."""
+
+    end: tuple[int, int]
+    lsn: int
+    checkpoint_lsn: int
+    clean: bool
+    records: int
+    #: pages after the end recovery zeroes or cuts, files it deletes (a purge it completes, too)
+    cut_pages: int = 0
+    deleted_files: int = 0
+    #: the end page if recovery seals it again over an invalid CRC-32C (a torn write or damage)
+    resealed: int | None = None
+
+
+def _recover_in_memory(directory: str, files: OverlayFiles) -> InMemoryRecovery:
+    """Run recovery over ``files`` (the redo log opened read-only) or, without a redo log, find
+    where the readable data ends, as :meth:`Engine.open` would."""
+    if not os.path.exists(os.path.join(directory, REDO_NAME)):
+        return InMemoryRecovery(adopted_end(files)[0], 0, 0, False, 0)
+    recovered = recover(directory, files, readonly=True)
+    recovered.redo.close()
+    # the same test as Engine.open: anything to replay, zero or delete makes the open write
+    clean = not (recovered.records or recovered.truncated_pages or recovered.deleted_files)
+    return InMemoryRecovery(recovered.end, recovered.redo.buffered_lsn, recovered.redo.checkpoint.lsn, clean,
+                            recovered.records, recovered.truncated_pages, len(recovered.deleted_files),
+                            recovered.resealed)
+
+
+def recovered_files(directory: str) -> tuple[OverlayFiles, InMemoryRecovery]:
+    """The files of an engine directory as an open would leave them, in memory (the caller
+    closes the :class:`OverlayFiles`), and what recovery found; writes nothing."""
     require_engine(directory)
     files = OverlayFiles(directory)
     try:
-        if os.path.exists(os.path.join(directory, REDO_NAME)):
-            recovered = recover(directory, files, readonly=True)
-            recovered.redo.close()
-            lsn = recovered.redo.buffered_lsn
-            checkpoint_lsn = recovered.redo.checkpoint.lsn
-            clean = recovered.records == 0
-            end = recovered.end
-            records = recovered.records
-        else:
-            end, lsn, checkpoint_lsn, clean, records = adopted_end(files)[0], 0, 0, False, 0
+        return files, _recover_in_memory(directory, files)
+    except EngineError:
+        files.close()
+        raise
+    except OSError as err:
+        files.close()
+        raise EngineError(f"{directory}: {err}") from None
+
+
+def view(directory: str) -> EngineView:
+    """The look-only view of an engine directory (module docstring); writes nothing."""
+    files, found = recovered_files(directory)
+    try:
+        end = found.end
         restored = restore_state(files, end)
         sizes = [(n, files.size(n)) for n in files.list() if n <= end[0]]
-        return EngineView(directory, end, lsn, checkpoint_lsn, sizes, restored, clean, records)
+        return EngineView(directory, end, found.lsn, found.checkpoint_lsn, sizes, restored, found.clean,
+                          found.records)
     except EngineError:
         raise
     except OSError as err:
         raise EngineError(f"{directory}: {err}") from None
     finally:
         files.close()
+
+
+class RecoveredDirectory(IbbDirectory):
+    """The `.ibb` files of an engine directory that needs recovery, read as an open would recover
+    them: pages recovery rewrites (redo replayed, the tail after the end zeroed) come from
+    memory, files it would delete are missing, every other page is mapped from disk as
+    :class:`IbbDirectory` maps it.  So ``dump`` and ``events`` read a directory whose writer
+    was killed (or cut off by a power loss) the way the writer will when it reopens it, and
+    write nothing (``engine check`` reads the :class:`OverlayFiles` of :func:`recovered_files`)."""
+
+    recovered = True
+
+    def __init__(self, directory: str, files: OverlayFiles, paths: dict[int, str] | None = None, *,
+                 strict: bool = False) -> None:
+        super().__init__(directory, paths, strict=strict)
+        self.files = files
+        self._sizes = {n: files.size(n) for n in files.list()}
+
+    def page(self, file_no: int, page_no: int) -> memoryview | bytes | None:  # type: ignore[override]
+        """The page as recovery leaves it; None past the end of the file or for a missing file."""
+        size = self._sizes.get(file_no)
+        if size is None or page_no < 0 or (page_no + 1) << PAGE_SIZE_SHIFT > size:
+            return None
+        page = self.files.memory_page(file_no, page_no)
+        if page is not None:
+            return page
+        mapped = super().page(file_no, page_no)
+        return ZERO_PAGE if mapped is None else mapped
+
+    def size(self, file_no: int) -> int | None:
+        """Size of file ``file_no`` after recovery (None if recovery deletes it or it is missing)."""
+        return self._sizes.get(file_no)
+
+    def close(self) -> None:
+        """Unmap the files and drop the recovered pages."""
+        super().close()
+        self.files.close()
+
+
+def open_pages(directory: str, paths: dict[int, str] | None = None, *, strict: bool = False) -> IbbDirectory:
+    """The page source for reading the `.ibb` files of ``directory``: a :class:`RecoveredDirectory`
+    when it is an engine directory that an open would recover (a crash left it), else the
+    files as they are (:class:`IbbDirectory`).  Look-only: nothing is written."""
+    if os.path.exists(os.path.join(directory, REDO_NAME)):
+        files, found = recovered_files(directory)
+        if not found.clean:
+            return RecoveredDirectory(directory, files, paths, strict=strict)
+        files.close()
+    return IbbDirectory(directory, paths, strict=strict)

@@ -68,9 +68,18 @@ class IbbStream:
         here, and stops before a group that starts in a file not named next.
         """
         from ...codec.ibb import PAGE_SIZE, RecordReader, decode_header_page
-        from ...engine.files import IbbDirectory, binlog_name, ibb_file_no
+        from ...engine.files import binlog_name, ibb_file_no
+        from ...engine.view import open_pages
 
         loop = self.loop
+        if self.source is None:
+            named = {ibb_file_no(f): f for f in loop.files if ibb_file_no(f) is not None}
+            # an engine directory a crash left is read as the next open will recover it
+            self.source = open_pages(os.path.dirname(os.path.abspath(name)), named, strict=True)  # type: ignore[arg-type]
+        if self.source.recovered:
+            number = ibb_file_no(name)
+            recovered = self.source.page(number, 0) if number is not None else None
+            data = recovered if recovered is not None else bytes(PAGE_SIZE)  # deleted by recovery
         try:
             header = decode_header_page(data[:PAGE_SIZE])
         except DecodeError as exc:
@@ -80,9 +89,6 @@ class IbbStream:
             return ERROR_STOP
         if header is None:  # an empty pre-allocated file: nothing written yet
             return OK_CONTINUE
-        if self.source is None:
-            named = {ibb_file_no(f): f for f in loop.files if ibb_file_no(f) is not None}
-            self.source = IbbDirectory(os.path.dirname(os.path.abspath(name)), named, strict=True)  # type: ignore[arg-type]
         file_no = header.file_no
         previous = self.named_file_no
         if previous is not None and file_no != previous + 1:
