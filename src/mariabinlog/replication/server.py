@@ -374,7 +374,7 @@ class _Session(threading.Thread):
         try:
             self._serve()
         except (OSError, P.MalformedPacketError, P.LocalProtocolError, _Timeout) as err:
-            failed = not isinstance(err, OSError)
+            failed = not isinstance(err, OSError) or isinstance(err, ssl.SSLError)  # a broken handshake
             log.info("connection %d from %s ended: %s", self.connection_id, self.peer, err)
         finally:
             self.ticket.close(failed=failed)
