@@ -231,8 +231,8 @@ def test_archive_quiet_prints_only_its_final_line(
 # --------------------------------------------------------------------------- hostile clients of serve
 
 LIMITS = {
-    "connect_timeout": 1.0, "net_read_timeout": 1.0, "net_write_timeout": 2.0, "max_connections": 12,
-    "login_delay": 0.05, "login_delay_max": 0.2,
+    "connect_timeout": 2.0, "net_read_timeout": 1.0, "net_write_timeout": 2.0, "max_connections": 12,
+    "login_delay": 0.05, "login_delay_max": 0.5,
 }
 
 
@@ -317,10 +317,10 @@ def test_idle_connections_are_refused_past_max_connections_and_dropped_after_con
     started = time.monotonic()
     socks = idle_connections(served.address, 20, source="127.0.0.2")
     try:
-        refused = [closed_after(sock, 0.5) is not None for sock in socks[11:]]
+        refused = [closed_after(sock, 1.5) is not None for sock in socks[11:]]
         assert all(refused), "connections past max_connections (12, one the replica's) must be refused at once"
-        held = [closed_after(sock, 3) for sock in socks[:11]]
-        assert all(t is not None for t in held) and time.monotonic() - started < 4, held
+        held = [closed_after(sock, 5) for sock in socks[:11]]
+        assert all(t is not None for t in held) and time.monotonic() - started < 6, held
     finally:
         for sock in socks:
             sock.close()
@@ -331,16 +331,16 @@ def test_idle_connections_are_refused_past_max_connections_and_dropped_after_con
 def test_a_huge_packet_header_or_garbage_is_dropped_at_once(served: Served) -> None:
     for make in (huge_header, garbage_handshake, garbage_handshake, garbage_handshake):
         with make(served.address, source="127.0.0.3") as sock:
-            assert (closed_after(sock, 0.5) or 9) < 0.5, make.__name__
+            assert (closed_after(sock, 1.5) or 9) < 1.5, make.__name__  # not by connect_timeout (2 s)
     served.sessions_back_to_the_replica()
     served.write_and_wait_equal()
 
 
 def test_wrong_passwords_get_1045_ever_later_and_one_at_a_time(served: Served) -> None:
     attacker = "127.0.0.4"
-    answers = [login(served.address, REPL_USER, "wrong", source=attacker) for _ in range(12)]
+    answers = [login(served.address, REPL_USER, "wrong", source=attacker) for _ in range(8)]
     assert all(isinstance(a, P.ErrPacket) and a.code == 1045 for a, _ in answers), answers[-1]
-    assert answers[-1][1] >= LIMITS["login_delay_max"] > answers[0][1]  # slowed down, up to the cap
+    assert answers[-1][1] >= LIMITS["login_delay_max"] > answers[0][1]  # slowed down: 0.05 s, doubling, 0.5 s
     # While it is slowed down, the address gets one login at a time; the right password waits too.
     results: list[object] = []
     threads = [threading.Thread(target=lambda: results.append(login(served.address, REPL_USER, "wrong", source=attacker)[0]))
@@ -353,7 +353,7 @@ def test_wrong_passwords_get_1045_ever_later_and_one_at_a_time(served: Served) -
     ok, seconds = login(served.address, REPL_USER, REPL_PASSWORD, source=attacker)
     assert isinstance(ok, P.OkPacket) and seconds >= LIMITS["login_delay_max"]
     ok, seconds = login(served.address, REPL_USER, REPL_PASSWORD, source=attacker)  # a good login cleared it
-    assert isinstance(ok, P.OkPacket) and seconds < LIMITS["login_delay"]
+    assert isinstance(ok, P.OkPacket) and seconds < LIMITS["login_delay_max"]
     served.sessions_back_to_the_replica()
     served.write_and_wait_equal()
 
