@@ -29,11 +29,13 @@ class DecodeError(MariabinlogError):
         offset: int | None = None,
         expected: str | None = None,
         file: str | None = None,
+        context: str | None = None,
     ) -> None:
         self.reason = message
         self.offset = offset
         self.expected = expected
         self.file = file
+        self.context = context
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -42,20 +44,26 @@ class DecodeError(MariabinlogError):
             where.append(str(self.file))
         if self.offset is not None:
             where.append(f"offset {self.offset}")
+        if self.context:
+            where.append(self.context)
         text = self.reason
         if self.expected:
             text += f" (expected {self.expected})"
         return f"{': '.join([', '.join(where), text]) if where else text}"
 
-    def located(self, file: str | None, base_offset: int = 0) -> "DecodeError":
-        """Return a copy anchored in ``file`` with the offset shifted by ``base_offset``."""
+    def located(self, file: str | None, base_offset: int | None = 0, context: str | None = None) -> "DecodeError":
+        """Return a copy anchored in ``file`` with the offset shifted by ``base_offset``.
+
+        ``file`` may also name a stream (a primary's ``host:port`` and binlog file name),
+        ``base_offset`` None drops an offset that means nothing there, and ``context`` says
+        more of where (e.g. the GTID of the event group being read)."""
         if self.file is not None:
             return self
-        offset = None if self.offset is None else self.offset + base_offset
+        offset = None if self.offset is None or base_offset is None else self.offset + base_offset
         err = type(self).__new__(type(self))
-        DecodeError.__init__(err, self.reason, offset=offset, expected=self.expected, file=file)
+        DecodeError.__init__(err, self.reason, offset=offset, expected=self.expected, file=file, context=context)
         for key, value in self.__dict__.items():
-            if key not in ("reason", "offset", "expected", "file"):
+            if key not in ("reason", "offset", "expected", "file", "context"):
                 setattr(err, key, value)
         return err
 
@@ -168,9 +176,12 @@ class ConnectionLostError(ReplicationError):
 
     ``errno`` is the system error of a failed connect (None otherwise)."""
 
-    def __init__(self, message: str, errno: int | None = None) -> None:
+    def __init__(self, message: str, errno: int | None = None, *, clean: bool = False) -> None:
         super().__init__(message)
         self.errno = errno
+        #: The peer closed the connection between two packets, as a server that shuts down does
+        #: (not inside a packet, and not by a reset or a timeout).
+        self.clean = clean
 
 
 class ApplyError(ReplicationError):
@@ -194,6 +205,18 @@ class QueryRefusedError(ReplicationError):
 
 class MalformedPacketError(DecodeError, ReplicationError):
     """The peer sent bytes that do not follow the protocol (offset is into the packet payload)."""
+
+
+class FramingError(MalformedPacketError):
+    """The packet framing broke: a sequence id out of order (a packet duplicated, lost or
+    injected on the way: MariaDB's ER_NET_PACKETS_OUT_OF_ORDER), or a packet whose length
+    disagrees with the event it carries.  Nothing after it in the byte stream can be trusted,
+    a new connection can: replication clients reconnect, as MariaDB's I/O thread does."""
+
+
+class PacketTooLargeError(MalformedPacketError):
+    """A packet announces more bytes than the receiver allows (``max_allowed_packet``;
+    MariaDB's ER_NET_PACKET_TOO_LARGE); refused from its header, before it is buffered."""
 
 
 class LocalProtocolError(ReplicationError):

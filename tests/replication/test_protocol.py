@@ -7,6 +7,7 @@ strings only, in memory; the real-server interop lives in ``test_client.py``.
 from __future__ import annotations
 
 import hashlib
+import struct
 
 import pytest
 from hypothesis import given, settings
@@ -29,9 +30,11 @@ def _drain(proto: P.ClientProtocol | P.ServerProtocol) -> list[object]:
     return events
 
 
-def _pair(password: bytes = b"secret", user: str = "repl") -> tuple[P.ClientProtocol, P.ServerProtocol]:
+def _pair(
+    password: bytes = b"secret", user: str = "repl", *, max_packet: int = P.DEFAULT_MAX_PACKET
+) -> tuple[P.ClientProtocol, P.ServerProtocol]:
     """A client and a server that completed the handshake and authentication."""
-    client, server = P.ClientProtocol(), P.ServerProtocol()
+    client, server = P.ClientProtocol(max_packet=max_packet), P.ServerProtocol()
     client.receive_data(server.send_handshake("10.11.19-mariabinlog", 42, NONCE))
     (handshake,) = _drain(client)
     assert isinstance(handshake, P.Handshake)
@@ -44,6 +47,11 @@ def _pair(password: bytes = b"secret", user: str = "repl") -> tuple[P.ClientProt
     assert isinstance(ok, P.OkPacket)
     assert client.state is P.ClientState.READY and server.state is P.ServerState.COMMAND
     return client, server
+
+
+def _event(size: int, *, fill: bytes = b"\x01", type_code: int = 0x1E) -> bytes:
+    """An event of ``size`` bytes: a common header that declares that size, then filler."""
+    return struct.pack("<IBIIIH", 1_700_000_000, type_code, 1, size, 0, 0) + fill * (size - 19)
 
 
 # --------------------------------------------------------------------------- framing
@@ -258,7 +266,7 @@ def test_register_slave_and_binlog_dump_round_trip() -> None:
     assert client.state is P.ClientState.DUMPING and server.state is P.ServerState.DUMPING
     rotate = RotateEvent(next_file=b"mysql-bin.000001", next_position=4, flags=LOG_EVENT_ARTIFICIAL_F).encode()
     gtid = GtidEvent(seq_no=7, domain_id=1, server_id=3, flags2=1).encode(checksum=True)
-    big = b"\x01" * (P.MAX_PAYLOAD + 100)  # an event longer than one packet
+    big = _event(P.MAX_PAYLOAD + 100)  # an event longer than one packet
     client.receive_data(server.send_event(rotate) + server.send_event(gtid) + server.send_event(big) + server.send_eof())
     events = _drain(client)
     assert events == [P.BinlogEventPacket(rotate), P.BinlogEventPacket(gtid), P.BinlogEventPacket(big), P.EndOfStream()]
@@ -280,8 +288,9 @@ def test_semi_sync_header_is_stripped_and_ack_encoded() -> None:
     server.receive_data(client.send_binlog_dump(P.BinlogDump(1)))
     _drain(server)
     client.semi_sync = True
-    client.receive_data(server.send_event(b"E" * 19, semi_sync=True, need_ack=True) + server.send_event(b"F" * 19, semi_sync=True))
-    assert _drain(client) == [P.BinlogEventPacket(b"E" * 19, True), P.BinlogEventPacket(b"F" * 19, False)]
+    first, second = _event(19, fill=b"E"), _event(40, fill=b"F")
+    client.receive_data(server.send_event(first, semi_sync=True, need_ack=True) + server.send_event(second, semi_sync=True))
+    assert _drain(client) == [P.BinlogEventPacket(first, True), P.BinlogEventPacket(second, False)]
     ack = client.send_semi_sync_ack(P.SemiSyncAck(1234, b"mysql-bin.000002"))
     assert ack[3] == 0 and ack[4] == P.SEMI_SYNC_MAGIC
     server.receive_data(ack)
@@ -303,6 +312,73 @@ def test_garbage_in_dump_stream_is_a_malformed_packet_and_state_error() -> None:
     assert client.state is P.ClientState.ERROR
     with pytest.raises(P.LocalProtocolError):
         client.next_event()
+
+
+@pytest.mark.parametrize("then", [0, 2])  # the first event packet again; the next one skipped
+def test_a_duplicated_or_lost_packet_is_a_framing_error(then: int) -> None:
+    client, server = _pair()
+    server.receive_data(client.send_binlog_dump(P.BinlogDump(1)))
+    _drain(server)
+    packets = [server.send_event(_event(30 + n)) for n in range(3)]
+    client.receive_data(packets[0])
+    assert client.next_event() == P.BinlogEventPacket(_event(30))
+    client.receive_data(packets[then])
+    with pytest.raises(P.FramingError, match=f"packets out of order: sequence id {then + 1}, expected 2"):
+        client.next_event()
+    assert client.state is P.ClientState.ERROR
+
+
+@pytest.mark.parametrize("delta", [-16, 16])
+def test_an_event_packet_grown_or_shrunk_is_a_framing_error(delta: int) -> None:
+    client, server = _pair()
+    server.receive_data(client.send_binlog_dump(P.BinlogDump(1)))
+    _drain(server)
+    wire = bytearray(server.send_event(_event(100)) + server.send_event(_event(100)))
+    wire[0] += delta  # the first packet's length, as a flipped bit 4 makes it
+    client.receive_data(bytes(wire))
+    with pytest.raises(P.FramingError, match="carries an event of 100 bytes"):
+        client.next_event()
+
+
+def test_a_chain_of_long_packets_is_refused_from_its_first_bytes() -> None:
+    client, server = _pair()
+    server.receive_data(client.send_binlog_dump(P.BinlogDump(1)))
+    _drain(server)
+    header = struct.pack("<I", P.MAX_PAYLOAD | 1 << 24)
+    # A real event's header in a packet that claims 16 MiB - 1: refused with the first read.
+    client.receive_data(header + b"\x00" + _event(60))
+    with pytest.raises(P.FramingError, match="16777215 bytes carries an event of 60 bytes"):
+        client.next_event()
+    # An event header that claims more than max_packet: refused before anything is buffered.
+    client, server = _pair(max_packet=1 << 25)
+    server.receive_data(client.send_binlog_dump(P.BinlogDump(1)))
+    _drain(server)
+    client.receive_data(header + b"\x00" + struct.pack("<IBIIIH", 1, 0x1E, 1, 1 << 30, 0, 0))
+    with pytest.raises(P.PacketTooLargeError, match=f"event of {1 << 30} bytes announced"):
+        client.next_event()
+    # The parts of a long packet must have consecutive sequence ids.
+    framer = P.PacketFramer()
+    framer.receive(P.frame(bytes(P.MAX_PAYLOAD + 10), 7)[0].replace(b"\x0a\x00\x00\x08", b"\x0a\x00\x00\x09"))
+    with pytest.raises(P.FramingError, match="part 2 of a long packet has sequence id 9, expected 8"):
+        framer.next_packet()
+
+
+def test_the_server_checks_the_clients_sequence_ids() -> None:
+    client, server = _pair()
+    query = bytearray(client.send_query("SELECT 1"))
+    query[3] = 1  # a command must start a new sequence at 0
+    server.receive_data(bytes(query))
+    with pytest.raises(P.FramingError, match="a command with sequence id 1"):
+        server.next_event()
+    # During a dump the client's ACK or COM_QUIT starts its own sequence; the events' count goes on.
+    client, server = _pair()
+    server.receive_data(client.send_binlog_dump(P.BinlogDump(1)))
+    _drain(server)
+    first = server.send_event(_event(40))
+    server.receive_data(P.frame(bytes((P.SEMI_SYNC_MAGIC,)) + bytes(12), 0)[0])
+    assert isinstance(_drain(server)[0], P.UnknownCommand)
+    second = server.send_event(_event(41))
+    assert (first[3], second[3]) == (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -354,7 +430,7 @@ def test_fuzzed_packets_raise_only_protocol_errors(payload: bytes) -> None:
             pass
     server = P.ServerProtocol()
     server.state = P.ServerState.AWAIT_RESPONSE
-    server.receive_data(P.frame(payload, 1)[0])
+    server.receive_data(P.frame(payload, 0)[0])  # the id after a handshake this machine never sent
     try:
         _drain(server)
     except (P.MalformedPacketError, P.LocalProtocolError):

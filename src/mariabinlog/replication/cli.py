@@ -17,9 +17,11 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import IO, Any
 
 from ..codec.gtid import ConnectState
+from ..codec.wire import DEFAULT_MAX_PACKET
 from ..errors import ConnectionLostError, ReplicationError
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
@@ -98,7 +100,10 @@ def _common_source_options(parser: argparse.ArgumentParser) -> None:
                         help="seconds between progress lines on stderr (default 10)")
     parser.add_argument("--progress-json", metavar="FILE",
                         help="also write progress as JSON lines to FILE ('-' = stderr)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no periodic progress lines on stderr (the final one stays)")
+    parser.add_argument("--max-allowed-packet", type=_size, default=DEFAULT_MAX_PACKET, metavar="SIZE",
+                        help="the largest event accepted from a primary (slave_max_allowed_packet; default 1G):"
+                        " a longer one stops the job, refused from its header before it is buffered")
 
 
 @contextlib.contextmanager
@@ -108,9 +113,7 @@ def _reporting(progress: Progress, args: argparse.Namespace) -> Iterator[Reporte
         json_out = sys.stderr
     elif args.progress_json:
         json_out = open(args.progress_json, "a", encoding="utf-8")  # noqa: SIM115 - closed below
-    reporter = Reporter(
-        progress, interval=args.progress_interval, json_out=json_out, human=None if args.quiet else sys.stderr
-    ).start()
+    reporter = Reporter(progress, interval=args.progress_interval, json_out=json_out, quiet=args.quiet).start()
     try:
         yield reporter
     finally:
@@ -206,7 +209,8 @@ def replicate_main(args: argparse.Namespace) -> int:
     client_options: dict[str, object] = {"heartbeat": args.heartbeat, "strict": False, "reconnect": args.reconnect}
     if args.server_id is not None:
         client_options["server_id"] = args.server_id
-    source = open_source(args.sources, start, follow=args.stop_never, client_options=client_options)
+    source = open_source(args.sources, start, follow=args.stop_never, client_options=client_options,
+                         max_allowed_packet=args.max_allowed_packet)
     if isinstance(source, PrimarySource):
         client = source.client
         replicator.progress.clock_skew = lambda: client.clock_skew
@@ -291,8 +295,9 @@ def archive_main(args: argparse.Namespace) -> int:
     try:
         if not len(engine.gtid_state()) and args.start_position:
             archiver.progress.position = _state("start-position", args.start_position) or ConnectState()
+        options = ConnectionOptions.from_url(args.source) if args.source else _client_connection(args)
         client = BinlogClient(
-            ConnectionOptions.from_url(args.source) if args.source else _client_connection(args),
+            replace(options, max_allowed_packet=args.max_allowed_packet),
             heartbeat=args.heartbeat,
             blocking=args.stop_never,
             reconnect=args.reconnect,
@@ -344,6 +349,23 @@ def add_serve_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-type
     parser.add_argument("--ssl-cert", metavar="FILE", help="certificate for TLS (with --ssl-key)")
     parser.add_argument("--ssl-key", metavar="FILE", help="private key for TLS")
     parser.add_argument("--port-file", metavar="FILE", help="write the port listened on to FILE once ready")
+    limits = parser.add_argument_group("limits for hostile or broken clients (MariaDB's variables and defaults)")
+    limits.add_argument("--max-connections", type=int, default=151, metavar="N",
+                        help="connections served at once; more get ERROR 1040 (default 151)")
+    limits.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                        help="seconds a connection has to log in (default 10)")
+    limits.add_argument("--wait-timeout", type=float, default=28800.0, metavar="S",
+                        help="seconds a logged-in connection may stay idle between commands (default 28800)")
+    limits.add_argument("--net-read-timeout", type=float, default=30.0, metavar="S",
+                        help="seconds the rest of a packet that has begun may take (default 30)")
+    limits.add_argument("--net-write-timeout", type=float, default=60.0, metavar="S",
+                        help="seconds a replica may take no byte before it is dropped; a slow one that reads"
+                        " is never dropped (default 60)")
+    limits.add_argument("--login-delay", type=float, default=1.0, metavar="S",
+                        help="after 3 failed logins from an address, answer its logins this many seconds"
+                        " later, doubling per failure (default 1; 0 = off)")
+    limits.add_argument("--login-delay-max", type=float, default=30.0, metavar="S",
+                        help="the longest such delay (default 30)")
     parser.set_defaults(handler=serve_main)
 
 
@@ -367,6 +389,13 @@ def serve_main(args: argparse.Namespace) -> int:
         port=args.port,
         server_id=args.server_id,
         ssl=context,
+        max_connections=args.max_connections,
+        connect_timeout=args.connect_timeout,
+        wait_timeout=args.wait_timeout,
+        net_read_timeout=args.net_read_timeout,
+        net_write_timeout=args.net_write_timeout,
+        login_delay=args.login_delay,
+        login_delay_max=args.login_delay_max,
     )
     server = BinlogServer(config).start()
     host, port = server.address

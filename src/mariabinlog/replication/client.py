@@ -18,6 +18,18 @@ Two ways to read:
   :attr:`~BinlogClient.position` advances; when the connection drops (or stays silent for
   two heartbeat periods) the client reconnects with that position as the connect state, so
   no group is lost or delivered twice.
+
+A damaged stream is never taken for data.  The codec checks packet sequence ids and that
+each event packet is as long as its event (:class:`~mariabinlog.errors.FramingError`: a
+packet duplicated, lost, cut short or grown); here each event must end after the previous
+one of its file (a repeated or reordered event, even with its sequence id rewritten), and
+the CRC-32 is checked.  As MariaDB's I/O thread (``handle_slave_io``), :meth:`groups`
+reconnects after a broken framing, a lost connection or a silence, and stops on a packet
+over ``max_allowed_packet``.  A damaged event (checksum, undecodable bytes) stops MariaDB's
+replica at once; here it is fetched once more from the last complete group, and stops the
+client only when it comes back damaged at the same place: the primary's own binlog is bad
+then, not the way to it.  Every error names the primary, its binlog file and the event's
+offset there, and the last GTID received.
 """
 
 from __future__ import annotations
@@ -31,12 +43,14 @@ from ..codec.events import (
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
     FORMAT_DESCRIPTION_EVENT,
+    GTID_EVENT,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     Event,
     FormatDescriptionEvent,
+    GtidEvent,
     RotateEvent,
 )
 from ..codec.gtid import ConnectState
@@ -49,7 +63,7 @@ from ..codec.wire.protocol import (
     RegisterSlave,
 )
 from ..codec.events.stream import EventStreamDecoder, footer_len
-from ..errors import ConnectionLostError, DecodeError, OptionError, ServerError
+from ..errors import ConnectionLostError, DecodeError, FramingError, OptionError, PacketTooLargeError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string
 
@@ -151,6 +165,8 @@ class BinlogClient:
         #: True while the last thing received was a heartbeat: the primary had nothing to send.
         self.idle = False
         self.connects = 0
+        #: The last GTID event received (None before the first): names where an error happened.
+        self.last_gtid: GtidEvent | None = None
         self.on_discard: Callable[[list[Event]], None] | None = None
         self._conn: Connection | None = None
 
@@ -214,8 +230,11 @@ class BinlogClient:
     # -- streaming ------------------------------------------------------------------------------
 
     def events(self) -> Iterator[StreamEvent]:
-        """Every event from :attr:`position` on, over one connection (see the module docstring)."""
+        """Every event from :attr:`position` on, over one connection (see the module docstring).
+
+        Errors name the primary, the binlog file and offset, and the last GTID received."""
         conn, alg = self._connect()
+        conn.place = self.where
         self._conn = conn
         decoder = EventStreamDecoder(checksum_alg=alg, verify_checksum=self.verify_checksum)
         try:
@@ -225,10 +244,6 @@ class BinlogClient:
                     self.idle = True
                     return
                 data = packet.data
-                if len(data) < 19:
-                    raise DecodeError(
-                        f"event packet of {len(data)} bytes", offset=0, expected="at least a 19-byte event header"
-                    )
                 code = data[4]
                 has_crc = footer_len(data, 0, len(data), decoder.checksum_alg) > 0
                 if code == START_ENCRYPTION_EVENT:
@@ -240,10 +255,34 @@ class BinlogClient:
                     )
                 event = decoder.decode(data, 0)
                 yield self._place(event, data, has_crc)
+        except DecodeError as err:
+            raise self._located(err, in_event=not isinstance(err, FramingError)) from None
         finally:
             if self._conn is conn:
                 self._conn = None
             conn.close()
+
+    def where(self) -> str:
+        """Where the stream is: the binlog file and offset of the next event, the last GTID."""
+        place = self.file or "no binlog file yet"
+        if self.file_position:
+            place += f" at {self.file_position}"
+        return place if self.last_gtid is None else f"{place}, {self._last_gtid()}"
+
+    def _last_gtid(self) -> str:
+        gtid = self.last_gtid
+        assert gtid is not None
+        return f"last GTID {gtid.domain_id}-{gtid.server_id}-{gtid.seq_no}"
+
+    def _located(self, err: DecodeError, *, in_event: bool = True) -> DecodeError:
+        """``err`` anchored in the stream: the primary, its binlog file and the offset there (the
+        codec's offset is into the event being read, ``in_event``, which starts at
+        :attr:`file_position`; else the stream's position), the last GTID received."""
+        peer = self.options.describe()
+        if in_event and self.file_position:
+            context = None if self.last_gtid is None else self._last_gtid()
+            return err.located(f"{peer} {self.file}", self.file_position, context)
+        return err.located(f"{peer} {self.where()}", None)
 
     def _place(self, event: Event, data: bytes, has_crc: bool) -> StreamEvent:
         """Track the primary's file and offset (protocol.md §3/§4) and wrap the event."""
@@ -262,20 +301,31 @@ class BinlogClient:
             self.last_heartbeat = time.monotonic()
             self.idle = True
             return StreamEvent(event, data, has_crc, self.file, log_pos, log_pos)
+        if code == GTID_EVENT:
+            self.last_gtid = event  # type: ignore[assignment]
         if log_pos:
+            if log_pos <= self.file_position and code != FORMAT_DESCRIPTION_EVENT and not event.flags & LOG_EVENT_ARTIFICIAL_F:
+                raise FramingError(
+                    f"{event.name} event ends at {log_pos}, not after the previous event ({self.file_position})",
+                    offset=0,
+                    expected="each event after the previous one; this one is repeated or out of order",
+                )
             start = log_pos - size if log_pos >= size else self.file_position
             self.file_position = log_pos
             return StreamEvent(event, data, has_crc, self.file, start, log_pos)
-        if code == FORMAT_DESCRIPTION_EVENT or not self.file_position:
-            # Artificial/first FD, or an engine-binlog primary: no offsets.
+        if code == FORMAT_DESCRIPTION_EVENT or not self.file_position or event.flags & LOG_EVENT_ARTIFICIAL_F:
+            # Artificial/first FD, other artificial events (not in the file), or an
+            # engine-binlog primary: no offsets.
             return StreamEvent(event, data, has_crc, self.file, self.file_position, self.file_position)
         start = self.file_position
         self.file_position += size
         return StreamEvent(event, data, has_crc, self.file, start, self.file_position)
 
     def groups(self) -> Iterator[EventGroup]:
-        """Complete event groups from :attr:`position` on, reconnecting after lost connections."""
+        """Complete event groups from :attr:`position` on, reconnecting after lost connections
+        and damaged streams (see the module docstring for which damage stops it)."""
         failures = 0
+        damaged: tuple[str, str | None, int | None] | None = None  # where a damaged event was met
         while True:
             assembler = GroupAssembler()
             assembler.on_discard = self.on_discard
@@ -294,19 +344,32 @@ class BinlogClient:
                                 if self.on_discard is not None:
                                     self.on_discard(dropped)
                         continue
-                    group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
+                    try:
+                        group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
+                    except DecodeError as err:
+                        raise self._located(err, in_event=False) from None
                     if group is not None:
                         self.position.update(group.gtid)
                         failures = 0
+                        damaged = None
                         yield group
                 return
-            except (ConnectionLostError, ServerError) as err:
+            except (ConnectionLostError, ServerError, DecodeError) as err:
                 if isinstance(err, ServerError) and err.code in FATAL_SERVER_ERRORS:
                     raise
+                if isinstance(err, PacketTooLargeError):
+                    raise
+                if isinstance(err, DecodeError) and not isinstance(err, FramingError):
+                    # A damaged event: once more from the last complete group; damaged at the
+                    # same place again, it is the primary's binlog that is damaged.
+                    here = (str(self.position), err.file, err.offset)
+                    if damaged == here:
+                        raise
+                    damaged = here
                 failures += 1
                 if failures > self.reconnect:
                     raise
                 delay = min(self.reconnect_delay * (2 ** (failures - 1)), 10.0)
-                log.info("%s; reconnecting in %.1f s from %s (attempt %d of %d)",
-                         err, delay, self.position or "the start", failures, self.reconnect)
+                log.warning("%s; reconnecting in %.1f s from %s (attempt %d of %d)",
+                            err, delay, self.position or "the start", failures, self.reconnect)
                 time.sleep(delay)

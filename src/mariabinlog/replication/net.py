@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -33,7 +34,15 @@ from ..codec.wire.protocol import (
     ResultSet,
     Row,
 )
-from ..errors import ConnectFailedError, ConnectionLostError, OptionError, ReplicationError, ServerError
+from ..codec.wire import DEFAULT_MAX_PACKET
+from ..errors import (
+    ConnectFailedError,
+    ConnectionLostError,
+    MalformedPacketError,
+    OptionError,
+    ReplicationError,
+    ServerError,
+)
 
 RECV_SIZE = 1 << 18
 
@@ -51,6 +60,9 @@ class ConnectionOptions:
     ssl: ssl.SSLContext | None = None
     connect_timeout: float = 10.0
     read_timeout: float | None = 60.0
+    #: The longest packet accepted from the server (MariaDB's ``slave_max_allowed_packet``):
+    #: longer ones are refused from their header, before they are buffered.
+    max_allowed_packet: int = DEFAULT_MAX_PACKET
 
     @classmethod
     def from_url(cls, url: str, **overrides: object) -> ConnectionOptions:
@@ -204,6 +216,13 @@ class Connection:
         self.sock = sock
         self.proto = proto
         self.options = options
+        #: Says where a stream read over this connection is (binlog file, offset, GTID), for
+        #: the messages of a lost connection.
+        self.place: Callable[[], str] | None = None
+
+    def _peer(self) -> str:
+        """The server (and, while streaming, where in its binlog) for messages."""
+        return self.options.describe() + (f" {self.place()}" if self.place is not None else "")
 
     @property
     def handshake(self) -> Handshake:
@@ -230,7 +249,7 @@ class Connection:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as err:
             raise ConnectionLostError(f"cannot connect to {options.describe()}: {err}", err.errno) from None
-        conn = cls(sock, ClientProtocol(), options)
+        conn = cls(sock, ClientProtocol(max_packet=options.max_allowed_packet), options)
         try:
             conn._authenticate()
         except BaseException:
@@ -274,24 +293,36 @@ class Connection:
         try:
             self.sock.sendall(data)
         except OSError as err:
-            raise ConnectionLostError(f"lost connection to {self.options.describe()}: {err}") from None
+            raise ConnectionLostError(f"{self._peer()}: connection lost: {err}") from None
 
     def _next(self) -> object:
+        """The next protocol event; bytes that break the protocol raise errors naming the server."""
+        try:
+            return self._receive()
+        except MalformedPacketError as err:
+            raise err.located(self.options.describe(), None) from None
+
+    def _receive(self) -> object:
+        """The next protocol event, as the codec raises it (the dump's reader anchors it itself)."""
         proto = self.proto
         while True:
             event = proto.next_event()
             if event is not NEED_DATA:
                 if isinstance(event, ConnectionClosed):
-                    raise ConnectionLostError(f"{self.options.describe()} closed the connection")
+                    pending = proto.framer.buffered
+                    if pending:
+                        raise ConnectionLostError(
+                            f"{self._peer()}: the server closed the connection inside a packet"
+                            f" ({pending} bytes of it received)"
+                        )
+                    raise ConnectionLostError(f"{self._peer()}: the server closed the connection", clean=True)
                 return event
             try:
                 data = self.sock.recv(RECV_SIZE)
             except TimeoutError:
-                raise ConnectionLostError(
-                    f"no data from {self.options.describe()} for {self.sock.gettimeout()} s"
-                ) from None
+                raise ConnectionLostError(f"{self._peer()}: no data for {self.sock.gettimeout()} s") from None
             except OSError as err:
-                raise ConnectionLostError(f"lost connection to {self.options.describe()}: {err}") from None
+                raise ConnectionLostError(f"{self._peer()}: connection lost: {err}") from None
             proto.receive_data(data)
 
     def settimeout(self, seconds: float | None) -> None:
@@ -357,8 +388,11 @@ class Connection:
         self._send(self.proto.send_binlog_dump(command))
 
     def read_dump(self) -> BinlogEventPacket | EndOfStream:
-        """Next event packet of the dump, or EndOfStream; an ERR raises :class:`ServerError`."""
-        event = self._next()
+        """Next event packet of the dump, or EndOfStream; an ERR raises :class:`ServerError`.
+
+        A malformed packet raises the codec's error unanchored: the caller knows the binlog
+        file, position and GTID to name with the server."""
+        event = self._receive()
         if isinstance(event, ErrPacket):
             raise event.exception()
         assert isinstance(event, (BinlogEventPacket, EndOfStream))

@@ -82,7 +82,9 @@ class Progress:
 
 
 class Reporter:
-    """Prints :class:`Progress` every ``interval`` s (human line on stderr, JSON lines if asked)."""
+    """Prints :class:`Progress` every ``interval`` s (human line on stderr, JSON lines if asked).
+
+    ``quiet``: no periodic human lines, only the final one (JSON lines are written anyway)."""
 
     def __init__(
         self,
@@ -91,11 +93,13 @@ class Reporter:
         interval: float = 5.0,
         json_out: IO[str] | None = None,
         human: IO[str] | None = None,
+        quiet: bool = False,
     ) -> None:
         self.progress = progress
         self.interval = interval
         self.json_out = json_out
         self.human = human if human is not None else sys.stderr
+        self.quiet = quiet
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"{progress.job}-progress", daemon=True)
         self._last = (time.monotonic(), 0, 0)
@@ -107,10 +111,10 @@ class Reporter:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.report()
+            self.report(human=not self.quiet)
 
-    def report(self) -> dict[str, Any]:
-        """Print one report now and return its figures."""
+    def report(self, *, human: bool = True) -> dict[str, Any]:
+        """Print one report now (``human``: the stderr line too) and return its figures."""
         figures = self.progress.snapshot()
         now = time.monotonic()
         then, events, groups = self._last
@@ -119,7 +123,7 @@ class Reporter:
         figures["groups_per_s"] = round((figures["groups"] - groups) / elapsed, 1)
         self._last = (now, figures["events"], figures["groups"])
         figures["time"] = round(time.time(), 3)
-        if self.human is not None:
+        if human:
             behind = figures["seconds_behind"]
             print(
                 f"{figures['job']}: {figures['state']}, {figures['events_per_s']:.0f} events/s,"

@@ -21,6 +21,16 @@ MASTER_USE_GTID=slave_pos``) replicate from an archive as if it were their prima
   all are reached the dump ends with a Gtid_list flagged UNTIL_REACHED and an EOF packet,
   as ``send_event_to_slave``/``is_until_reached`` do.
 
+Hostile clients (the limits are MariaDB's server variables, with its defaults): a connection
+must log in within ``connect_timeout`` s; an authenticated one may stay idle between commands
+``wait_timeout`` s, and once a packet has begun its rest must come within ``net_read_timeout``
+s; before login a packet may not announce more than :data:`LOGIN_MAX_PACKET` bytes, after it
+:data:`COMMAND_MAX_PACKET` (a replica sends only short commands), so nothing large is
+buffered for anyone; packet sequence ids are checked.  A replica is dropped only when it
+takes no byte at all for ``net_write_timeout`` s: a slow link that makes progress is served
+at its pace, holding at most one group in memory.  :class:`~.admission.Admission` bounds the
+connections (``max_connections``) and slows down addresses that fail to log in.
+
 Positions: `.ibb` events have none, but a 10.x replica keeps ``Read_Master_Log_Pos`` from
 the events' ``log_pos``.  The server therefore synthesizes them: each archive file is served
 as a virtual file of the same name (``binlog-NNNNNN.ibb``) whose events get consecutive
@@ -58,6 +68,7 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..errors import GtidError, QueryRefusedError, ReplicationError
+from .admission import Admission, Refusal, Ticket
 from .groups import EventGroup
 from .progress import Progress
 from .sources import ArchiveReader, ReadOnlyPages
@@ -67,6 +78,22 @@ log = logging.getLogger(__name__)
 SERVER_VERSION = "10.11.19-MariaDB-mariabinlog"
 ENGINE_BINLOG_REQUIRES_GTID = "Slave must enable GTID mode when master uses --binlog-storage-engine"
 _ROTATE_AT = 0xF0000000  # synthesized positions stay below 2**32
+
+LOGIN_MAX_PACKET = 1 << 17
+"""Largest packet accepted before login: a handshake response (user, auth data, database,
+plugin name and connection attributes, which MariaDB's clients keep under 64 KiB)."""
+
+COMMAND_MAX_PACKET = 1 << 20
+"""Largest packet accepted from an authenticated client: the queries and commands a replica
+sends are short."""
+
+
+_FLUSH_AT = 1 << 16
+"""Bytes of events a dump collects before it sends them."""
+
+
+class _Timeout(Exception):
+    """A client kept a limit of the server waiting (the message says which)."""
 
 
 @dataclass
@@ -88,6 +115,19 @@ class ServerConfig:
     #: Format_description first, no checksums, ``log_pos`` 0, an artificial Rotate (position 0)
     #: before the first group of each file and no positions anywhere.
     engine_style: bool = False
+    #: MariaDB's ``connect_timeout``: seconds a new connection has to log in.
+    connect_timeout: float = 10.0
+    #: MariaDB's ``wait_timeout``: seconds an authenticated connection may wait between commands.
+    wait_timeout: float = 28800.0
+    #: MariaDB's ``net_read_timeout``: seconds the rest of a packet that has begun may take.
+    net_read_timeout: float = 30.0
+    #: MariaDB's ``net_write_timeout``: seconds a client may take no byte of what is sent to it.
+    net_write_timeout: float = 60.0
+    #: MariaDB's ``max_connections``: connections served at once.
+    max_connections: int = 151
+    #: Failed-login slowdown (see :mod:`.admission`): first delay, 0 = off, and its cap.
+    login_delay: float = 1.0
+    login_delay_max: float = 30.0
 
 
 def hash_password(password: str) -> bytes:
@@ -112,6 +152,11 @@ class BinlogServer:
         self._sessions: set[_Session] = set()
         self._lock = threading.Lock()
         self._next_id = 1
+        self.admission = Admission(
+            max_connections=config.max_connections,
+            login_delay=config.login_delay,
+            login_delay_max=config.login_delay_max,
+        )
 
     @property
     def address(self) -> tuple[str, int]:
@@ -127,7 +172,7 @@ class BinlogServer:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((self.config.host, self.config.port))
-        listener.listen(16)
+        listener.listen(128)
         listener.settimeout(0.2)
         self._listener = listener
         self._thread = threading.Thread(target=self._accept_loop, name="binlog-server", daemon=True)
@@ -145,12 +190,32 @@ class BinlogServer:
             except OSError as err:
                 log.debug("listener closed: %s", err)
                 return
+            address = peer[0] if isinstance(peer, tuple) else "localhost"
+            try:
+                ticket = self.admission.admit(address)
+            except Refusal as refusal:
+                self._refuse(sock, peer, refusal)
+                continue
             with self._lock:
                 connection_id = self._next_id
                 self._next_id += 1
-                session = _Session(self, sock, peer, connection_id)
+                session = _Session(self, sock, peer, connection_id, ticket)
                 self._sessions.add(session)
             session.start()
+
+    @staticmethod
+    def _refuse(sock: socket.socket, peer: object, refusal: Refusal) -> None:
+        """Answer a connection the door refuses with its ERR in place of a handshake, as MariaDB
+        does for ``max_connections``; from this thread, without waiting (the packet is small
+        and the socket new, so its send buffer takes it)."""
+        log.info("connection from %s refused: %s", peer, refusal.message)
+        try:
+            sock.setblocking(False)
+            sock.send(P.frame(P.ErrPacket(refusal.code, refusal.message, "08004").encode(), 0)[0])
+        except OSError:
+            pass
+        finally:
+            sock.close()
 
     def forget(self, session: _Session) -> None:
         """A session ended."""
@@ -227,15 +292,21 @@ def _split_commas(text: str) -> list[str]:
 class _Session(threading.Thread):
     """One client connection."""
 
-    def __init__(self, server: BinlogServer, sock: socket.socket, peer: object, connection_id: int) -> None:
+    def __init__(self, server: BinlogServer, sock: socket.socket, peer: object, connection_id: int, ticket: Ticket) -> None:
         super().__init__(name=f"binlog-session-{connection_id}", daemon=True)
         self.server = server
         self.sock = sock
         self.peer = peer
         self.connection_id = connection_id
-        self.proto = P.ServerProtocol()
+        self.ticket = ticket
+        self.proto = P.ServerProtocol(max_packet=LOGIN_MAX_PACKET)
         self.user_vars: dict[str, str | None] = {}
         self._closed = False
+        config = server.config
+        #: Until logged in: when the login must be complete, and the limit on each send.
+        self._deadline: float | None = time.monotonic() + config.connect_timeout
+        self._write_timeout = config.connect_timeout
+        self._timeout: float | None = -1.0  # the socket's timeout as last set
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -247,31 +318,66 @@ class _Session(threading.Thread):
         except OSError:
             pass
 
-    def _send(self, data: bytes) -> None:
-        self.sock.sendall(data)
+    def _settimeout(self, seconds: float) -> None:
+        if seconds != self._timeout:
+            self.sock.settimeout(seconds)
+            self._timeout = seconds
 
-    def _next(self) -> object:
+    def _send(self, data: bytes) -> None:
+        """Send all of ``data``.  Each ``send`` waits up to the write timeout for room and sends
+        what fits, so only a client that takes no byte for that long is dropped (MariaDB's
+        ``net_write_timeout``), never a slow one that keeps reading."""
+        self._settimeout(self._write_timeout)
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self.sock.send(view) :]
+        except TimeoutError:
+            raise _Timeout(f"took no data for {self._write_timeout:g} s (net_write_timeout)") from None
+
+    def _next(self, wait: float) -> object:
+        """The next client event: its first byte within ``wait`` s, the rest of a packet that has
+        begun within ``net_read_timeout`` s of no progress, all before the login deadline."""
+        config = self.server.config
         while True:
             event = self.proto.next_event()
             if event is not P.NEED_DATA:
                 return event
+            if self._deadline is not None:
+                limit = self._deadline - time.monotonic()
+                why = f"no login within connect_timeout ({config.connect_timeout:g} s)"
+            elif self.proto.framer.buffered:
+                limit = config.net_read_timeout
+                why = f"a packet begun but not finished within net_read_timeout ({limit:g} s)"
+            else:
+                limit, why = wait, f"idle for wait_timeout ({wait:g} s)"
+            self.proto.receive_data(self._recv(limit, why))
+
+    def _recv(self, limit: float, why: str) -> bytes:
+        """Bytes from the client within ``limit`` s (b"" once closed or stopping), else _Timeout(why)."""
+        end = time.monotonic() + limit
+        while not (self._closed or self.server.stopping):
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                raise _Timeout(why)
+            self._settimeout(min(remaining, 1.0))  # wake up now and then to see the server stop
             try:
-                data = self.sock.recv(1 << 16)
+                return self.sock.recv(1 << 16)
             except TimeoutError:
-                if self._closed or self.server.stopping:
-                    return P.ConnectionClosed()
                 continue
             except OSError:
-                data = b""
-            self.proto.receive_data(data)
+                break
+        return b""
 
     def run(self) -> None:
+        failed = False
         try:
-            self.sock.settimeout(1.0)
             self._serve()
-        except (OSError, P.MalformedPacketError, P.LocalProtocolError) as err:
+        except (OSError, P.MalformedPacketError, P.LocalProtocolError, _Timeout) as err:
+            failed = not isinstance(err, OSError) or isinstance(err, ssl.SSLError)  # a broken handshake
             log.info("connection %d from %s ended: %s", self.connection_id, self.peer, err)
         finally:
+            self.ticket.close(failed=failed)
             try:
                 self.sock.close()
             except OSError:
@@ -284,31 +390,37 @@ class _Session(threading.Thread):
         config = self.server.config
         nonce = bytes((b % 94) + 33 for b in os.urandom(20))
         self._send(self.proto.send_handshake("5.5.5-" + config.server_version, self.connection_id, nonce, tls=config.ssl is not None))
-        event = self._next()
+        wait = config.connect_timeout
+        event = self._next(wait)
         if isinstance(event, P.SslRequest):
             if config.ssl is None:
                 return
+            self._settimeout(max(self._deadline - time.monotonic(), 0.01))  # type: ignore[operator]
             self.sock = config.ssl.wrap_socket(self.sock, server_side=True)
-            self.sock.settimeout(1.0)
-            event = self._next()
+            self._timeout = -1.0
+            event = self._next(wait)
         if not isinstance(event, P.HandshakeResponse):
             return
         if event.auth_plugin != P.NATIVE_PASSWORD and self.proto.auth.user not in config.ed25519_accounts:
             self._send(self.proto.send_auth_switch(nonce))
-            event = self._next()
+            event = self._next(wait)
             if not isinstance(event, P.HandshakeResponse):
                 return
         user = self.proto.auth.user
         if user in config.ed25519_accounts:
             # As auth_ed25519 does: whatever the client began with, it signs a fresh 32-byte nonce.
             self._send(self.proto.send_auth_switch(os.urandom(ED25519_NONCE_LENGTH), ED25519))
-            event = self._next()
+            event = self._next(wait)
             if not isinstance(event, P.HandshakeResponse):
                 return
             accepted = self.proto.check_ed25519(config.ed25519_accounts[user])
         else:
             stored = config.accounts.get(user)
             accepted = stored is not None and self.proto.check_password(stored)
+        delay = self.ticket.login_delay()
+        if delay and self.server._stop.wait(delay):
+            return
+        self.ticket.login_done(accepted)
         if not accepted:
             using = "YES" if self.proto.auth.response else "NO"
             host = self.peer[0] if isinstance(self.peer, tuple) else "localhost"
@@ -319,11 +431,15 @@ class _Session(threading.Thread):
             )
             return
         self._send(self.proto.send_auth_ok())
+        self._deadline = None
+        self._write_timeout = config.net_write_timeout
+        self.proto.framer.max_packet = COMMAND_MAX_PACKET
         self._commands()
 
     def _commands(self) -> None:
+        wait = self.server.config.wait_timeout
         while not self._closed:
-            event = self._next()
+            event = self._next(wait)
             if isinstance(event, (P.Quit, P.ConnectionClosed)):
                 return
             if isinstance(event, P.Query):
@@ -586,6 +702,8 @@ class _Stream:
         end = self.pos + len(raw) + (4 if self.crc else 0)
         self.out += self.session.proto.send_event(reframe(raw, log_pos=end, checksum=self.crc))
         self.pos = end
+        if len(self.out) > _FLUSH_AT:  # a big group goes out as it is encoded, not all at once
+            self._flush()
 
     def _artificial(self, event: RotateEvent | GtidListEvent | HeartbeatEvent, log_pos: int) -> None:
         event.server_id = self.server_id
@@ -644,6 +762,8 @@ class _Stream:
             if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
                 continue
             self.out += self.session.proto.send_event(raw)
+            if len(self.out) > _FLUSH_AT:
+                self._flush()
 
     def run(self, first_file: str) -> None:
         """Send the stream until the replica goes away, the server stops, or (non-blocking) the end."""
@@ -676,8 +796,6 @@ class _Stream:
                         if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
                             continue
                         self._emit(raw)
-                if len(self.out) > 1 << 16:
-                    self._flush()
                 progress.done(group.gtid, len(group.events), group.size, group.timestamp)
                 sent = True
                 if reached:

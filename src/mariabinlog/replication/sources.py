@@ -47,6 +47,7 @@ from ..codec.ibb.reader import EventGroup as StoredGroup
 from ..codec.ibb.reader import RecordReader
 from ..codec.events.stream import EventStreamDecoder, iter_legacy_events
 from ..codec.ibb.state import commit_gtid, latest_state, read_header, seek_gtid, state_at_page
+from ..codec.wire import DEFAULT_MAX_PACKET
 from ..engine.files import binlog_name, ibb_file_no, list_binlogs
 from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
 from .client import BinlogClient
@@ -457,14 +458,17 @@ def open_source(
     *,
     follow: bool = True,
     client_options: dict[str, Any] | None = None,
+    max_allowed_packet: int = DEFAULT_MAX_PACKET,
 ) -> GroupSource:
-    """The source named by ``specs``: one primary URL, one archive directory, or binlog files."""
+    """The source named by ``specs``: one primary URL, one archive directory, or binlog files
+    (``client_options`` and ``max_allowed_packet`` are for a primary's client)."""
     if not specs:
         raise OptionError("--from needs a primary URL, an archive directory or binlog files")
     if is_primary_url(specs[0]):
         if len(specs) > 1:
             raise OptionError("only one primary can be a source")
-        client = BinlogClient(ConnectionOptions.from_url(specs[0]), start=start, blocking=follow, **(client_options or {}))
+        options = ConnectionOptions.from_url(specs[0], max_allowed_packet=max_allowed_packet)
+        client = BinlogClient(options, start=start, blocking=follow, **(client_options or {}))
         return PrimarySource(client)
     if len(specs) == 1 and os.path.isdir(specs[0]):
         return ArchiveSource(specs[0], start, follow=follow)

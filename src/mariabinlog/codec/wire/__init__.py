@@ -10,9 +10,10 @@ speak them in :mod:`.protocol`.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Final
 
-from ...errors import MalformedPacketError
+from ...errors import FramingError, MalformedPacketError, PacketTooLargeError
 from ..primitives import Buffer
 
 # --------------------------------------------------------------------------- constants
@@ -21,7 +22,11 @@ MAX_PAYLOAD: Final = 0xFFFFFF
 """Largest payload of one wire packet; a logical packet this long continues in the next."""
 
 DEFAULT_MAX_PACKET: Final = (1 << 30) + 4096
-"""Default bound on one logical packet (``max_allowed_packet`` is at most 1 GiB)."""
+"""Default bound on one logical packet a client receives: MariaDB's ``slave_max_allowed_packet``
+default (1 GiB, also the most a primary's dump thread sends) plus an event header's slack."""
+
+INSPECT_BYTES: Final = 20
+"""Payload bytes :attr:`PacketFramer.inspect` is shown: a dump packet's marker and event header."""
 
 # Capability flags (include/mysql_com.h).
 CLIENT_MYSQL: Final = 1  # CLIENT_LONG_PASSWORD; a MariaDB client leaves it clear to get extended caps
@@ -137,12 +142,22 @@ class PacketFramer:
     """Receive buffer that cuts logical packets out of a byte stream.
 
     Extraction is O(bytes received): the buffer is compacted only when the consumed prefix
-    is larger than what is left.  ``max_packet`` bounds one logical packet (h11's
-    ``max_incomplete_event_size`` idea): a peer announcing more is a protocol error, not an
-    allocation.
+    is larger than what is left.  Lengths are validated from the headers, before the bytes
+    they announce are waited for (h11's ``max_incomplete_event_size`` idea, MariaDB's
+    ``net_realloc`` check): a logical packet of more than ``max_packet`` bytes raises
+    :class:`PacketTooLargeError`, and the parts of a long packet must carry consecutive
+    sequence ids (:class:`FramingError`).  The sequence id of a packet's first part is the
+    state machine's to check (:mod:`.protocol`), which knows whose turn it is.
+
+    ``inspect``, when set, is shown the first :data:`INSPECT_BYTES` bytes of a packet's
+    payload as soon as they are there while the rest is still missing, with the length its
+    first header announces; it returns the exact size the whole logical packet must have
+    (or raises).  The dump stream uses it to hold an event packet to the length its event
+    header declares, so that a forged chain of 16 MiB packets is refused after its first
+    bytes instead of being buffered.
     """
 
-    __slots__ = ("_buf", "_pos", "_parts", "_parts_size", "_first_seq", "max_packet", "expected_seq")
+    __slots__ = ("_buf", "_pos", "_parts", "_parts_size", "_first_seq", "_limit", "_inspected", "max_packet", "inspect")
 
     def __init__(self, max_packet: int = DEFAULT_MAX_PACKET) -> None:
         self._buf = bytearray()
@@ -150,26 +165,30 @@ class PacketFramer:
         self._parts: list[bytes] = []
         self._parts_size = 0
         self._first_seq = 0
+        self._limit = -1  # exact size of the logical packet being received, once inspected
+        self._inspected = -1  # buffer position of the packet last shown to ``inspect``
         self.max_packet = max_packet
-        self.expected_seq: int | None = None
+        self.inspect: Callable[[bytes, int], int] | None = None
 
     def receive(self, data: Buffer) -> None:
         """Append bytes read from the peer."""
         if self._pos and self._pos >= len(self._buf) - self._pos:
             del self._buf[: self._pos]
+            self._inspected -= self._pos
             self._pos = 0
         self._buf += data
 
     @property
     def buffered(self) -> int:
-        """Bytes received but not yet cut into packets."""
-        return len(self._buf) - self._pos
+        """Bytes received but not yet cut into packets (parts of a long packet included)."""
+        return len(self._buf) - self._pos + self._parts_size
 
     def take_buffered(self) -> bytes:
         """Remove and return the unread bytes (a TLS upgrade must not lose them)."""
         data = bytes(self._buf[self._pos :])
         self._buf = bytearray()
         self._pos = 0
+        self._inspected = -1
         return data
 
     def next_packet(self) -> tuple[int, bytes] | None:
@@ -183,19 +202,34 @@ class PacketFramer:
             length = word & _U24_MAX
             seq = word >> 24
             end = pos + 4 + length
-            if self._parts_size + length > self.max_packet:
-                raise MalformedPacketError(
-                    f"packet of more than {self.max_packet} bytes", offset=0, expected="a smaller packet"
+            size = self._parts_size + length
+            if size > self.max_packet:
+                raise PacketTooLargeError(
+                    f"packet of more than {self.max_packet} bytes announced", offset=0,
+                    expected="at most max_allowed_packet",
                 )
+            if self._parts:
+                if seq != (self._first_seq + len(self._parts)) & 0xFF:
+                    raise FramingError(
+                        f"part {len(self._parts) + 1} of a long packet has sequence id {seq},"
+                        f" expected {(self._first_seq + len(self._parts)) & 0xFF}",
+                        offset=0, expected="consecutive sequence ids",
+                    )
+                if self._limit >= 0 and (size > self._limit or (length < MAX_PAYLOAD and size != self._limit)):
+                    raise FramingError(
+                        f"long packet of {size}+ bytes, but its first part announced {self._limit}",
+                        offset=0, expected="the length its first part declares",
+                    )
             if len(buf) < end:
+                if (
+                    self.inspect is not None
+                    and not self._parts
+                    and pos != self._inspected
+                    and len(buf) - pos - 4 >= min(INSPECT_BYTES, length)
+                ):
+                    self._inspected = pos
+                    self._limit = self.inspect(bytes(buf[pos + 4 : pos + 4 + INSPECT_BYTES]), length)
                 return None
-            if self.expected_seq is not None and seq != self.expected_seq:
-                raise MalformedPacketError(
-                    f"packet sequence id {seq}, expected {self.expected_seq}",
-                    offset=0,
-                    expected="packets in order",
-                )
-            self.expected_seq = (seq + 1) & 0xFF if self.expected_seq is not None else None
             self._pos = end
             if length == MAX_PAYLOAD:
                 if not self._parts:
@@ -203,6 +237,7 @@ class PacketFramer:
                 self._parts.append(bytes(buf[pos + 4 : end]))
                 self._parts_size += length
                 continue
+            self._limit = -1
             if self._parts:
                 self._parts.append(bytes(buf[pos + 4 : end]))
                 payload = b"".join(self._parts)

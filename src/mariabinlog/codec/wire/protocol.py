@@ -24,6 +24,15 @@ Covered (protocol.md, MariaDB's ``sql/sql_repl.cc``/``sql/slave.cc``/``include/m
 * COM_REGISTER_SLAVE, COM_BINLOG_DUMP, the event packets of a dump (``00`` + event, the
   semi-sync ``ef`` header when negotiated), the EOF/ERR that ends a dump, semi-sync ACKs.
 
+Sequence ids are checked in both directions as MariaDB's ``my_real_read`` does: every packet
+must carry the id after the last one of the exchange (a command starts a new exchange at 0;
+the server takes a packet during a dump, a semi-sync ACK or COM_QUIT, as a new exchange of
+the client's that leaves its own count alone).  A duplicated, lost or injected packet raises
+:class:`FramingError`, as does an event packet whose length is not the length its event
+header declares; long packets are checked from their first bytes, before they are buffered
+(:attr:`PacketFramer.inspect`), and a packet over ``max_packet`` raises
+:class:`PacketTooLargeError`.
+
 Errors: bytes from the peer that break the protocol raise :class:`MalformedPacketError`
 (a :class:`~mariabinlog.errors.DecodeError` with the offset in the payload); calling a
 ``send_*`` method in a state where the protocol does not allow it raises
@@ -39,7 +48,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, Generic, TypeVar
 
-from ...errors import DecodeError, LocalProtocolError, MalformedPacketError, ReplicationError, ServerError
+from ...errors import (
+    DecodeError,
+    FramingError,
+    LocalProtocolError,
+    MalformedPacketError,
+    PacketTooLargeError,
+    ReplicationError,
+    ServerError,
+)
 from .ed25519 import ED25519
 from .ed25519 import sign as ed25519_sign
 from .ed25519 import verify as ed25519_verify
@@ -75,7 +92,8 @@ from .packets import (
     native_password_hash,
     scramble_native_password,
 )
-from ..primitives import Buffer, read_lenenc_int, write_lenenc
+from ..events.header import HEADER_LEN
+from ..primitives import U32, Buffer, read_lenenc_int, write_lenenc
 from . import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -189,6 +207,7 @@ __all__ = [
     "EndOfStream",
     "EofPacket",
     "ErrPacket",
+    "FramingError",
     "Handshake",
     "HandshakeResponse",
     "LocalProtocolError",
@@ -205,6 +224,7 @@ __all__ = [
     "NEED_DATA",
     "OkPacket",
     "PacketFramer",
+    "PacketTooLargeError",
     "Ping",
     "Query",
     "Quit",
@@ -354,14 +374,17 @@ StateT = TypeVar("StateT", ClientState, ServerState)
 class _Machine(ABC, Generic[StateT]):
     """What both sides share: the receive buffer, sequence ids and moves through the table."""
 
-    __slots__ = ("state", "framer", "_seq", "_closed", "_table")
+    __slots__ = ("state", "framer", "_seq", "_closed", "_table", "_own_sequence")
 
     def __init__(self, state: StateT, table: dict[StateT, dict[Trigger, StateT]], max_packet: int) -> None:
         self.state: StateT = state
         self._table: dict[StateT, dict[Trigger, StateT]] = table
         self.framer = PacketFramer(max_packet)
+        #: The sequence id of the next packet of the exchange, whichever side sends it.
         self._seq = 0
         self._closed = False
+        #: True where a received packet may start a sequence of the peer's own (see _resequence).
+        self._own_sequence = False
 
     def receive_data(self, data: Buffer) -> None:
         """Feed bytes read from the peer; ``b""`` means the peer closed the connection."""
@@ -396,6 +419,15 @@ class _Machine(ABC, Generic[StateT]):
     def _interpret(self, payload: bytes) -> object | None:
         """The event one packet makes (moving the state), None when it only continues one."""
 
+    def _resequence(self, seq: int, parts: int) -> None:
+        """A received packet whose sequence id is not the next one (or that may start a sequence
+        of the peer's own): accept it where the protocol allows, else :class:`FramingError`."""
+        raise FramingError(
+            f"packets out of order: sequence id {seq}, expected {self._seq}",
+            offset=0,
+            expected="the next sequence id; a packet was duplicated, lost or injected",
+        )
+
     def _next(self) -> object:
         """The next event of either side (None-returning packets continue a result set)."""
         if self.state.value == "error":
@@ -404,7 +436,10 @@ class _Machine(ABC, Generic[StateT]):
             packet = self.framer.next_packet()
             while packet is not None:
                 seq, payload = packet
-                self._seq = (seq + 1 + len(payload) // MAX_PAYLOAD) & 0xFF
+                if seq != self._seq or self._own_sequence:
+                    self._resequence(seq, 1 + len(payload) // MAX_PAYLOAD)
+                else:
+                    self._seq = (seq + 1 + len(payload) // MAX_PAYLOAD) & 0xFF
                 event = self._interpret(payload)
                 if event is not None:
                     return event
@@ -440,6 +475,7 @@ class ClientProtocol(_Machine[ClientState]):
 
     def __init__(self, *, max_packet: int = DEFAULT_MAX_PACKET) -> None:
         super().__init__(ClientState.AWAIT_HANDSHAKE, CLIENT_TRANSITIONS, max_packet)
+        self.framer.inspect = self._inspect
         self.handshake: Handshake | None = None
         self.capabilities = 0
         self.semi_sync = False
@@ -471,7 +507,9 @@ class ClientProtocol(_Machine[ClientState]):
         if state is ClientState.DUMPING:
             if first == 0x00:
                 if self.semi_sync and len(payload) > 2 and payload[1] == SEMI_SYNC_MAGIC:
+                    _check_event_length(payload, 3)
                     return BinlogEventPacket(payload[3:], bool(payload[2] & SEMI_SYNC_NEED_ACK))
+                _check_event_length(payload, 1)
                 return BinlogEventPacket(payload[1:])
             if first == 0xFF:
                 return ErrPacket.decode(payload)
@@ -538,6 +576,40 @@ class ClientProtocol(_Machine[ClientState]):
             return result
         self._rows.append(decode_text_row(payload, self._column_count))
         return None
+
+    def _resequence(self, seq: int, parts: int) -> None:
+        if self._own_sequence:  # the first packet after a semi-sync ACK: the primary may restart its count
+            self._own_sequence = False
+            self._seq = (seq + parts) & 0xFF
+            return
+        super()._resequence(seq, parts)
+
+    def _inspect(self, head: bytes, length: int) -> int:
+        """:attr:`PacketFramer.inspect` in a dump: an event packet must be as long as its event
+        header says (and within ``max_packet``), a long packet must be an event; -1: no bound."""
+        if self.state is not ClientState.DUMPING:
+            return -1
+        if head[0] != 0x00:
+            if length <= _MAX_REPLY:
+                return -1  # an ERR or EOF packet split across reads
+            raise FramingError(
+                f"dump packet of {length} bytes starting with 0x{head[0]:02x}", offset=0, expected="an event (00)"
+            )
+        start = 3 if self.semi_sync and head[1] == SEMI_SYNC_MAGIC else 1
+        size = start + U32.unpack_from(head, start + _EVENT_LEN_OFFSET)[0]
+        if size > self.framer.max_packet:
+            raise PacketTooLargeError(
+                f"event of {size - start} bytes announced, more than the {self.framer.max_packet} bytes allowed",
+                offset=0,
+                expected="at most max_allowed_packet",
+            )
+        if size != length and not (length == MAX_PAYLOAD and size > MAX_PAYLOAD):
+            raise FramingError(
+                f"event packet of {length} bytes carries an event of {size - start} bytes",
+                offset=0,
+                expected="a packet as long as its event",
+            )
+        return size
 
     # -- sending --------------------------------------------------------------------------------
 
@@ -638,10 +710,34 @@ class ClientProtocol(_Machine[ClientState]):
         return self._command(command.encode())
 
     def send_semi_sync_ack(self, ack: SemiSyncAck) -> bytes:
-        """A semi-sync ACK (a new packet sequence starting at 0)."""
+        """A semi-sync ACK (a new packet sequence starting at 0; the primary may restart its own)."""
         self._move("send_semi_sync_ack")
+        self._own_sequence = True
         data, _ = frame(ack.encode(), 0)
         return data
+
+
+#: The longest ERR or EOF packet a dump can end with (an ERR's message is at most 512 bytes).
+_MAX_REPLY: Final = 1 << 16
+_EVENT_LEN_OFFSET: Final = 9  # of the event length in the common event header (event_header.HEADER)
+
+
+def _check_event_length(payload: bytes, start: int) -> None:
+    """An event packet (``00`` [+ semi-sync header] + event) is exactly as long as the event's
+    header says: a packet cut short, grown by a flipped length bit or joined with the next one
+    is a :class:`FramingError`, not an event."""
+    size = len(payload) - start
+    if size < HEADER_LEN:
+        raise FramingError(
+            f"event packet of {size} bytes", offset=0, expected=f"at least a {HEADER_LEN}-byte event header"
+        )
+    declared = U32.unpack_from(payload, start + _EVENT_LEN_OFFSET)[0]
+    if declared != size:
+        raise FramingError(
+            f"event packet of {size} bytes carries an event of {declared} bytes",
+            offset=0,
+            expected="a packet as long as its event",
+        )
 
 
 def _column_count(payload: bytes) -> int:
@@ -684,6 +780,7 @@ class ServerProtocol(_Machine[ServerState]):
 
     def __init__(self, *, max_packet: int = 1 << 24) -> None:
         super().__init__(ServerState.START, SERVER_TRANSITIONS, max_packet)
+        self._own_sequence = True  # every received packet goes through _resequence (they are few)
         self.capabilities = SERVER_DEFAULT_CAPS
         self.auth = _ServerAuth()
         self.server_version = ""
@@ -692,6 +789,22 @@ class ServerProtocol(_Machine[ServerState]):
     def next_event(self) -> ServerEvent | _NeedData:
         """The next client event, or :data:`NEED_DATA`."""
         return self._next()  # type: ignore[return-value]
+
+    def _resequence(self, seq: int, parts: int) -> None:
+        """A command (and, during a dump, an ACK or COM_QUIT) starts the client's own sequence at
+        0; during a dump it leaves the count of the events alone.  Else: the next id."""
+        state = self.state
+        if state is ServerState.COMMAND or state is ServerState.DUMPING:
+            if seq != 0:
+                raise FramingError(
+                    f"packets out of order: a command with sequence id {seq}", offset=0, expected="sequence id 0"
+                )
+            if state is ServerState.COMMAND:
+                self._seq = parts & 0xFF
+            return
+        if seq != self._seq:
+            super()._resequence(seq, parts)
+        self._seq = (seq + parts) & 0xFF
 
     def _interpret(self, payload: bytes) -> ServerEvent:
         event = self._decode(payload)

@@ -342,9 +342,12 @@ class Dumper:
         except ServerError as exc:
             self.error(f"Got error reading packet from server: {exc.message}")
             retval = ERROR_STOP
-        except ConnectionLostError:
+        except ConnectionLostError as exc:
             # The C client's CR_SERVER_LOST: mariadb-binlog does not reconnect, even with --stop-never.
-            self.error("Got error reading packet from server: Lost connection to server during query")
+            # Its words alone for a server that closed between packets (a shutdown); for a cut
+            # inside a packet, a reset or a silence, also which server, where and what.
+            detail = "" if exc.clean else f" ({exc})"
+            self.error(f"Got error reading packet from server: Lost connection to server during query{detail}")
             retval = ERROR_STOP
         except MariabinlogError as exc:
             self.error(f"Got error reading packet from server: {exc}")
