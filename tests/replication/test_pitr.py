@@ -14,7 +14,6 @@ process, as users run it.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,77 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from mariadb_server import MariaDBServer, MariaDBServerFactory, find_program
-from replication_helpers import PRIMARY_OPTIONS, REPL_PASSWORD, REPL_USER, create_repl_user, root_options, wait_for
+from mariadb_server import MariaDBServer, MariaDBServerFactory
+from pitr_helpers import (
+    ENV,
+    archive_catch_up,
+    backup_program,
+    commit_many,
+    last_gtid,
+    mariabinlog,
+    repl_url,
+    root_url,
+    start_stock_server,
+    take_backup,
+)
+from replication_helpers import PRIMARY_OPTIONS, create_repl_user, root_options, wait_for
 
 from mariabinlog.replication.net import Connection
-
-REPO = Path(__file__).resolve().parents[2]
-ENV = dict(os.environ, PYTHONPATH=str(REPO / "src"))
 
 #: The user tables of the story, checksummed before the DROP.
 TABLES = ("shop.orders", "shop.items", "shop.audit", "shop.victim", "ledger.entries")
 #: Rows the mistaken DELETE removes.
 DELETED = 400
-
-
-def mariabinlog(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the command line in its own process."""
-    result = subprocess.run(
-        [sys.executable, "-m", "mariabinlog", *args], env=ENV, capture_output=True, text=True, timeout=timeout
-    )
-    if check and result.returncode != 0:
-        pytest.fail(f"mariabinlog {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}")
-    return result
-
-
-def repl_url(server: MariaDBServer) -> str:
-    """The replication account's URL."""
-    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
-
-
-def root_url(server: MariaDBServer) -> str:
-    """root's URL (no password)."""
-    return f"mariadb://root@127.0.0.1:{server.port}"
-
-
-def backup_program() -> str:
-    """``mariadb-backup``; a test that needs it fails when it is missing."""
-    found = find_program("mariadb-backup")
-    if found is None:
-        pytest.fail("mariadb-backup not found (bash scripts/setup.sh installs Debian's mariadb-backup)", pytrace=False)
-    return found
-
-
-def take_backup(server: MariaDBServer, target: Path) -> None:
-    """A full ``mariadb-backup --backup`` of ``server`` into ``target``."""
-    result = subprocess.run(
-        [backup_program(), "--backup", f"--socket={server.socket}", "--user=root", f"--target-dir={target}"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-
-
-def archive_catch_up(server: MariaDBServer, directory: Path) -> None:
-    """``archive`` until it has caught up with ``server`` (it ends by itself)."""
-    mariabinlog("archive", "--from", repl_url(server), "--dir", str(directory), "--quiet", "--heartbeat", "0.5")
-
-
-def last_gtid(conn: Connection) -> str:
-    """The GTID of the session's last transaction."""
-    return conn.text("SELECT @@last_gtid") or ""
-
-
-def commit_many(conn: Connection, statements: list[str]) -> None:
-    """Each statement as its own transaction (autocommit)."""
-    for statement in statements:
-        conn.query(statement)
-
-
-def start_stock_server(factory_root: Path, datadir: Path) -> MariaDBServer:
-    """A stock ``mariadbd --no-defaults --datadir=NEW`` (the harness's options) on a restored datadir."""
-    assert datadir.name == "data"
-    return MariaDBServer(datadir.parent, ["--default-time-zone=+00:00"]).start()
 
 
 @dataclass
@@ -209,7 +158,7 @@ def restore(story: Story, datadir: Path, *stop: str, check: bool = True) -> subp
 
 def checksums_of_restored(datadir: Path) -> dict[str, int | None]:
     """Start a stock server on the restored datadir, checksum the story's tables, stop it."""
-    server = start_stock_server(datadir.parent, datadir)
+    server = start_stock_server(datadir)
     try:
         assert server.rows("SHOW DATABASES LIKE 'mariabinlog%'") == []
         return server.checksum_table(*TABLES)
