@@ -146,9 +146,12 @@ def statement_tables(sql: str, database: str) -> list[str]:
         return []
     if tree is None:
         return []
+    nodes = list(tree.find_all(sqlglot.exp.Table))
+    # ``DELETE o FROM orders o``: the target named by its alias is not a table of its own.
+    aliases = {node.alias for node in nodes if node.alias}
     names = []
-    for node in tree.find_all(sqlglot.exp.Table):
-        if node.name:
+    for node in nodes:
+        if node.name and not (not node.db and node.name in aliases):
             names.append(f"{node.db or database}.{node.name}")
     return list(dict.fromkeys(names))
 
