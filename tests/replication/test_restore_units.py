@@ -95,5 +95,7 @@ def test_check_archive_refuses_a_stop_point_it_does_not_hold(tmp_path: Path) -> 
     write_archive(tmp_path / "a", [f"0-1-{n}" for n in range(1, 6)])
     with pytest.raises(RestoreError, match=r"the stop point 0-1-9 is not in the archive .* ends at 0-1-5"):
         check_archive(str(tmp_path / "a"), ConnectState.parse("0-1-2"), StopPoint(before=Gtid(0, 1, 9)))
+    with pytest.raises(RestoreError, match="the backup is newer than the stop time: it holds 0-1-3"):
+        check_archive(str(tmp_path / "a"), ConnectState.parse("0-1-3"), StopPoint(time=1_700_000_000 + 1))
     with pytest.raises(RestoreError, match="the backup already holds 0-1-2"):
         check_archive(str(tmp_path / "a"), ConnectState.parse("0-1-3"), StopPoint(before=Gtid(0, 1, 2)))

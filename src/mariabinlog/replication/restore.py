@@ -204,6 +204,11 @@ def check_archive(archive: str, start: ConnectState, stop: StopPoint) -> int:
             if begun is not None and gtid.seq <= begun.seq:
                 if gtid == stop.before or gtid == stop.at:
                     raise RestoreError(f"the backup already holds {gtid} (its position is {start}): nothing to stop at")
+                if gtid == begun and stop.time is not None and group.timestamp >= stop.time:
+                    raise RestoreError(
+                        f"the backup is newer than the stop time: it holds {gtid}, committed at or after it;"
+                        " restore from an older backup"
+                    )
                 continue
             if stop.ends_before(group):
                 reached = True

@@ -217,7 +217,8 @@ def find_groups(
     """The summaries of ``groups`` that ``query`` matches, in order."""
     for group in groups:
         if query.early(group.timestamp):
-            if history is not None:
+            head = group.events[0]
+            if history is not None and isinstance(head, E.GtidEvent) and head.flags2 & E.FL_DDL:
                 summarize(group, history)  # keep the history's DDL in step
             continue
         summary = summarize(group, history)
