@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of everything the project needs, on Debian 12 (or a close relative):
 #   * system packages: MariaDB server and client (the tests start private servers from
-#     /usr/sbin/mariadbd; the Debian service itself is never needed), mariadb-test-data (MariaDB's
+#     /usr/sbin/mariadbd; the Debian service itself is never needed), mariadb-backup (the backups
+#     that `mariabinlog restore` starts from, made and restored by its tests), mariadb-test-data (MariaDB's
 #     own test binlogs, read by version tests), faketime/libfaketime (scripts/make-corpus.sh runs
 #     the recording server under a fixed clock) and a JDK for Spark;
 #   * .venv in the repository, with the project installed editable from the lock file.
@@ -33,7 +34,8 @@ packages_present() {
 }
 
 system_ready() {
-  have mariadbd && have mariadb-install-db && have mariadb && have mariadb-binlog && have faketime &&
+  have mariadbd && have mariadb-install-db && have mariadb && have mariadb-binlog && have mariadb-backup &&
+    have faketime &&
     java_ok && packages_present
 }
 
@@ -42,7 +44,7 @@ as_root() {
 }
 
 install_system_packages() {
-  log "installing mariadb-server, mariadb-client, mariadb-test-data, faketime, libfaketime, default-jdk-headless with apt-get"
+  log "installing mariadb-server, mariadb-client, mariadb-backup, mariadb-test-data, faketime, libfaketime, default-jdk-headless with apt-get"
   # Keep the Debian mariadb service from starting during the install: the tests run
   # private servers, and a container has no init system to start it anyway.
   local policy=/usr/sbin/policy-rc.d added_policy=""
@@ -55,7 +57,7 @@ install_system_packages() {
   {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update &&
       as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 \
-        install --no-install-recommends mariadb-server mariadb-client mariadb-test-data \
+        install --no-install-recommends mariadb-server mariadb-client mariadb-backup mariadb-test-data \
         faketime libfaketime default-jdk-headless
   } </dev/null || status=$?
   if [ -n "$added_policy" ]; then as_root rm -f "$policy"; fi
@@ -78,7 +80,7 @@ if system_ready; then
   log "system packages present"
 else
   install_system_packages
-  system_ready || { log "MariaDB programs, faketime, mariadb-test-data or Java 17+ still missing after apt-get"; exit 1; }
+  system_ready || { log "MariaDB programs (mariadb-backup too), faketime, mariadb-test-data or Java 17+ still missing after apt-get"; exit 1; }
 fi
 
 python="$(find_python)" || { log "Python 3.11 or newer not found (set PYTHON=/path/to/python3)"; exit 1; }

@@ -24,15 +24,20 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from mariabinlog import __version__
 from mariabinlog.errors import MariabinlogError
 
 if TYPE_CHECKING:
+    from mariabinlog.codec.gtid import Gtid
     from mariabinlog.replication.client import StreamEvent
+    from mariabinlog.replication.groups import EventGroup
+    from mariabinlog.schema import SchemaHistory
     from mariabinlog.tools.dump.options import DumpOptions
+
+log = logging.getLogger(__name__)
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -122,6 +127,184 @@ def add_dump_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     add_dump_parser(subparsers, remote=remote_events, defaults_help=lambda: describe_defaults(BINLOG_GROUPS))
 
 
+def _archive_groups(directory: str) -> tuple[Iterator[EventGroup], SchemaHistory | None]:
+    """Every group of the ``.ibb`` archive ``directory``, oldest first, and its schema history
+    (``schema-history.json`` beside the files) when it has one."""
+    from mariabinlog.errors import OptionError
+    from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+    from mariabinlog.schema import SchemaHistory
+    from mariabinlog.schema.history import SCHEMA_HISTORY_FILE
+
+    if not os.path.isdir(directory):
+        raise OptionError(f"--archive {directory}: not a directory")
+    path = os.path.join(directory, SCHEMA_HISTORY_FILE)
+    history = SchemaHistory.load(path) if os.path.exists(path) else None
+    return ArchiveReader(ReadOnlyPages(directory), None).groups(), history
+
+
+def _gtid(option: str, text: str) -> Gtid:
+    from mariabinlog.codec.gtid import Gtid
+    from mariabinlog.errors import GtidError, OptionError
+
+    try:
+        return Gtid.parse(text.strip())
+    except (GtidError, ValueError) as err:
+        raise OptionError(f"{option} {text!r}: {err}") from None
+
+
+def add_restore_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``restore``: a ``mariadb-backup`` backup replayed from an archive to a point in time."""
+    parser = subparsers.add_parser(
+        "restore",
+        help="point-in-time restore: a mariadb-backup backup plus an archive's groups up to a stop point",
+        description="Prepare a copy of a mariadb-backup backup in a new datadir, start a private server on it,"
+        " apply the archive's groups from the backup's GTID position to the stop point (crash-safe, resumable),"
+        " and shut it down cleanly.",
+    )
+    parser.add_argument("--backup", required=True, metavar="DIR", help="a full backup made by mariadb-backup --backup")
+    parser.add_argument("--archive", required=True, metavar="DIR", help="the .ibb archive (mariabinlog archive)")
+    parser.add_argument("--datadir", required=True, metavar="NEW", help="the new datadir (new or empty; or a restore cut short)")
+    stop = parser.add_mutually_exclusive_group(required=True)
+    stop.add_argument("--stop-before-gtid", metavar="GTID", help="apply everything before this group, not the group")
+    stop.add_argument("--stop-gtid", metavar="GTID", help="apply everything up to and including this group")
+    stop.add_argument("--stop-datetime", metavar="'YYYY-MM-DD HH:MM:SS'",
+                      help="apply the groups committed before this time (local time zone, as mariadb-binlog)")
+    parser.add_argument("--parallel", type=int, default=4, metavar="N",
+                        help="connections applying GTID domains in parallel (default 4)")
+    parser.add_argument("--server-option", dest="server_options", action="append", default=[], metavar="OPTION",
+                        help="an extra option for the private mariadbd, e.g. --server-option=--innodb-buffer-pool-size=1G")
+    parser.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds between progress lines on stderr (default 10)")
+    parser.add_argument("--progress-json", metavar="FILE", help="also write progress as JSON lines to FILE")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.set_defaults(handler=restore_main)
+
+
+def restore_main(args: argparse.Namespace) -> int:
+    """Run ``restore``; prints the GTID position reached."""
+    import signal
+    import threading
+
+    from mariabinlog.replication.progress import Reporter
+    from mariabinlog.replication.restore import Restore, StopPoint
+    from mariabinlog.tools.dump.options import parse_datetime
+
+    stop = StopPoint(
+        before=_gtid("--stop-before-gtid", args.stop_before_gtid) if args.stop_before_gtid else None,
+        at=_gtid("--stop-gtid", args.stop_gtid) if args.stop_gtid else None,
+        time=parse_datetime(args.stop_datetime) if args.stop_datetime else None,
+    )
+    restore = Restore(args.backup, args.archive, args.datadir, stop, parallel=args.parallel,
+                      server_options=tuple(args.server_options))
+    json_out = open(args.progress_json, "a", encoding="utf-8") if args.progress_json else None  # noqa: SIM115
+    reporter = Reporter(restore.progress, interval=args.progress_interval, json_out=json_out,
+                        human=None if args.quiet else sys.stderr).start()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, lambda *_: restore.close()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        reached = restore.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        reporter.stop()
+        if json_out is not None:
+            json_out.close()
+    print(f"restore: reached {reached}")
+    return 0
+
+
+def add_find_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``find``: the archive's groups that match, one line each."""
+    parser = subparsers.add_parser(
+        "find",
+        help="list an archive's event groups by statement, table, operation or time (to find a stop point)",
+        description="Print the archive's event groups that match every criterion given, one line each:"
+        " GTID, time, row counts per operation, tables, statement text (tab-separated).",
+    )
+    parser.add_argument("--archive", required=True, metavar="DIR", help="the .ibb archive")
+    parser.add_argument("--statement", metavar="PATTERN", help="statement text matches this regular expression (any case)")
+    parser.add_argument("--table", dest="tables", action="append", default=[], metavar="DB.TABLE",
+                        help="changes this table (repeatable: any of them)")
+    parser.add_argument("--op", dest="ops", action="append", default=[], choices=("insert", "update", "delete", "ddl"),
+                        help="does this operation (repeatable: any of them)")
+    parser.add_argument("--since", metavar="'YYYY-MM-DD HH:MM:SS'", help="committed at or after (local time)")
+    parser.add_argument("--until", metavar="'YYYY-MM-DD HH:MM:SS'", help="committed before (local time)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="text lines or JSON lines")
+    parser.set_defaults(handler=find_main)
+
+
+def find_main(args: argparse.Namespace) -> int:
+    """Run ``find``."""
+    from mariabinlog.tools.dump.options import parse_datetime
+    from mariabinlog.tools.groupinfo import GroupQuery, find_groups, print_json
+
+    query = GroupQuery.build(
+        statement=args.statement, tables=args.tables, ops=args.ops,
+        since=parse_datetime(args.since) if args.since else None,
+        until=parse_datetime(args.until) if args.until else None,
+    )
+    groups, history = _archive_groups(args.archive)
+    for summary in find_groups(groups, query, history):
+        print(print_json(summary) if args.format == "json" else summary.line())
+    return 0
+
+
+def add_undo_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``undo``: revert archived groups' row changes on a live server."""
+    parser = subparsers.add_parser(
+        "undo",
+        help="revert the row changes of archived groups on a live server (as --flashback would)",
+        description="Invert the row changes of the given groups (newest first, one transaction per group) and"
+        " apply them to a server; refuses when later groups of the archive changed the same rows.",
+    )
+    parser.add_argument("--to", dest="target", metavar="URL", help="the server: mariadb://user:password@host:port")
+    parser.add_argument("--archive", required=True, metavar="DIR", help="the .ibb archive holding the groups")
+    parser.add_argument("--gtid", required=True, metavar="G[,G...]", help="the groups to undo")
+    parser.add_argument("--table", dest="tables", action="append", default=[], metavar="DB.TABLE",
+                        help="undo only the changes of this table (repeatable)")
+    parser.add_argument("--force", action="store_true", help="undo even when later groups changed the same rows")
+    parser.add_argument("--dry-run", action="store_true", help="print the SQL, change nothing")
+    parser.set_defaults(handler=undo_main)
+
+
+def undo_main(args: argparse.Namespace) -> int:
+    """Run ``undo``."""
+    from mariabinlog.errors import OptionError, ServerError, UndoError
+    from mariabinlog.replication.net import Connection, ConnectionOptions
+    from mariabinlog.tools.undo import format_description_statement, plan_undo
+
+    if not args.dry_run and not args.target:
+        raise OptionError("undo needs --to URL (or --dry-run)")
+    for name in args.tables:
+        if "." not in name:
+            raise OptionError(f"--table {name!r}: give it as DB.TABLE")
+    gtids = [_gtid("--gtid", text) for text in args.gtid.split(",") if text.strip()]
+    groups, history = _archive_groups(args.archive)
+    plan = plan_undo(groups, gtids, tables=args.tables, history=history, force=args.force)
+    for undone, later in plan.conflicts.items():
+        log.warning("--force: %s was changed later by %s", undone, ", ".join(later))
+    if args.dry_run:
+        out = sys.stdout.buffer
+        for undo in plan.groups:
+            out.write(format_description_statement(undo.fd) + b";\n" + undo.script())
+        out.flush()
+        return 0
+    with Connection.open(ConnectionOptions.from_url(args.target, read_timeout=3600.0)) as conn:
+        for undo in plan.groups:
+            statements = [format_description_statement(undo.fd), *undo.transaction()]
+            try:
+                conn.query(b";\n".join(statements), statements=len(statements))
+            except ServerError as err:
+                try:
+                    conn.query("ROLLBACK")
+                except ServerError:
+                    pass
+                raise UndoError(f"GTID {undo.gtid}: the server refused its undo, nothing of it was applied: {err}") from err
+            print(f"undo: reverted {undo.gtid} ({undo.rows} rows of {', '.join(undo.tables)})", flush=True)
+    return 0
+
+
 #: Subcommand registrars, in the order ``--help`` lists them.
 COMMANDS: tuple[LazyCommand, ...] = (
     LazyCommand("dump", "mariabinlog.cli", "add_dump_command"),
@@ -132,6 +315,9 @@ COMMANDS: tuple[LazyCommand, ...] = (
     LazyCommand("serve", "mariabinlog.replication.cli", "add_serve_parser"),
     LazyCommand("engine", "mariabinlog.engine.cli", "add_engine_parser"),
     LazyCommand("pipeline", "mariabinlog.spark.pipeline", "add_pipeline_parser"),
+    LazyCommand("restore", "mariabinlog.cli", "add_restore_command"),
+    LazyCommand("find", "mariabinlog.cli", "add_find_command"),
+    LazyCommand("undo", "mariabinlog.cli", "add_undo_command"),
 )
 
 

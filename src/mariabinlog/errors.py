@@ -267,3 +267,22 @@ class ConnectFailedError(ReplicationError):
 
 class OptionFileError(OptionError):
     """An option file (``my.cnf``) that MariaDB's clients would refuse: the message is theirs."""
+
+
+class RestoreError(MariabinlogError):
+    """A point-in-time restore cannot go on: an unreadable backup, a gap between the backup and
+    the archive (the message names the missing GTIDs), a stop point the archive does not hold,
+    a private server that would not start or stop, a datadir that is not ours to write."""
+
+
+class UndoError(MariabinlogError):
+    """``undo`` refuses a group: statement-logged or DDL, partial row images, unknown GTIDs."""
+
+
+class UndoConflictError(UndoError):
+    """Later groups of the archive changed rows that ``undo`` would revert; ``conflicts`` maps
+    each undone GTID (text) to the later GTIDs that touched its rows."""
+
+    def __init__(self, message: str, conflicts: dict[str, list[str]]) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts

@@ -94,6 +94,8 @@ COMMANDS = [
     ["dump", "-vv", "--base64-output=decode-rows", "{path}"],
     ["dump", "--format=json", "{path}"],
     ["events", "{path}"],
+    ["find", "--archive", "{path}"],
+    ["undo", "--archive", "{path}", "--gtid", "0-1-1", "--dry-run"],
 ]
 
 

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from ..codec.gtid import ConnectState
 from ..codec.wire import DEFAULT_MAX_PACKET
-from ..errors import ConnectionLostError, ReplicationError
+from ..errors import ConnectionLostError, ReplicationError, ServerError
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
 from .net import ClientSettings, ConnectionOptions
@@ -315,6 +315,16 @@ def archive_main(args: argparse.Namespace) -> int:
             except ConnectionLostError:
                 if not stopping.is_set():
                     raise
+            except ServerError as err:
+                if err.code != 1236 or not len(engine.gtid_state()):
+                    raise
+                # After a failover: the new primary must hold the archive's last groups.
+                raise ReplicationError(
+                    f"{client.options.describe()} does not hold the archive's position"
+                    f" {engine.gtid_state().connect_state()} ({err.message}); a new primary must have the"
+                    " archive's last groups in its binlog (a replica promoted with log_slave_updates);"
+                    " otherwise archive it into another directory"
+                ) from err
     finally:
         archiver.close()
     return 0

@@ -71,7 +71,7 @@ _OLD_ROWS = frozenset(range(20, 23))
 #: Flashback prints Write as Delete and vice versa.
 _FLASHBACK_NAMES = {b"Write_rows": b"Delete_rows", b"Delete_rows": b"Write_rows"}
 #: Compressed row event type -> the uncompressed type the tool re-encodes it as.
-_UNCOMPRESSED_TYPE = {
+UNCOMPRESSED_TYPE = {
     WRITE_ROWS_COMPRESSED_EVENT_V1: WRITE_ROWS_EVENT_V1,
     UPDATE_ROWS_COMPRESSED_EVENT_V1: UPDATE_ROWS_EVENT_V1,
     DELETE_ROWS_COMPRESSED_EVENT_V1: DELETE_ROWS_EVENT_V1,
@@ -674,7 +674,7 @@ class RowsPrinter:
             q += nb
         data: Any = buf
         start, end = q, ev.body_end
-        if code in _UNCOMPRESSED_TYPE:
+        if code in UNCOMPRESSED_TYPE:
             try:
                 rows = decompress_block(buf, q, end)
             except DecodeError:
@@ -682,10 +682,10 @@ class RowsPrinter:
                 return
             # The tool re-encodes the event uncompressed (type, length and CRC fixed).
             prefix = bytearray(buf[ev.start : q])
-            prefix[4] = _UNCOMPRESSED_TYPE[code]
+            prefix[4] = UNCOMPRESSED_TYPE[code]
             body = bytes(prefix) + rows
             raw = reframe(body, checksum=ev.crc is not None)
-            code = _UNCOMPRESSED_TYPE[code]
+            code = UNCOMPRESSED_TYPE[code]
             data, start, end = rows, 0, len(rows)
         info = self.table_maps.get(table_id)
         if opt.flashback and code not in _OLD_ROWS:
