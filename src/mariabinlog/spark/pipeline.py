@@ -180,6 +180,9 @@ def _session(master: str, table_format: str, conf: dict[str, str]) -> Any:
         .appName("mariabinlog-pipeline")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # Python workers start slowly on a busy machine (a mirror's primary, archiver and job
+        # share two cores): Spark's default of 15 s to connect back would fail the stream.
+        .config("spark.python.authenticate.socketTimeout", "120s")
     )
     if table_format == "delta" and importlib.util.find_spec("delta") is not None:
         builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(

@@ -59,7 +59,7 @@ from ..tables import (
     text_layout,
 )
 from .lake import CDC, KINDS, Evolution, Lake, LakeTable, Marker, same_type
-from .position import Offset, history_until, records_before, row_version, version
+from .position import Offset, history_until, records_before, version
 
 log = logging.getLogger(__name__)
 
@@ -248,23 +248,20 @@ class Mirror:
         if lake_table is None and rows is None:
             return
         marker = Marker(end, end, name)
-        existing = None if lake_table is None else [
-            (f.name, f.type) for f in _image_fields(lake_table.schema(), kind)]
-        if known is not None:
-            layout = layout_of(known)
-        else:
-            layout = _widened(existing, rows)
-        if lake_table is None:
-            schema = state_schema(layout) if kind == "state" else change_schema(layout)
-            lake_table = self.lake.create(kind, name, schema, Marker(None, end, name))
-            done.events.append(f"created {kind}/{name}")
-        else:
-            lake_table = self._evolve(lake_table, kind, then, known, layout, end, done)
-        todo = _after(rows, lake_table.marker()) if rows is not None else None
-        if todo is None or not todo.num_rows:
-            return
-        gtids = todo.column("gtid")
+        todo = None
         try:
+            existing = None if lake_table is None else [
+                (f.name, f.type) for f in _image_fields(lake_table.schema(), kind)]
+            layout = layout_of(known) if known is not None else _widened(existing, rows)
+            if lake_table is None:
+                schema = state_schema(layout) if kind == "state" else change_schema(layout)
+                lake_table = self.lake.create(kind, name, schema, Marker(None, end, name))
+                done.events.append(f"created {kind}/{name}")
+            else:
+                lake_table = self._evolve(lake_table, kind, then, known, layout, end, done)
+            todo = _after(rows, lake_table.marker()) if rows is not None else None
+            if todo is None or not todo.num_rows:
+                return
             if kind == "changes":
                 data = change_table(todo, layout)
                 self._commit(lake_table, done, lambda: lake_table.append(data, marker))
@@ -274,9 +271,14 @@ class Mirror:
         except MirrorError:
             raise
         except Exception as error:
-            raise MirrorError(
-                f"table {name} ({kind}): could not apply the changes of GTIDs {gtids[0].as_py()} to "
-                f"{gtids[len(gtids) - 1].as_py()}: {type(error).__name__}: {error}") from error
+            changed = todo if todo is not None and todo.num_rows else rows
+            if changed is not None and changed.num_rows:
+                first, last = changed.column("gtid")[0].as_py(), changed.column("gtid")[changed.num_rows - 1].as_py()
+                what = f"the changes of GTID {first}" if first == last else f"the changes of GTIDs {first} to {last}"
+            else:
+                what = f"its shape at {end.get('gtid_state') or 'the start'} ({end.get('file')}:{end.get('offset')})"
+            raise MirrorError(f"table {name} ({kind}): could not apply {what}: {type(error).__name__}: {error}"
+                              ) from error
 
     # -- schema evolution ---------------------------------------------------------------------
 

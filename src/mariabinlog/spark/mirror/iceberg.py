@@ -10,10 +10,12 @@ change namespace (``shop__changes.orders``); the namespaces are marked with the 
 other formats lay them out.
 
 Every transaction of the mirror commits its changes and the :class:`~.lake.Marker` together:
-the marker is a table property (``mariabinlog.marker``), and the snapshots that add changes
+a commit without a snapshot (a new table, a schema change) sets it as a table property
+(``mariabinlog.marker``), and the snapshots that add changes
 carry the position they applied through as snapshot properties (``mariabinlog.applied``,
-``mariabinlog.shape``, ``mariabinlog.source``).  A state table's rows are replaced by key with
-pyiceberg's upsert (and a delete of the keys gone) in one transaction.  Format version 2:
+``mariabinlog.shape``, ``mariabinlog.source``).  A state table's rows are replaced by key in one
+transaction: a delete of every key the changes touched and an append of the rows they leave
+(what an upsert amounts to).  Format version 2:
 columns are renamed, dropped, added (null in older rows), moved and widened (DECIMAL
 precision) in place; a change v2 cannot express (a narrowing or another type change, a value
 older rows must get, since default values need v3, which pyiceberg does not write) rewrites
@@ -30,6 +32,7 @@ from typing import Any
 
 from ...errors import OptionError
 from .lake import APP, CDC, KINDS, Evolution, Lake, LakeTable, Marker
+from .position import parse, version
 
 #: The namespace of the CDC table.
 CDC_NAMESPACE = (APP,)
@@ -48,6 +51,7 @@ def load_catalog(out: str, spec: str | None) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
     warehouse = "file://" + os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
     if spec is None:
         return SqlCatalog(APP, uri=f"sqlite:///{os.path.abspath(out)}/catalog.db", warehouse=warehouse)
     if spec.startswith(("http://", "https://")):
@@ -112,6 +116,13 @@ def _iceberg_type(arrow_type: Any) -> Any:
     return T.StringType()
 
 
+def _both_keys(first: Any, second: Any) -> Any:
+    """Two tables of key columns as one (the second cast to the first's types)."""
+    import pyarrow as pa
+
+    return pa.concat_tables([first, second.cast(first.schema)]) if second.num_rows else first
+
+
 def _equal(column: str, value: Any) -> Any:
     from pyiceberg.expressions import EqualTo, IsNull
 
@@ -142,8 +153,25 @@ class IcebergTable(LakeTable):
         self.table = table
 
     def marker(self) -> Marker | None:
+        """The newer of the table property (commits without a snapshot: creation, schema
+        changes) and the newest snapshot's properties (commits of changes), field by field:
+        every commit moves both positions forward."""
         value = self.table.properties.get(f"{APP}.marker")
-        return None if value is None else Marker.parse(value)
+        markers = [] if value is None else [Marker.parse(value)]
+        snapshot, steps = self.table.current_snapshot(), 0
+        while snapshot is not None and steps < 100:
+            props = snapshot.summary.additional_properties
+            if f"{APP}.applied" in props:
+                markers.append(Marker(parse(props[f"{APP}.applied"]), parse(props.get(f"{APP}.shape")),
+                                      props.get(f"{APP}.source", "")))
+                break
+            parent, steps = snapshot.parent_snapshot_id, steps + 1
+            snapshot = None if parent is None else self.table.snapshot_by_id(parent)
+        if not markers:
+            return None
+        applied = max((m.applied for m in markers), key=version)
+        newest = max(markers, key=lambda m: version(m.shape))
+        return Marker(applied, newest.shape, newest.source)
 
     def schema(self) -> Any:
         return self.table.schema().as_arrow()
@@ -162,24 +190,31 @@ class IcebergTable(LakeTable):
     def _transaction(self) -> Any:
         return self.table.transaction()
 
-    def _finish(self, tx: Any, marker: Marker) -> None:
-        tx.set_properties({f"{APP}.marker": marker.text()})
+    def _finish(self, tx: Any, marker: Marker, *, snapshots: bool) -> None:
+        """Commit; the marker goes in the table's properties when no snapshot carries it."""
+        if not snapshots:
+            tx.set_properties({f"{APP}.marker": marker.text()})
         self.table = tx.commit_transaction()
 
     def append(self, data: Any, marker: Marker) -> None:
         tx = self._transaction()
         if data.num_rows:
             tx.append(data, snapshot_properties=_props(marker, applied=True))
-        self._finish(tx, marker)
+        self._finish(tx, marker, snapshots=data.num_rows > 0)
 
     def upsert(self, keys: list[str], rows: Any, gone: Any, marker: Marker) -> None:
+        """The MERGE as one transaction of a delete of every key the changes touched and an
+        append of the rows they leave.  (pyiceberg's ``upsert`` reads the matched rows back to
+        skip unchanged ones and commits up to three snapshots; with the keys known, the delete
+        and append are the same MERGE, and cheaper.)"""
         tx = self._transaction()
         props = _props(marker, applied=True)
+        touched = _both_keys(rows.select(keys), gone.select(keys))
+        if touched.num_rows:
+            tx.delete(_any_row(touched), snapshot_properties=props)
         if rows.num_rows:
-            tx.upsert(rows, join_cols=keys, snapshot_properties=props)
-        if gone.num_rows:
-            tx.delete(_any_row(gone.select(keys)), snapshot_properties=props)
-        self._finish(tx, marker)
+            tx.append(rows, snapshot_properties=props)
+        self._finish(tx, marker, snapshots=touched.num_rows > 0)
 
     def replace_copies(self, images: Any, copies: Any, marker: Marker) -> None:
         tx = self._transaction()
@@ -188,7 +223,7 @@ class IcebergTable(LakeTable):
             tx.delete(_any_row(images), snapshot_properties=props)
         if copies.num_rows:
             tx.append(copies, snapshot_properties=props)
-        self._finish(tx, marker)
+        self._finish(tx, marker, snapshots=images.num_rows + copies.num_rows > 0)
 
     def _align(self, tx: Any, change: Evolution, *, rewrite: bool) -> None:
         """The schema changes of ``change`` in ``tx``: renames and drops, then new and
@@ -230,7 +265,7 @@ class IcebergTable(LakeTable):
             self._align(tx, change, rewrite=False)
         except (ValidationError, ValueError):
             return False  # not a type promotion Iceberg allows: the caller rewrites
-        self._finish(tx, marker)
+        self._finish(tx, marker, snapshots=False)
         return True
 
     def rewrite(self, change: Evolution, data: Any, marker: Marker) -> None:
@@ -238,7 +273,7 @@ class IcebergTable(LakeTable):
         tx = self._transaction()
         self._align(tx, change, rewrite=True)
         tx.overwrite(data, snapshot_properties=_props(marker, applied=True))
-        self._finish(tx, marker)
+        self._finish(tx, marker, snapshots=False)
 
     def compact(self) -> None:
         marker = self.marker()
@@ -332,17 +367,7 @@ class IcebergLake(Lake):
 
     def create(self, kind: str, name: str, schema: Any, marker: Marker, partition_by: tuple[str, ...] = ()
                ) -> LakeTable:
-        identifier = _identifier(kind, name)
-        self._namespace(kind, identifier[:-1])
-        location = self._location(kind, name)
-        tx = self.catalog.create_table_transaction(identifier, schema=schema, location="file://" + location,
-                                                   properties=PROPERTIES)
-        if partition_by:
-            with tx.update_spec() as spec:
-                for column in partition_by:
-                    spec.add_identity(column)
-        tx.set_properties({f"{APP}.marker": marker.text()})
-        return IcebergTable(kind, name, tx.commit_transaction())
+        return self.commit_files(kind, name, self._location(kind, name), schema, [], marker, partition_by)
 
     def drop(self, table: LakeTable) -> None:
         self.catalog.drop_table(_identifier(table.kind, table.name))
@@ -356,6 +381,7 @@ class IcebergLake(Lake):
 
     def commit_files(self, kind: str, name: str, location: str, schema: Any, files: list[str], marker: Marker,
                      partition_by: tuple[str, ...] = ()) -> LakeTable:
+        """A new table at ``location``, its first snapshot the files (none: an empty table)."""
         identifier = _identifier(kind, name)
         self._namespace(kind, identifier[:-1])
         tx = self.catalog.create_table_transaction(identifier, schema=schema, location="file://" + location,

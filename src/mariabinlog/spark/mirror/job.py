@@ -58,7 +58,6 @@ from .position import Offset, gtids_behind, version
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("delta", "iceberg")
 MIRROR_DIR = "_mirror"
 LEDGER = "mirror.json"
 CHECKPOINT = "checkpoint"

@@ -52,11 +52,6 @@ def version(offset: Offset | None) -> int:
     return file_number(offset) << 32 | int(offset["offset"])
 
 
-def row_version(file_no: int, position: int) -> int:
-    """A CDC row's place as :func:`version` numbers offsets."""
-    return file_no << 32 | position
-
-
 def text(offset: Offset) -> str:
     """The offset as compact JSON (what commit metadata and the ledger hold)."""
     return json.dumps({k: offset.get(k, NOTHING[k]) for k in NOTHING}, separators=(",", ":"))
