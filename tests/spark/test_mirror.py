@@ -202,7 +202,7 @@ def batch_tables(spark: Any, stepped: tuple[Any, list[list[Path]]], tmp_path_fac
 def test_runs_on_a_growing_directory_follow_its_ddl(
         table_format: str, spark: Any, stepped: tuple[Any, list[list[Path]]], batch_tables: Path, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
-    from mariabinlog.spark.mirror.job import Ledger, status, status_text
+    from mariabinlog.spark.mirror.job import Ledger, Settings, status, status_text
     from mariabinlog.spark.pipeline import run_pipeline
 
     server, steps = stepped
@@ -210,8 +210,11 @@ def test_runs_on_a_growing_directory_follow_its_ddl(
     positions = []
     for number, files in enumerate(steps):
         _grow(source, files)
+        # Step 2 is small enough to be applied on the driver; step 3 takes the streaming query.
+        settings = Settings(local_bytes=0 if number == 2 else Settings().local_bytes)
         with caplog.at_level(logging.WARNING, logger="mariabinlog.spark.mirror"):
-            result = run_pipeline(str(source), str(out), table_format=table_format, spark=spark)
+            result = run_pipeline(str(source), str(out), table_format=table_format, spark=spark, settings=settings)
+        assert (out / "_mirror" / "checkpoint").is_dir() == (number == 2)
         assert result.position is not None
         positions.append(result.position)
         progress = out / "_mirror" / "progress.jsonl"

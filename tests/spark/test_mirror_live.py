@@ -44,10 +44,9 @@ def _wait(check: Callable[[], bool], seconds: float, what: str, every: float = 0
 
 def _round(server: MariaDBServer, number: int) -> None:
     """One round of the workload (see the module docstring)."""
-    sql = []
+    sql = ["CREATE DATABASE IF NOT EXISTS live; USE live;"]
     if number == 1:
-        sql.append("CREATE DATABASE live; USE live;"
-                   " CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(20), amount DECIMAL(10,2), placed DATETIME);"
+        sql.append("CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(20), amount DECIMAL(10,2), placed DATETIME);"
                    " CREATE TABLE ledger (account INT, delta INT, memo VARCHAR(10));"
                    " CREATE TABLE wide (id BIGINT UNSIGNED PRIMARY KEY, payload TEXT);")
     base = number * 1000

@@ -269,6 +269,14 @@ def _mirror(spark: Any, source: str, out: str, table_format: str, bucket: str, o
             full_refresh: bool, catalog: str | None, settings: Any) -> PipelineResult:
     """A mirror's run: the first (or a full refresh), then with ``--follow`` the stream; a later
     run only the stream, over what is new."""
+    from .mirror.job import locked
+
+    with locked(out):
+        return _mirror_locked(spark, source, out, table_format, bucket, options, full_refresh, catalog, settings)
+
+
+def _mirror_locked(spark: Any, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
+                   full_refresh: bool, catalog: str | None, settings: Any) -> PipelineResult:
     from .mirror.job import FullRun, directory_end, follow, prepare, start_ledger
 
     lake, ledger = prepare(out, source, table_format, catalog, options, full_refresh)

@@ -29,6 +29,7 @@ stretch gets only the rows after it.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -180,6 +181,14 @@ class Mirror:
         current = at_end.current_incarnations()
         kept: dict[tuple[str, str], tuple[LakeTable, Table | None]] = {}
         moves: list[tuple[LakeTable, Table | None, str]] = []
+        catalogs: dict[str, dict[tuple[str, str], Table]] = {}  # by shape: most tables share a few
+
+        def tables_at(shape: Offset | None) -> dict[tuple[str, str], Table]:
+            key = json.dumps(shape, sort_keys=True)
+            if key not in catalogs:
+                catalogs[key] = at_end.tables_after(min(records_before(data, shape), count))
+            return catalogs[key]
+
         for table in self.lake.tables():
             marker = table.marker()
             if marker is None:
@@ -188,7 +197,7 @@ class Mirror:
             if version(marker.shape) >= version(end):
                 kept[(table.kind, table.name)] = (table, at_end.table(*_split(table.name)))
                 continue
-            then = at_end.tables_after(min(records_before(data, marker.shape), count)).get(_split(marker.source))
+            then = tables_at(marker.shape).get(_split(marker.source))
             if then is None or then.unknown is not None:
                 named = at_end.table(*_split(table.name))
                 if named is not None and named.unknown is None:

@@ -176,6 +176,7 @@ class DeltaLake(Lake):
     """The Delta tables under one output directory."""
 
     def __init__(self, out: str) -> None:
+        super().__init__()
         self.out = out
 
     def describe(self) -> str:
@@ -184,8 +185,11 @@ class DeltaLake(Lake):
     def _path(self, kind: str, name: str) -> str:
         return os.path.join(self.out, CDC) if kind == CDC else os.path.join(self.out, kind, name)
 
-    def tables(self) -> list[LakeTable]:
+    def _find(self) -> list[LakeTable]:
         found: list[LakeTable] = []
+        cdc = self._path(CDC, CDC)
+        if os.path.isdir(os.path.join(cdc, "_delta_log")):
+            found.append(DeltaLakeTable(CDC, CDC, cdc))
         for kind in KINDS:
             directory = os.path.join(self.out, kind)
             if not os.path.isdir(directory):
@@ -195,10 +199,6 @@ class DeltaLake(Lake):
                 if not name.startswith(".") and os.path.isdir(os.path.join(path, "_delta_log")):
                     found.append(DeltaLakeTable(kind, name, path))
         return found
-
-    def cdc(self) -> LakeTable | None:
-        path = self._path(CDC, CDC)
-        return DeltaLakeTable(CDC, CDC, path) if os.path.isdir(os.path.join(path, "_delta_log")) else None
 
     def create(self, kind: str, name: str, schema: Any, marker: Marker, partition_by: tuple[str, ...] = ()
                ) -> LakeTable:
@@ -210,17 +210,19 @@ class DeltaLake(Lake):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_deltalake(path, schema.empty_table(), mode="error", partition_by=list(partition_by) or None,
                         commit_properties=_commit(marker, applied=False))
-        return DeltaLakeTable(kind, name, path)
+        return self._remember(DeltaLakeTable(kind, name, path))
 
     def drop(self, table: LakeTable) -> None:
         _remove(table.location)
+        self._forget(table)
 
     def rename(self, table: LakeTable, name: str) -> LakeTable:
         path = self._path(table.kind, name)
         if os.path.exists(path):
             _remove(path)
         os.replace(table.location, path)
-        return DeltaLakeTable(table.kind, name, path)
+        self._forget(table)
+        return self._remember(DeltaLakeTable(table.kind, name, path))
 
     def commit_files(self, kind: str, name: str, location: str, schema: Any, files: list[str], marker: Marker,
                      partition_by: tuple[str, ...] = ()) -> LakeTable:
@@ -229,13 +231,14 @@ class DeltaLake(Lake):
         partitions = Schema([Field(p, "string", nullable=True) for p in partition_by]) if partition_by else None
         convert_to_deltalake(location, partition_by=partitions, partition_strategy="hive" if partitions else None,
                              commit_properties=_commit(marker, applied=True))
-        return DeltaLakeTable(kind, name, location)
+        return self._remember(DeltaLakeTable(kind, name, location))
 
     def clear(self) -> None:
         for kind in (CDC, *KINDS):
             path = os.path.join(self.out, kind)
             if os.path.exists(path):
                 _remove(path)
+        self._known = None
 
     def sweep(self) -> None:
         """Delete what drops a kill cut short left aside."""

@@ -28,6 +28,7 @@ import datetime
 import os
 import shutil
 import time
+import warnings
 from typing import Any
 
 from ...errors import OptionError
@@ -123,6 +124,13 @@ def _both_keys(first: Any, second: Any) -> Any:
     return pa.concat_tables([first, second.cast(first.schema)]) if second.num_rows else first
 
 
+def _delete(tx: Any, rows: Any, props: dict[str, str]) -> None:
+    """Delete the rows a filter matches; none is a MERGE's insert, not a warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Delete operation did not match any records")
+        tx.delete(rows, snapshot_properties=props)
+
+
 def _equal(column: str, value: Any) -> Any:
     from pyiceberg.expressions import EqualTo, IsNull
 
@@ -211,7 +219,7 @@ class IcebergTable(LakeTable):
         props = _props(marker, applied=True)
         touched = _both_keys(rows.select(keys), gone.select(keys))
         if touched.num_rows:
-            tx.delete(_any_row(touched), snapshot_properties=props)
+            _delete(tx, _any_row(touched), props)
         if rows.num_rows:
             tx.append(rows, snapshot_properties=props)
         self._finish(tx, marker, snapshots=touched.num_rows > 0)
@@ -220,7 +228,7 @@ class IcebergTable(LakeTable):
         tx = self._transaction()
         props = _props(marker, applied=True)
         if images.num_rows:
-            tx.delete(_any_row(images), snapshot_properties=props)
+            _delete(tx, _any_row(images), props)
         if copies.num_rows:
             tx.append(copies, snapshot_properties=props)
         self._finish(tx, marker, snapshots=images.num_rows + copies.num_rows > 0)
@@ -325,6 +333,7 @@ class IcebergLake(Lake):
     """The Iceberg tables of one mirror in its catalog."""
 
     def __init__(self, out: str, catalog: str | None = None) -> None:
+        super().__init__()
         self.out = out
         self.spec = catalog
         self.catalog = load_catalog(out, catalog)
@@ -348,8 +357,11 @@ class IcebergLake(Lake):
         if self.catalog.load_namespace_properties(namespace).get(KIND_PROPERTY) != kind:
             self.catalog.update_namespace_properties(namespace, updates={KIND_PROPERTY: kind})
 
-    def tables(self) -> list[LakeTable]:
+    def _find(self) -> list[LakeTable]:
         found: list[LakeTable] = []
+        identifier = _identifier(CDC, CDC)
+        if self.catalog.table_exists(identifier):
+            found.append(IcebergTable(CDC, CDC, self.catalog.load_table(identifier)))
         for namespace in self.catalog.list_namespaces():
             kind = self.catalog.load_namespace_properties(namespace).get(KIND_PROPERTY)
             if kind not in KINDS:
@@ -359,12 +371,6 @@ class IcebergLake(Lake):
                 found.append(IcebergTable(kind, f"{database}.{identifier[-1]}", self.catalog.load_table(identifier)))
         return found
 
-    def cdc(self) -> LakeTable | None:
-        identifier = _identifier(CDC, CDC)
-        if not self.catalog.table_exists(identifier):
-            return None
-        return IcebergTable(CDC, CDC, self.catalog.load_table(identifier))
-
     def create(self, kind: str, name: str, schema: Any, marker: Marker, partition_by: tuple[str, ...] = ()
                ) -> LakeTable:
         return self.commit_files(kind, name, self._location(kind, name), schema, [], marker, partition_by)
@@ -372,12 +378,14 @@ class IcebergLake(Lake):
     def drop(self, table: LakeTable) -> None:
         self.catalog.drop_table(_identifier(table.kind, table.name))
         shutil.rmtree(_local(table.location), ignore_errors=True)
+        self._forget(table)
 
     def rename(self, table: LakeTable, name: str) -> LakeTable:
         identifier = _identifier(table.kind, name)
         self._namespace(table.kind, identifier[:-1])
         renamed = self.catalog.rename_table(_identifier(table.kind, table.name), identifier)
-        return IcebergTable(table.kind, name, renamed)
+        self._forget(table)
+        return self._remember(IcebergTable(table.kind, name, renamed))
 
     def commit_files(self, kind: str, name: str, location: str, schema: Any, files: list[str], marker: Marker,
                      partition_by: tuple[str, ...] = ()) -> LakeTable:
@@ -393,9 +401,10 @@ class IcebergLake(Lake):
         if files:
             tx.add_files(files, snapshot_properties=_props(marker, applied=True))
         tx.set_properties({f"{APP}.marker": marker.text()})
-        return IcebergTable(kind, name, tx.commit_transaction())
+        tx.commit_transaction()  # a staged table, which cannot be read: load it
+        return self._remember(IcebergTable(kind, name, self.catalog.load_table(identifier)))
 
     def clear(self) -> None:
-        for table in [*self.tables(), *([self.cdc()] if self.cdc() is not None else [])]:
-            assert table is not None
+        for table in self._find():
             self.catalog.drop_table(_identifier(table.kind, table.name))
+        self._known = None

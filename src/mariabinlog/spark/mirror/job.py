@@ -32,16 +32,22 @@ checkpoint), the kill the exactly-once tests need at that exact point.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
+
+import pyarrow as pa
 
 from ...codec.events import ANNOTATE_ROWS_EVENT, QUERY_COMPRESSED_EVENT, QUERY_EVENT, ROWS_KIND, TABLE_MAP_EVENT
 from ...errors import MirrorError, OptionError
@@ -49,6 +55,7 @@ from ...schema import SchemaHistory
 from ...schema.history import SCHEMA_HISTORY_FILE
 from ..fs import discover, is_remote, local_path
 from ..options import ScanOptions
+from ..partition import arrow_schema
 from ..read import NO_HISTORY, SplitReader, history_source
 from ..schema import ROWS_SCHEMA
 from ..stream import BinlogStreamReader
@@ -243,6 +250,8 @@ class Settings:
     compact_every: float = 900.0
     retention: float = 86400.0
     progress_json: str | None = None
+    #: Without ``follow``: what is new up to this many bytes is applied on the driver, no Spark.
+    local_bytes: int = 128 << 20
 
 
 def _commit_hook() -> Any:
@@ -276,6 +285,7 @@ class MirrorStream:
         self.failure: BaseException | None = None
         self.applied: list[dict[str, Any]] = []
         self.touched: set[tuple[str, str]] = set()
+        self._own: SchemaHistory | None = None
 
     def options(self) -> dict[str, str]:
         """The stream's read options: the user's, the ledger's position to start from, the
@@ -309,12 +319,13 @@ class MirrorStream:
         options = self.ledger.options
         if self.ledger.history == "none":
             return None
-        if self.ledger.history == "own":
+        if self.ledger.history == "own":  # kept loaded: only this job writes it
             path = os.path.join(self.out, SCHEMA_HISTORY_FILE)
-            history = SchemaHistory.load(path)
-            if extend_history(history, self.ledger.source, options, start, end):
-                history.save(path)
-            return history.to_json()
+            if self._own is None:
+                self._own = SchemaHistory.load(path)
+            if extend_history(self._own, self.ledger.source, options, start, end):
+                self._own.save(path)
+            return self._own.to_json()
         scan = ScanOptions.parse({**options, "path": self.ledger.source, "view": "rows"})
         saved = history_source([self.ledger.source], scan)
         if saved is None:
@@ -329,22 +340,48 @@ class MirrorStream:
             if not end.get("file"):
                 return
             history = self._history(start, end)
-            rows = frame.toArrow()
-            applied = self.mirror.apply(rows, end, history)
-            self.ledger.position = end
-            if applied.newest is not None:
-                self.ledger.newest = applied.newest
-            self.touched.update(applied.tables and {(k, n) for n in applied.tables for k in ("state", "changes")})
-            latest, newest = newest_group(self.ledger.source, self.ledger.options, end)
-            behind = gtids_behind(end, latest)
-            seconds = 0.0 if behind == 0 else (
-                None if newest is None or self.ledger.newest is None else max(0.0, newest - self.ledger.newest))
-            self.applied.append(self.progress.report(batch, applied, end, behind, seconds))
-            self._maintain()
-            self.ledger.save(self.out)
+            self._apply(batch, frame.toArrow(), end, history)
         except BaseException as error:
             self.failure = error
             raise
+
+    def _apply(self, batch: int, rows: Any, end: Offset, history: dict[str, Any] | None) -> None:
+        """Apply one stretch, then report it, maintain the tables and move the ledger on."""
+        applied = self.mirror.apply(rows, end, history)
+        self.ledger.position = end
+        if applied.newest is not None:
+            self.ledger.newest = applied.newest
+        self.touched.update((kind, name) for name in applied.tables for kind in ("state", "changes"))
+        latest, newest = newest_group(self.ledger.source, self.ledger.options, end)
+        behind = gtids_behind(end, latest)
+        seconds = 0.0 if behind == 0 else (
+            None if newest is None or self.ledger.newest is None else max(0.0, newest - self.ledger.newest))
+        self.applied.append(self.progress.report(batch, applied, end, behind, seconds))
+        if self.settings.follow:
+            self._maintain()
+        self.ledger.save(self.out)
+
+    def catch_up(self) -> None:
+        """What is new, applied on the driver without Spark, in stretches as micro-batches
+        would take them: an incremental run of a small increment costs no JVM and no
+        streaming query.  The Spark checkpoint, behind the tables now, is dropped: a later
+        ``--follow`` starts a new one at the ledger's position."""
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        options = self.options()
+        reader = stream_reader(self.ledger.source, options)
+        limit = int(options["maxGroupsPerTrigger"])
+        start, batch = self.ledger.position, 0
+        while True:
+            end = reader.latestOffset(start, ReadMaxRows(limit))
+            if version(end) <= version(start):
+                break
+            history = self._history(start, end)
+            batches = [b for p in reader.partitions(start, end) for b in reader.read(p)]
+            rows = pa.Table.from_batches(batches) if batches else arrow_schema(reader.schema).empty_table()
+            self._apply(batch, rows, end, history)
+            start, batch = end, batch + 1
+        shutil.rmtree(self.checkpoint, ignore_errors=True)
 
     def _maintain(self) -> None:
         """Compaction and vacuum on the schedule set."""
@@ -515,9 +552,12 @@ def prepare(out: str, source: str, table_format: str, catalog: str | None, optio
                         ledger.options)
     lake = open_lake(out, table_format, catalog)
     if ledger is None or full_refresh:
-        import shutil
-
-        shutil.rmtree(os.path.join(out, MIRROR_DIR), ignore_errors=True)
+        for name in (CHECKPOINT, LEDGER, PROGRESS):
+            path = os.path.join(out, MIRROR_DIR, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.unlink(path)
         lake.clear()
         return lake, None
     return lake, ledger
@@ -532,10 +572,50 @@ def start_ledger(out: str, source: str, table_format: str, catalog: str | None, 
     return ledger
 
 
+@contextlib.contextmanager
+def locked(out: str) -> Iterator[None]:
+    """Hold ``OUT/_mirror/lock`` for a run: one job writes a mirror at a time (a kill lets go)."""
+    path = os.path.join(out, MIRROR_DIR, "lock")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise MirrorError(f"{out} is being written by another mariabinlog pipeline (pid "
+                              f"{handle.read().strip() or '?'}); one job per mirror") from None
+        handle.truncate(0)
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def bytes_after(source: str, options: dict[str, str], position: Offset) -> int:
+    """Bytes of the directory's files from ``position`` on (what a run would read at most)."""
+    reader = stream_reader(source, options)
+    files = discover([reader.directory], reader.options.listing)
+    at = version(position)
+    total = 0
+    for f in files:
+        start = f.file_no << 32
+        if start + f.size > at:
+            total += f.size - max(0, at - start)
+    return total
+
+
 def follow(spark: Any, out: str, ledger: Ledger, lake: Lake, settings: Settings) -> MirrorResult:
-    """Run the mirror's streaming query (see :class:`MirrorStream`)."""
+    """Bring the mirror up to date: with ``--follow`` the streaming query (see
+    :class:`MirrorStream`), which runs until stopped; else what is new, by the same query
+    (``Trigger.AvailableNow``) or, for up to ``settings.local_bytes`` of it, on the driver
+    without Spark."""
     stream = MirrorStream(spark, out, ledger, lake, settings)
-    stream.run()
+    if not settings.follow and bytes_after(ledger.source, ledger.options, ledger.position) <= settings.local_bytes:
+        stream.catch_up()
+    else:
+        stream.run()
     result = MirrorResult(position=stream.ledger.position, batches=len(stream.applied))
     for record in stream.applied:
         result.rows += record["rows"]

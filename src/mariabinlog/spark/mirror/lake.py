@@ -149,15 +149,37 @@ class LakeTable(ABC):
 
 
 class Lake(ABC):
-    """The tables of one mirror and their catalog (the directory for Delta)."""
+    """The tables of one mirror and their catalog (the directory for Delta).
 
-    @abstractmethod
+    The mirror is its tables' only writer, so the tables are found once and then followed
+    through the changes the mirror itself makes (:meth:`_remember`, :meth:`_forget`)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], LakeTable] | None = None
+
+    def _all(self) -> dict[tuple[str, str], LakeTable]:
+        if self._known is None:
+            self._known = {(t.kind, t.name): t for t in self._find()}
+        return self._known
+
+    def _remember(self, table: LakeTable) -> LakeTable:
+        self._all()[(table.kind, table.name)] = table
+        return table
+
+    def _forget(self, table: LakeTable) -> None:
+        self._all().pop((table.kind, table.name), None)
+
     def tables(self) -> list[LakeTable]:
         """Every state and change table of the mirror."""
+        return [table for key, table in sorted(self._all().items()) if key[0] != CDC]
 
-    @abstractmethod
     def cdc(self) -> LakeTable | None:
         """The CDC table (None: not created yet)."""
+        return self._all().get((CDC, CDC))
+
+    @abstractmethod
+    def _find(self) -> list[LakeTable]:
+        """Every table of the mirror, the CDC table included, as the format lists them."""
 
     @abstractmethod
     def create(self, kind: str, name: str, schema: Any, marker: Marker, partition_by: tuple[str, ...] = ()
