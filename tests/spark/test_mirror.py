@@ -324,3 +324,29 @@ def _files(table: Any) -> int:
     """Data files on disk under a table's directory."""
     root = table.location.removeprefix("file://")
     return sum(1 for _, _, names in os.walk(root) for n in names if n.endswith(".parquet"))
+
+
+def test_the_history_cut_at_a_position_orders_ddl_of_every_domain() -> None:
+    """A position's GTID state says which DDL lies before it, whatever the statements' domains
+    (a statement of domain 1 is before a position whose state holds its sequence number)."""
+    from mariabinlog.spark.mirror.position import gtids_behind, history_until, records_before, version
+
+    ddl = [{"gtid": gtid, "file": "mysql-bin.000001", "pos": pos, "database": "d", "query": f"CREATE TABLE t{i} (a INT)",
+            "server_charset": None, "tables": [["d", f"t{i}"]]}
+           for i, (gtid, pos) in enumerate([("0-1-5", 100), ("1-2-3", 200), ("0-1-9", 300), ("2-1-1", 400)])]
+    history = {"format": "mariabinlog-schema-history", "version": 1, "source": "test",
+               "snapshot": {"tables": [], "database_charsets": {}}, "ddl": ddl}
+
+    def at(state: str, offset: int = 16384) -> dict[str, object]:
+        return {"stream": "ibb", "file": "binlog-000002.ibb", "offset": offset, "gtid_state": state}
+
+    assert records_before(history, None) == 0
+    assert records_before(history, at("0-1-4")) == 0
+    assert records_before(history, at("0-1-5")) == 1
+    assert records_before(history, at("0-1-8,1-2-3")) == 2  # domain 1's statement too
+    assert records_before(history, at("0-1-9,1-2-3")) == 3
+    assert records_before(history, at("0-1-20,1-2-3,2-1-1")) == 4
+    text, count = history_until(history, at("0-1-9,1-2-3"))
+    assert count == 3 and [r["gtid"] for r in json.loads(text)["ddl"]] == ["0-1-5", "1-2-3", "0-1-9"]
+    assert gtids_behind(at("0-1-5,1-2-3"), at("0-1-9,1-2-4,2-1-2")) == 4 + 1 + 2
+    assert version(at("", 81920)) == (2 << 32) + 81920 > version(at("", 16384)) > version(None) == -1

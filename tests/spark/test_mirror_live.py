@@ -52,7 +52,7 @@ def _round(server: MariaDBServer, number: int) -> None:
     base = number * 1000
     for i in range(40):
         domain = i % 3
-        sql.append(f"SET SESSION gtid_domain_id = {domain}; INSERT INTO live.orders VALUES"
+        sql.append(f"SET SESSION gtid_domain_id = {domain}; INSERT INTO live.orders (id, customer, amount, placed) VALUES"
                    f" ({base + i}, 'c{i % 7}', {i}.25, '2026-01-0{1 + i % 9} 10:00:00');"
                    f" INSERT INTO live.ledger VALUES ({i % 4}, {i % 3}, 'r{number}');")
     for i in range(0, 40, 3):

@@ -76,7 +76,8 @@ class DeltaLakeTable(LakeTable):
         dataset = self.table.to_pyarrow_dataset()
         if column is None:
             return dataset.to_table()
-        return dataset.to_table(filter=pc.field(column).isin(pa.array(values)))
+        kind = dataset.schema.field(column).type
+        return dataset.to_table(filter=pc.field(column).isin(pa.array(values).cast(kind)))
 
     def append(self, data: Any, marker: Marker) -> None:
         from deltalake import write_deltalake
