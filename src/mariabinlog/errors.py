@@ -254,6 +254,12 @@ class UncarriedRowsError(MariabinlogError):
         self.rows = rows
 
 
+class MirrorError(MariabinlogError):
+    """A live mirror (``pipeline --follow``, an incremental run) cannot go on: a table whose
+    changes could not be applied (named with the GTIDs and the reason), or an output directory
+    that mirrors another source or format."""
+
+
 class ConnectFailedError(ReplicationError):
     """A client could not connect to or log in to a server; ``reason`` is the cause in
     MariaDB's client words (``Can't connect to server on '127.0.0.1' (111)``, or the

@@ -43,6 +43,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.driver.memory", "2g")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.sql.session.timeZone", "UTC")
+        # A Python worker that starts slowly on a busy machine (a streaming source's runner
+        # imports pyspark, pyarrow and mariabinlog) is not a failure: 15 s is Spark's default.
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

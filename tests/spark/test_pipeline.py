@@ -103,13 +103,13 @@ def test_latest_state_merges_partial_images_and_key_changes() -> None:
         ("update", keys, {"id": "5"}, {"b": "u"}),  # two partial images merged in order
         ("delete", keys, {"id": "5"}, None),
         ("insert", keys, None, {"id": "5", "a": "v", "b": "w"}),  # deleted, then inserted again
-        ("update", keys, {"id": "6"}, {"a": "only"}),  # a row from before the binlog: what it tells
+        ("update", keys, {"id": "6"}, {"a": "only"}),  # a row from before the binlog: what it tells, key included
         ("update", keys, {"id": "7", "a": "1", "b": "2"}, {"id": "7", "a": "1", "b": "3"}),
         ("update", keys, {"id": "7", "a": "1", "b": "3"}, {"id": "8", "a": "1", "b": "3"}),
         ("update", keys, {"id": "8", "a": "1", "b": "3"}, {"id": "7", "a": "9", "b": "9"}),  # and back
     ]
     assert _state(changes, ["id", "a", "b"]) == [
-        (None, "only", None), ("1", "x", "z"), ("3", "p", "q"), ("5", "v", "w"), ("7", "9", "9")]
+        ("1", "x", "z"), ("3", "p", "q"), ("5", "v", "w"), ("6", "only", None), ("7", "9", "9")]
 
 
 def test_latest_state_without_key_counts_identical_rows() -> None:
@@ -174,12 +174,12 @@ def test_latest_state_folds_as_binlog_order_replayed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("layout", ["same keys", "same keys, sliced", "keys vary", "all null", "one key twice"])
 def test_map_entries_read_as_arrow_map_lookup(layout: str) -> None:
-    """``_Entries`` (the fold's and the typed tables' column lookup) gives what Arrow's own
+    """``Entries`` (the fold's and the typed tables' column lookup) gives what Arrow's own
     ``map_lookup`` gives, on its shortcut for images of the same keys and on the general path."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from mariabinlog.spark.tables import _Entries
+    from mariabinlog.spark.tables import Entries
 
     kind = pa.map_(pa.string(), pa.string())
     full = [[("id", str(i)), ("a", None if i % 3 else f"a{i}"), ("b", "x" * i)] for i in range(40)]
@@ -193,7 +193,7 @@ def test_map_entries_read_as_arrow_map_lookup(layout: str) -> None:
     array = pa.array(images, kind)
     if layout == "same keys, sliced":
         array = array.slice(3, 30)
-    entries = _Entries(array)
+    entries = Entries(array)
     assert (entries.starts is not None) == (layout in ("same keys", "same keys, sliced", "one key twice"))
     for name in ("id", "a", "b", "missing"):
         assert entries.column(name).to_pylist() == pc.map_lookup(array, name, "first").to_pylist()

@@ -288,6 +288,15 @@ class SchemaHistory:
                 return tables[index]
         return None
 
+    def tables_after(self, count: int) -> dict[tuple[str, str], Table]:
+        """The tables as the stream had them after its first ``count`` DDL records (the
+        snapshot's for 0), as the same :class:`Table` versions the other questions answer
+        with: a consumer that applied the stream up to a record can tell by incarnation and
+        column identity which of its tables were since renamed, altered, emptied or dropped."""
+        if not 0 <= count <= len(self.records):
+            raise ValueError(f"the history holds {len(self.records)} DDL records, not {count}")
+        return dict((self._after[count - 1] if count else self.snapshot).tables)
+
     def incarnations(self, database: str, name: str) -> list[int]:
         """The incarnations of the tables known under this name at some point of the stream."""
         versions = self._versions.get((database, name))

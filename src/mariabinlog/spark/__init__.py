@@ -10,7 +10,8 @@ Every byte is decoded by :mod:`mariabinlog.codec`; this package plans splits, ap
 and builds Arrow batches.  Modules: :mod:`.source` (batch source and :func:`register`),
 :mod:`.stream` (streaming reader), :mod:`.plan` (splits), :mod:`.read` (split reading),
 :mod:`.schema` (views), :mod:`.options`, :mod:`.files`, :mod:`.replay` (per-domain replay),
-:mod:`.pipeline` (the `mariabinlog pipeline` job).
+:mod:`.pipeline` (the `mariabinlog pipeline` job), :mod:`.mirror` (the live mirror of a directory
+as Delta or Iceberg tables).
 """
 
 from __future__ import annotations

@@ -71,16 +71,18 @@ def by_table(batch: Any) -> Iterator[tuple[tuple[str, str], Any]]:
         yield (database, table), batch if len(unique) == 1 else batch.filter(pc.equal(names, name))
 
 
-def write_cdc(spark: Any, reader: BinlogReader, root: str) -> list[str]:
+def write_cdc(spark: Any, reader: BinlogReader, root: str, *, keep_partition_columns: bool = False) -> list[str]:
     """Write the rows ``reader`` reads as the CDC table at ``root`` (replacing it) in one Spark
-    job, a task per input partition; returns the files written."""
+    job, a task per input partition; returns the files written.  ``keep_partition_columns``
+    writes ``database`` and ``table`` into the files too (Iceberg takes partition values from
+    the data, not from directory names)."""
     partitions = reader.partitions()
     if os.path.isdir(root):
         shutil.rmtree(root)
     os.makedirs(root)
     files: list[str] = []
     if partitions:
-        task = _task(reader, partitions, root)
+        task = _task(reader, partitions, root, keep_partition_columns)
         rows = spark.range(0, len(partitions), 1, len(partitions)).mapInArrow(task, "file string").collect()
         files = sorted(r[0] for r in rows)
     for name in os.listdir(root):
@@ -89,7 +91,7 @@ def write_cdc(spark: Any, reader: BinlogReader, root: str) -> list[str]:
     return files
 
 
-def _task(reader: BinlogReader, partitions: Sequence[InputPartition], root: str
+def _task(reader: BinlogReader, partitions: Sequence[InputPartition], root: str, keep: bool
           ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function: the batch's ids are the partitions it writes; it yields the
     files written."""
@@ -99,17 +101,18 @@ def _task(reader: BinlogReader, partitions: Sequence[InputPartition], root: str
 
         for batch in batches:
             for index in batch.column("id").to_pylist():
-                written = write_partition(reader, partitions[index], index, root)
+                written = write_partition(reader, partitions[index], index, root, keep)
                 yield pa.RecordBatch.from_pydict({"file": written}, schema=pa.schema([("file", pa.string())]))
 
     return run
 
 
-def write_partition(reader: BinlogReader, partition: InputPartition, index: int, root: str) -> list[str]:
+def write_partition(reader: BinlogReader, partition: InputPartition, index: int, root: str,
+                    keep_partition_columns: bool = False) -> list[str]:
     """Read one input partition and write its rows, a file per table under ``root``; returns
     the files."""
     attempt = os.path.join(root, f".attempt-{index:05d}-{uuid.uuid4().hex}")
-    sink = _Sink(arrow_schema(reader.schema), attempt)
+    sink = _Sink(arrow_schema(reader.schema), attempt, keep_partition_columns)
     try:
         for batch in reader.read(partition):
             sink.add(batch)
@@ -131,11 +134,11 @@ class _Sink:
     rows are gathered into row groups of :data:`GROUP_ROWS`, all of them written out when the
     task holds :data:`HELD_BYTES`."""
 
-    def __init__(self, schema: Any, directory: str) -> None:
+    def __init__(self, schema: Any, directory: str, keep_partition_columns: bool = False) -> None:
         import pyarrow as pa
 
         self.directory = directory
-        self.columns = [f.name for f in schema if f.name not in ("database", "table")]
+        self.columns = [f.name for f in schema if keep_partition_columns or f.name not in ("database", "table")]
         self.schema = pa.schema([schema.field(c) for c in self.columns])
         self.writers: dict[tuple[str, str], Any] = {}
         self.paths: dict[tuple[str, str], str] = {}

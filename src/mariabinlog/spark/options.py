@@ -248,6 +248,7 @@ class ScanOptions:
             "path", "paths", "view", "table", "startposition", "stopposition", "dodomainids", "ignoredomainids",
             "doserverids", "ignoreserverids", "startdatetime", "stopdatetime", "verifychecksum", "gtidseek",
             "batchrows", "maxpartitionbytes", "opencostinbytes", "minpartitions", "maxgroupspertrigger",
+            "startingoffset",
             "pathglobfilter", "recursivefilelookup", "modifiedbefore", "modifiedafter", "ignoremissingfiles",
             "ignorecorruptfiles", "schemahistory",
         }

@@ -48,6 +48,7 @@ import contextlib
 import csv
 import datetime
 import importlib.util
+import json
 import os
 import sys
 from collections import defaultdict
@@ -63,7 +64,9 @@ from .read import NO_HISTORY
 from .source import MariabinlogDataSource, rows_history, source_paths
 from .tables import write_tables
 
-FORMATS = ("parquet", "delta")
+FORMATS = ("parquet", "delta", "iceberg")
+#: Formats whose tables a mirror keeps current (commits, MERGE, positions in commit metadata).
+MIRRORED = ("delta", "iceberg")
 
 
 @dataclass
@@ -85,6 +88,8 @@ class PipelineResult:
     #: CDC rows left out of the typed tables (``--skip-uncarried-rows``): (``db.table``,
     #: GTID, why, how many).
     uncarried: list[tuple[str, str | None, str, int]] = field(default_factory=list)
+    #: Where a mirror's tables are applied through (None: not a mirror, or a first run only).
+    position: dict[str, Any] | None = None
 
 
 def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,10 +100,32 @@ def add_pipeline_parser(subparsers: argparse._SubParsersAction[argparse.Argument
         description="Read binlogs with Spark; write CDC tables, latest-state tables and a report.",
     )
     parser.add_argument("source", nargs="?", help="binlog file, directory or glob (default: the bundled sample)")
-    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--out", help="output directory")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     parser.add_argument("--format", choices=FORMATS, default="parquet",
-                        help="table format (delta: the Parquet files committed as Delta tables by delta-rs)")
+                        help="table format (delta: Delta tables committed by delta-rs; iceberg: Iceberg tables "
+                             "through pyiceberg); with delta or iceberg, a directory SOURCE makes OUT a mirror that "
+                             "later runs (and --follow) bring up to date")
+    parser.add_argument("--follow", action="store_true",
+                        help="keep the tables current as the directory grows (Structured Streaming; delta or "
+                             "iceberg); stop with Ctrl-C or SIGTERM")
+    parser.add_argument("--full-refresh", action="store_true",
+                        help="rebuild a mirror's tables from the whole SOURCE instead of going on from their position")
+    parser.add_argument("--catalog", metavar="URI|NAME",
+                        help="iceberg: the catalog (a SQLAlchemy URI, a REST catalog's http(s) URL, or a pyiceberg "
+                             "catalog name; default: SQLite in OUT/catalog.db)")
+    parser.add_argument("--trigger", default="1s", metavar="DURATION",
+                        help="--follow: time between micro-batches (default: 1s)")
+    parser.add_argument("--compact-every", default="15 minutes", metavar="DURATION",
+                        help="--follow: compact the small files of micro-batches this often (default: 15 minutes)")
+    parser.add_argument("--retention", default="1 day", metavar="DURATION",
+                        help="--follow: when compacting, delete the files of table versions older than this "
+                             "(default: 1 day)")
+    parser.add_argument("--progress-json", metavar="FILE",
+                        help="where a mirror writes a JSON line per micro-batch (default: OUT/_mirror/progress.jsonl; "
+                             "- for stdout)")
+    parser.add_argument("--status", metavar="OUT", help="print each table's position and lag of the mirror OUT; no job runs")
+    parser.add_argument("--json", action="store_true", help="--status: as JSON")
     parser.add_argument("--bucket", default="auto",
                         help="time bucket of the report: 'N second|minute|hour|day|week' or auto (default: "
                              "picked from the data's span, one second to 30 days)")
@@ -123,6 +150,17 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from .mirror.job import Settings, parse_duration, status, status_text
+
+    if args.status:
+        report = status(args.status)
+        print(json.dumps(report, indent=1, default=str) if args.json else status_text(report))
+        return 0
+    if not args.out:
+        raise OptionError("pipeline needs --out OUT (or --status OUT)")
+    settings = Settings(follow=args.follow, trigger_seconds=parse_duration("--trigger", args.trigger),
+                        compact_every=parse_duration("--compact-every", args.compact_every),
+                        retention=parse_duration("--retention", args.retention), progress_json=args.progress_json)
     result = run_pipeline(
         args.source,
         args.out,
@@ -132,12 +170,16 @@ def _handle(args: argparse.Namespace) -> int:
         read_options=_pairs(args.option, "--option"),
         spark_conf=_pairs(args.conf, "--conf"),
         skip_uncarried=args.skip_uncarried_rows,
+        full_refresh=args.full_refresh,
+        catalog=args.catalog,
+        settings=settings,
     )
     print(result.summary)
     print(f"CDC table: {result.cdc}")
     for name, path in sorted(result.states.items()):
         print(f"state of {name}: {path}")
-    print(f"chart: {result.chart}")
+    if result.chart:
+        print(f"chart: {result.chart}")
     return 0
 
 
@@ -150,6 +192,9 @@ def _session(master: str, table_format: str, conf: dict[str, str]) -> Any:
         .appName("mariabinlog-pipeline")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # Python workers start slowly on a busy machine (a mirror's primary, archiver and job
+        # share two cores): Spark's default of 15 s to connect back would fail the stream.
+        .config("spark.python.authenticate.socketTimeout", "120s")
     )
     if table_format == "delta" and importlib.util.find_spec("delta") is not None:
         builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
@@ -166,27 +211,9 @@ def _session(master: str, table_format: str, conf: dict[str, str]) -> Any:
 def _check_format(table_format: str) -> None:
     if table_format not in FORMATS:
         raise OptionError(f"--format must be one of {', '.join(FORMATS)}")
-    if table_format == "delta" and importlib.util.find_spec("deltalake") is None:
-        raise OptionError("--format delta needs deltalake (pip install deltalake)")
-
-
-def _spark_has_delta(spark: Any) -> bool:
-    """Whether the session can write Delta itself (Delta Lake's extension and classes loaded)."""
-    if "DeltaSparkSessionExtension" not in (spark.conf.get("spark.sql.extensions", "") or ""):
-        return False
-    try:
-        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
-    except Exception:  # noqa: BLE001 - py4j reports a missing class as a generic error
-        return False
-    return True
-
-
-def _commit_delta(path: str, partition_by: Sequence[str]) -> None:
-    """Make the Parquet files Spark wrote under ``path`` version 0 of a Delta table (delta-rs)."""
-    from deltalake import Field, Schema, convert_to_deltalake
-
-    partitions = Schema([Field(name, "string", nullable=True) for name in partition_by]) if partition_by else None
-    convert_to_deltalake(path, partition_by=partitions, partition_strategy="hive" if partitions else None)
+    needs = {"delta": ("deltalake", "deltalake"), "iceberg": ("pyiceberg", "'pyiceberg[sql-sqlite]'")}.get(table_format)
+    if needs is not None and importlib.util.find_spec(needs[0]) is None:
+        raise OptionError(f"--format {table_format} needs {needs[0]} (pip install {needs[1]})")
 
 
 def run_pipeline(
@@ -200,10 +227,21 @@ def run_pipeline(
     spark_conf: dict[str, str] | None = None,
     spark: Any = None,
     skip_uncarried: bool = False,
+    full_refresh: bool = False,
+    catalog: str | None = None,
+    settings: Any = None,
 ) -> PipelineResult:
     """Run the job (module docstring); ``spark`` reuses a session instead of starting one;
-    ``skip_uncarried``: ``--skip-uncarried-rows``."""
+    ``skip_uncarried``: ``--skip-uncarried-rows``.
+
+    With ``table_format`` delta or iceberg and a directory to read, ``out`` is a mirror
+    (:mod:`.mirror.job`): the first run (or ``full_refresh``) is this job, bounded at the
+    directory's end and committed with that position; later runs apply only what is new, and
+    ``settings.follow`` keeps applying it as the directory grows."""
+    from .mirror.job import Settings, is_directory
+
     _check_format(table_format)
+    settings = settings if settings is not None else Settings()
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     if source is None:
@@ -212,6 +250,12 @@ def run_pipeline(
         source = os.path.join(out, "sample-binlogs")
         if not os.path.isdir(source) or not any(n.endswith(".ibb") for n in os.listdir(source)):
             write_sample(source)
+    mirrored = table_format in MIRRORED and is_directory(source)
+    if settings.follow and not mirrored:
+        raise OptionError("--follow keeps Delta or Iceberg tables of a binlog directory current: give a directory "
+                          "and --format delta or --format iceberg")
+    if table_format == "parquet" and (full_refresh or catalog):
+        raise OptionError("--full-refresh and --catalog are for mirrors (--format delta or iceberg)")
     own = spark is None
     if own:
         spark = _session(master, table_format, spark_conf or {})
@@ -219,10 +263,58 @@ def run_pipeline(
         from .source import register
 
         register(spark)
-        return _run(spark, source, out, table_format, bucket, read_options or {}, skip_uncarried)
+        if mirrored:
+            return _mirror(spark, source, out, table_format, bucket, read_options or {}, full_refresh, catalog,
+                           settings, skip_uncarried)
+        full = None
+        if table_format in MIRRORED:
+            from .mirror.job import FullRun, open_lake
+
+            lake = open_lake(out, table_format, catalog)
+            lake.clear()
+            full = FullRun(lake, source, read_options or {}, None)
+        return _run(spark, source, out, table_format, bucket, read_options or {}, full, skip_uncarried)
     finally:
         if own:
             spark.stop()
+
+
+def _mirror(spark: Any, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
+            full_refresh: bool, catalog: str | None, settings: Any, skip_uncarried: bool = False) -> PipelineResult:
+    """A mirror's run: the first (or a full refresh), then with ``--follow`` the stream; a later
+    run only the stream, over what is new."""
+    from .mirror.job import locked
+
+    with locked(out):
+        return _mirror_locked(spark, source, out, table_format, bucket, options, full_refresh, catalog, settings,
+                              skip_uncarried)
+
+
+def _mirror_locked(spark: Any, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
+                   full_refresh: bool, catalog: str | None, settings: Any,
+                   skip_uncarried: bool = False) -> PipelineResult:
+    from .mirror.job import FullRun, directory_end, follow, prepare, start_ledger
+
+    lake, ledger = prepare(out, source, table_format, catalog, options, full_refresh)
+    result = None
+    if ledger is None:
+        end = directory_end(source, options)
+        result = _run(spark, source, out, table_format, bucket, options, FullRun(lake, source, options, end),
+                      skip_uncarried)
+        ledger = start_ledger(out, source, table_format, catalog, options, end)
+        result.position = end
+        if not settings.follow:
+            return result
+    done = follow(spark, out, ledger, lake, settings)
+    if result is None:
+        result = PipelineResult(cdc=os.path.join(out, "cdc"), history=os.path.join(out, SCHEMA_HISTORY_FILE))
+        result.summary, result.rows = done.summary, done.rows
+    result.position = done.position
+    for kind, paths in (("state", result.states), ("changes", result.changes)):
+        for table in lake.tables():
+            if table.kind == kind:
+                paths[table.name] = table.location
+    return result
 
 
 def _reader(spark: Any, options: dict[str, str], view: str) -> Any:
@@ -233,11 +325,10 @@ def _reader(spark: Any, options: dict[str, str], view: str) -> Any:
 
 
 def _read(spark: Any, path: str, table_format: str, schema: Any) -> Any:
-    """A table the job wrote, with its known ``schema`` (no inference job; a Delta table
-    committed by delta-rs is read as its Parquet)."""
-    native = table_format != "delta" or _spark_has_delta(spark)
-    if native and table_format == "delta":
-        return spark.read.format("delta").load(path)
+    """The CDC table the job wrote, with its known ``schema`` (no inference job), before it is
+    committed: its Parquet files (Iceberg's hold ``database`` and ``table`` themselves)."""
+    if table_format == "iceberg":
+        return spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(path)
     return spark.read.schema(schema).parquet(path)
 
 
@@ -269,7 +360,7 @@ def bucket_seconds(bucket: str, first: int | None, last: int | None) -> tuple[in
 
 
 def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
-         options: dict[str, str], skip_uncarried: bool = False) -> PipelineResult:
+         options: dict[str, str], full: Any = None, skip_uncarried: bool = False) -> PipelineResult:
     """The job in a fixed number of Spark jobs whatever the number of tables: the CDC table
     (one pass over the binlogs, :mod:`.cdc`), then at the same time one job whose tasks write
     every latest-state and typed change table (:mod:`.tables`) and the report's: the events
@@ -277,7 +368,7 @@ def _run(spark: Any, source: str, out: str, table_format: str, bucket: str,
     and one aggregate of the CDC table for the changes per table over time."""
     # List the CDC table's partitions without a job per read.
     with _conf(spark, "spark.sql.sources.parallelPartitionDiscovery.threshold", str(1 << 30)):
-        return _jobs(spark, source, out, table_format, bucket, options, skip_uncarried)
+        return _jobs(spark, source, out, table_format, bucket, options, full, skip_uncarried)
 
 
 @contextlib.contextmanager
@@ -295,7 +386,10 @@ def _conf(spark: Any, key: str, value: str) -> Iterator[None]:
 
 
 def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
-          options: dict[str, str], skip_uncarried: bool) -> PipelineResult:
+          options: dict[str, str], full: Any = None,
+          skip_uncarried: bool = False) -> PipelineResult:
+    """The jobs of :func:`_run`; ``full`` (a :class:`~.mirror.job.FullRun`) bounds the read and
+    commits the tables (delta, iceberg)."""
     from pyspark.util import inheritable_thread_target
 
     result = PipelineResult(cdc=os.path.join(out, "cdc"))
@@ -303,6 +397,8 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     # files when no saved one is given) and kept beside the tables; the CDC read takes it.
     scan = ScanOptions.parse(options, MariabinlogDataSource.defaults)
     history = rows_history(source_paths({**options, "path": source}), scan)[0]
+    if full is not None:
+        history = full.history(history)
     result.history = os.path.join(out, SCHEMA_HISTORY_FILE)
     history.save(result.history)
     read_options = dict(options)
@@ -311,9 +407,9 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
         read_options["schemaHistory"] = result.history
     rows = MariabinlogDataSource({**read_options, "path": source, "view": "rows"})
     rows_schema = rows.schema()
-    files = write_cdc(spark, rows.reader(rows_schema), result.cdc)
-    if table_format == "delta":
-        _commit_delta(result.cdc, ("database", "table"))
+    reader = rows.reader(rows_schema)
+    files = write_cdc(spark, reader if full is None else full.reader(reader), result.cdc,
+                      keep_partition_columns=table_format == "iceberg")
     cdc = _read(spark, result.cdc, table_format, rows_schema)
     # The state and change tables (a task per table unit: few when the binlogs change few
     # tables) run while the events view and the report's aggregates take the cores they leave.
@@ -325,9 +421,8 @@ def _jobs(spark: Any, source: str, out: str, table_format: str, bucket: str,
     if result.uncarried and not skip_uncarried:
         _unwrite({name for name, *_ in result.uncarried}, result)
     tables = _table_counts(by_table)
-    if table_format == "delta":
-        for path in [*result.states.values(), *result.changes.values()]:
-            _commit_delta(path, ())
+    if full is not None:
+        full.commit(result.cdc, files, result.states, result.changes, rows_schema)
     report = os.path.join(out, "report")
     os.makedirs(report, exist_ok=True)
     result.chart = os.path.join(report, "events_over_time.png")

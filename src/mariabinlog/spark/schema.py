@@ -412,6 +412,27 @@ def text_reader(spark_type: DataType) -> Callable[[str], Any]:
     return _TEXT_READERS.get(type(spark_type), str)
 
 
+def value_text(value: Any) -> str | None:
+    """A typed value, as a typed state table holds it, written as the map text the rows view
+    gives it (the inverse of :func:`text_reader`): a value kept across a change of its
+    column's type is read back by the new type as that type reads the server's text."""
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S") + (f".{value.microsecond:06d}" if value.microsecond else "")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, (bytes, bytearray)):
+        return _bytes_text(bytes(value))
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
 #: Spark types whose map text Arrow's own cast reads as :data:`_TEXT_READERS` do, and whether
 #: the type is dated (Arrow takes the year 0 that Python's date readers refuse).
 _ARROW_CASTS: dict[type, bool] = {

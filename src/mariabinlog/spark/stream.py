@@ -14,6 +14,9 @@ last complete group (a torn or half-written tail page or event is left for the n
 and the executors read it with the batch reader.  Restarting from a checkpoint replays the
 same ranges: with an idempotent sink (Spark's file sinks) the output is exactly once.
 
+A query without a checkpoint starts at the first file, or at option ``startingOffset`` (an offset
+of this form: where an earlier batch read of the directory ended).
+
 Read limits: ``maxGroupsPerTrigger`` (option) or Spark's ``ReadMaxRows`` bound the event groups
 per micro-batch; ``ReadMaxBytes`` bounds bytes.  ``Trigger.AvailableNow`` stops at the end seen
 when the query starts.
@@ -22,6 +25,7 @@ when the query starts.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -69,6 +73,23 @@ def _files(directory: str, listing: Listing) -> list[BinlogFile]:
     return files
 
 
+def _starting_offset(text: str | None) -> Offset | None:
+    """Option ``startingOffset``: where a query without a checkpoint starts (an offset as the
+    stream writes them, e.g. the end of what a batch run already read), instead of the first file."""
+    if text is None:
+        return None
+    try:
+        offset = json.loads(text)
+    except ValueError:
+        offset = None
+    if not isinstance(offset, dict) or offset.get("stream") not in ("ibb", "legacy") or not isinstance(
+            offset.get("file"), str) or not isinstance(offset.get("offset"), int):
+        raise OptionError(f"option startingOffset: {text!r} is not a stream offset such as "
+                          '{"stream": "ibb", "file": "binlog-000003.ibb", "offset": 81920, "gtid_state": "0-1-17"}')
+    return {"stream": offset["stream"], "file": offset["file"], "offset": offset["offset"],
+            "gtid_state": str(offset.get("gtid_state", ""))}
+
+
 def _position(offset: Offset, files: list[BinlogFile]) -> tuple[int, int]:
     """(index of the offset's file in ``files``, byte offset); a purged file is an error."""
     for i, f in enumerate(files):
@@ -88,11 +109,14 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if limit is not None and (not limit.strip().isdigit() or int(limit) < 1):
             raise OptionError(f"option maxGroupsPerTrigger: {limit!r} is not a positive number")
         self.max_groups = None if limit is None else int(limit)
+        self.starting = _starting_offset({k.lower(): v for k, v in raw_options.items()}.get("startingoffset"))
         self._target: Offset | None = None
 
     # -- offsets -------------------------------------------------------------------------------
 
     def initialOffset(self) -> Offset:
+        if self.starting is not None:
+            return self.starting
         files = _files(self.directory, self.options.listing)
         if not files:
             return {"stream": "", "file": "", "offset": 0, "gtid_state": ""}

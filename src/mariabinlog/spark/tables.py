@@ -71,7 +71,7 @@ def state_layouts(history: SchemaHistory, seen: Iterable[tuple[str, str]]) -> di
     return layouts
 
 
-def _text_layout(rows: Any) -> Layout:
+def text_layout(rows: Any) -> Layout:
     """Text columns named as the widest image of ``rows`` names them (a table the history
     does not know)."""
     import numpy as np
@@ -109,7 +109,7 @@ def landing_tables(history: SchemaHistory, database: str, name: str) -> list[Tab
 Carry = tuple[Table, dict[str, str], list[tuple[str, str | None]]] | None
 
 
-def _carry_of(then: Table, current: dict[int, Table]) -> Carry:
+def carry_of(then: Table, current: dict[int, Table]) -> Carry:
     now = current.get(then.incarnation)
     if now is None:
         return None
@@ -179,7 +179,7 @@ def carrier(history_json: str, uncarried: Uncarried) -> Callable[[Iterator[Any]]
                         yield kept.select(CARRIED).set_column(CARRIED.index("key_columns"), "key_columns", keys)
                         continue
                     if id(then) not in carries:
-                        carries[id(then)] = _carry_of(then, current)
+                        carries[id(then)] = carry_of(then, current)
                     carried = [_carry(row, carries[id(then)]) for row in kept.select(CARRIED).to_pylist()]
                     yield pa.RecordBatch.from_pylist([r for r in carried if r is not None], schema=schema)
 
@@ -331,10 +331,10 @@ class Folder:
         self.image_type: Any = None
 
     def add(self, rows: Any) -> None:
-        """Fold the next chunk of rows (a pyarrow table or batch, or a :class:`_Chunk`)."""
+        """Fold the next chunk of rows (a pyarrow table or batch, or a :class:`Chunk`)."""
         import pyarrow as pa
 
-        whole = rows if isinstance(rows, _Chunk) else None
+        whole = rows if isinstance(rows, Chunk) else None
         if whole is not None:
             rows = whole.rows
         rows = rows.combine_chunks() if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
@@ -342,10 +342,13 @@ class Folder:
         self.image_type = rows.schema.field("after").type
         for names, mine in _by_key_columns(rows):
             if not names:
-                _count_rows(mine, self.counts)
+                count_rows(mine.column("op").to_pylist(),
+                           (None if image is None else tuple(image) for image in mine.column("before").to_pylist()),
+                           (None if image is None else tuple(image) for image in mine.column("after").to_pylist()),
+                           self.counts)
                 continue
             state = self.keyed.setdefault(tuple(names), _KeyedState(len(names)))
-            chunk = whole if whole is not None and mine.num_rows == whole.rows.num_rows else _Chunk(mine)
+            chunk = whole if whole is not None and mine.num_rows == whole.rows.num_rows else Chunk(mine)
             again = state.take_touched(_chunk_keys(chunk, names))
             if again is not None:
                 n, schema = again.num_rows, mine.schema
@@ -355,22 +358,28 @@ class Folder:
                     "before": pa.nulls(n, schema.field("before").type),
                     "after": again.column("image").cast(schema.field("after").type),
                 }, schema=schema), mine]).combine_chunks()
-                chunk = _Chunk(mine)
+                chunk = Chunk(mine)
             state.add(_fold_by_key(chunk, names, self.columns))
+
+    def alive(self) -> Iterator[tuple[list[str], Any]]:
+        """The keyed rows alive, per key column names: (names, a table of the key values as
+        text, ``k0``..., and the ``image``)."""
+        for names, state in self.keyed.items():
+            yield list(names), state.rows()
 
     def images(self) -> Any:
         """The images of the rows alive (a map array)."""
         import pyarrow as pa
 
         image_type = self.image_type or pa.map_(pa.string(), pa.string())
-        parts = [image for state in self.keyed.values() for image in state.images()]
+        parts = [rows.column("image").combine_chunks() for _, rows in self.alive()]
         counted = [list(image) for image, n in self.counts.items() for _ in range(n)]
         if counted:
             parts.append(pa.array(counted, image_type))
         return pa.concat_arrays([p.cast(image_type) for p in parts]) if parts else pa.array([], image_type)
 
 
-def _joined(values: list[Any]) -> Any:
+def joined(values: list[Any]) -> Any:
     """Key values joined as one text per row.  Two keys may join alike, which can only make
     :meth:`_KeyedState.take_touched` take a row more (folded again unchanged), never miss one."""
     import pyarrow.compute as pc
@@ -378,14 +387,14 @@ def _joined(values: list[Any]) -> Any:
     return pc.binary_join_element_wise(*values, "\x1f", null_handling="replace", null_replacement="\x00")
 
 
-def _chunk_keys(chunk: _Chunk, names: list[str]) -> Any:
+def _chunk_keys(chunk: Chunk, names: list[str]) -> Any:
     """The keys a chunk's changes touch (before and after each change), joined."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     before = [chunk.entries("before").column(n) for n in names]
     after = [pc.coalesce(chunk.entries("after").column(n), b) for n, b in zip(names, before)]
-    return pc.unique(pa.concat_arrays([_joined(before), _joined(after)]))
+    return pc.unique(pa.concat_arrays([joined(before), joined(after)]))
 
 
 class _KeyedState:
@@ -403,7 +412,7 @@ class _KeyedState:
         import numpy as np
 
         if rows.num_rows:
-            keys = _joined([rows.column(f"k{i}").combine_chunks() for i in range(self.width)])
+            keys = joined([rows.column(f"k{i}").combine_chunks() for i in range(self.width)])
             self.parts.append((rows, keys, np.ones(rows.num_rows, bool)))
             self.alive += rows.num_rows
 
@@ -428,11 +437,14 @@ class _KeyedState:
                 self.add(pa.concat_tables(live).combine_chunks())
         return pa.concat_tables(taken) if taken else None
 
-    def images(self) -> list[Any]:
-        """The images alive, a map array per fragment."""
+    def rows(self) -> Any:
+        """The rows alive (a table of ``k0``... and ``image``)."""
         import pyarrow as pa
 
-        return [rows.column("image").combine_chunks().filter(pa.array(alive)) for rows, _, alive in self.parts]
+        live = [rows.filter(pa.array(alive)) for rows, _, alive in self.parts]
+        return pa.concat_tables(live) if live else pa.table(
+            {**{f"k{i}": pa.array([], pa.string()) for i in range(self.width)}, "image": pa.array([], pa.map_(
+                pa.string(), pa.string()))})
 
 
 def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
@@ -454,7 +466,7 @@ def _by_key_columns(rows: Any) -> Iterator[tuple[list[str], Any]]:
         yield [n for n in names.split("\0") if n], rows.filter(pc.equal(key_names, names))
 
 
-class _Entries:
+class Entries:
     """A map array's entries, decomposed once: where each image's value of a column is.
     Arrow's ``map_lookup`` searches every map for every name; here a column is one ``take``.
     Images written by the rows view usually hold the same keys in the same order (full
@@ -544,19 +556,19 @@ def _same_keys(keys: Any, lengths: Any, valid: Any) -> list[str] | None:
     return keys.slice(0, width).to_pylist()
 
 
-class _Chunk:
+class Chunk:
     """CDC rows (a pyarrow table) with their image columns decomposed once, on first use, for
     every step that reads them (typed changes, touched keys, the fold)."""
 
     def __init__(self, rows: Any) -> None:
         self.rows = rows
-        self._entries: dict[str, _Entries] = {}
+        self._entries: dict[str, Entries] = {}
 
-    def entries(self, column: str) -> _Entries:
+    def entries(self, column: str) -> Entries:
         """The decomposed ``before`` or ``after`` images."""
         found = self._entries.get(column)
         if found is None:
-            found = self._entries[column] = _Entries(_whole(self.rows.column(column)))
+            found = self._entries[column] = Entries(_whole(self.rows.column(column)))
         return found
 
 
@@ -573,7 +585,7 @@ def _differs(left: Any, right: Any) -> Any:
     return pc.or_(nulls, pc.fill_null(pc.not_equal(left, right), False))
 
 
-def _fold_by_key(chunk: _Chunk, keys: list[str], columns: Sequence[str]) -> Any:
+def _fold_by_key(chunk: Chunk, keys: list[str], columns: Sequence[str]) -> Any:
     """The rows ``rows`` leave (a table: key values ``k0``... and ``image``).  Each key's
     steps (an update moving the key deletes the old one first) sorted by key and binlog order; a key's row is its last step's image when that step is a delete or a
     whole image, else the images from its last such step merged in order.  Steps carry the
@@ -619,6 +631,11 @@ def _fold_by_key(chunk: _Chunk, keys: list[str], columns: Sequence[str]) -> Any:
             image = after[int(step)].as_py() if step >= 0 else None
             row = None if image is None else dict(image) if row is None else {**row, **dict(image)}
         if row is not None:
+            # Partial images of a row the binlog never showed whole: the key is known even
+            # where the images leave it out (a MINIMAL after image holds the changed columns).
+            for i, name in enumerate(keys):
+                if name not in row:
+                    row[name] = keys_of.column(i)[int(at)].as_py()
             merged.append(list(row.items()))
             merged_at.append(at)
     parts.append(keys_of.take(pa.array(merged_at, pa.int64())).append_column("image", pa.array(merged, after.type)))
@@ -641,19 +658,18 @@ def _steps(values: list[Any], seq: Any, source: Any, where: Any) -> Any:
     return table if where is None else table.filter(where)
 
 
-def _count_rows(rows: Any, counts: Counter[tuple[Any, ...]]) -> None:
+def count_rows(ops: Iterable[str], befores: Iterable[Any], afters: Iterable[Any], counts: Counter[Any]) -> None:
     """Count the images of rows without a key in binlog order: +1 written, -1 removed (a
-    row removed that the binlog never showed, from before it, leaves no count to take)."""
-    for op, before, after in zip(rows.column("op").to_pylist(), rows.column("before").to_pylist(),
-                                 rows.column("after").to_pylist()):
+    row removed that the binlog never showed, from before it, leaves no count to take).
+    Images are anything hashable that compares as the rows do (None: no image)."""
+    for op, before, after in zip(ops, befores, afters):
         if op != "insert" and before is not None:
-            image = tuple(before)
-            if counts[image] > 1:
-                counts[image] -= 1
+            if counts[before] > 1:
+                counts[before] -= 1
             else:
-                counts.pop(image, None)
+                counts.pop(before, None)
         if op != "delete" and after is not None:
-            counts[tuple(after)] += 1
+            counts[after] += 1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -680,7 +696,7 @@ def change_schema(layout: Layout) -> Any:
     return pa.schema([fixed.field(c) for c in CHANGE_COLUMNS] + [pa.field("before", image), pa.field("after", image)])
 
 
-def _image_columns(entries: _Entries, layout: Layout, unread: dict[str, list[int]] | None = None) -> list[Any]:
+def _image_columns(entries: Entries, layout: Layout, unread: dict[str, list[int]] | None = None) -> list[Any]:
     """The columns of images (maps of text) as the layout types them (text stays as it is);
     with ``unread``, a text that is no value of its column's type is null and its image's
     index listed there by column (else it raises)."""
@@ -698,16 +714,16 @@ def state_table(images: Any, layout: Layout) -> Any:
     """The typed state table of ``images`` (maps of text)."""
     import pyarrow as pa
 
-    return pa.table(_image_columns(_Entries(images), layout), schema=state_schema(layout))
+    return pa.table(_image_columns(Entries(images), layout), schema=state_schema(layout))
 
 
 def change_table(rows: Any, layout: Layout, unread: dict[str, list[int]] | None = None) -> Any:
-    """The typed change table of CDC rows (a pyarrow table or a :class:`_Chunk`, in the order
+    """The typed change table of CDC rows (a pyarrow table or a :class:`Chunk`, in the order
     given); ``unread``: see :func:`_image_columns` (indexes of rows)."""
     import pyarrow as pa
 
     schema = change_schema(layout)
-    chunk = rows if isinstance(rows, _Chunk) else _Chunk(rows)
+    chunk = rows if isinstance(rows, Chunk) else Chunk(rows)
     rows = chunk.rows
 
     def image(name: str) -> Any:
@@ -912,7 +928,7 @@ def _widest(paths: list[str]) -> Layout:
     best: tuple[int, Layout] = (-1, [])
     for path in paths:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS, columns=["before", "after"]):
-            layout = _text_layout(batch)
+            layout = text_layout(batch)
             if len(layout) > best[0]:
                 best = (len(layout), layout)
     return best[1]
@@ -950,7 +966,7 @@ class _TableSink:
         import pyarrow as pa
 
         if self.pending:
-            chunk = _Chunk(pa.Table.from_batches(self.pending).combine_chunks())
+            chunk = Chunk(pa.Table.from_batches(self.pending).combine_chunks())
             self.pending, self.rows = [], 0
             unread: dict[str, list[int]] = {}
             changes = change_table(chunk, self.layout, unread)
@@ -963,7 +979,7 @@ class _TableSink:
                 _count(self.uncarried, self.name, chunk.rows.filter(pa.array(~keep)),
                        f"a value of column {column} cannot be read as {kind}")
                 changes = changes.filter(pa.array(keep))
-                chunk = _Chunk(chunk.rows.filter(pa.array(keep)))
+                chunk = Chunk(chunk.rows.filter(pa.array(keep)))
             self.changes.write_table(changes)
             self.folder.add(chunk)
 
