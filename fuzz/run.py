@@ -1,0 +1,110 @@
+"""Run one fuzz target under atheris (libFuzzer): ``python -m fuzz.run TARGET [libFuzzer args]``.
+
+* mariabinlog's modules are imported under ``atheris.instrument_imports`` so libFuzzer sees
+  their branch coverage (the compiled fast paths report theirs when built with
+  ``-fsanitize=fuzzer-no-link``, see ``scripts/fuzz.sh``).
+* ``MARIABINLOG_FUZZ_NATIVE=DIR`` loads ``_rowsfast`` and ``_dumpfast`` from ``DIR`` (the
+  sanitizer build) instead of the package's own build; run it with the sanitizer runtime
+  preloaded (``LD_PRELOAD=.../asan_with_fuzzer.so``), which also makes libFuzzer's
+  ``-malloc_limit_mb`` see every allocation the interpreter hands to ``malloc``.
+* The custom mutator repairs checksums (:mod:`fuzz.checksums`) after seven mutations in eight,
+  so most inputs pass the CRC checks and reach the decoders behind them; the eighth keeps the
+  damage, so the checks themselves stay under test.
+* An exception that is not a :class:`~mariabinlog.errors.MariabinlogError` is a crash (atheris
+  prints it and libFuzzer saves the input); so are a hang past ``-timeout`` and, with the
+  sanitizer runtime, an allocation past ``-malloc_limit_mb``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import pkgutil
+import sys
+from typing import Any
+
+import atheris
+
+NATIVE = {"mariabinlog.codec._rowsfast": "codec", "mariabinlog.tools._dumpfast": "tools"}
+
+
+class _NativeFinder:
+    """Finds the compiled fast paths in the sanitizer build folder first."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in NATIVE:
+            return None
+        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+        location = os.path.join(self.folder, NATIVE[name], name.rsplit(".", 1)[1] + suffix)
+        if not os.path.exists(location):
+            raise ImportError(f"MARIABINLOG_FUZZ_NATIVE: {location} is missing (scripts/fuzz.sh --build)")
+        loader = importlib.machinery.ExtensionFileLoader(name, location)
+        return importlib.util.spec_from_file_location(name, location, loader=loader)
+
+
+def load(target_name: str) -> Any:
+    """Import mariabinlog instrumented (the Spark layer only for the Spark target) and the targets."""
+    native = os.environ.get("MARIABINLOG_FUZZ_NATIVE")
+    if native:
+        sys.meta_path.insert(0, _NativeFinder(native))
+    with atheris.instrument_imports(include=["mariabinlog"]):
+        import mariabinlog
+
+        for info in pkgutil.walk_packages(mariabinlog.__path__, "mariabinlog."):
+            if info.name.startswith("mariabinlog.spark") and target_name != "spark":
+                continue
+            if info.name.rsplit(".", 1)[1].startswith("_") and info.name not in NATIVE:
+                continue
+            importlib.import_module(info.name)
+    if native:
+        from mariabinlog.codec import rows
+        from mariabinlog.tools import printer_base
+
+        for module in (rows._rowsfast, printer_base._dumpfast):
+            if module is None or not module.__file__.startswith(native):
+                raise SystemExit(f"the sanitizer build of {module} was not loaded")
+    from fuzz import targets
+
+    return targets
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2 or argv[1].startswith("-"):
+        raise SystemExit("usage: python -m fuzz.run TARGET [libFuzzer options] [corpus dirs]")
+    name = argv[1]
+    targets = load(name)
+    if name not in targets.TARGETS:
+        raise SystemExit(f"unknown target {name!r}; targets: {', '.join(targets.TARGETS)}")
+    target = targets.TARGETS[name]
+    from mariabinlog.errors import MariabinlogError
+
+    run = target.run
+
+    def test_one_input(data: bytes) -> None:
+        try:
+            run(data)
+        except MariabinlogError:
+            pass
+
+    fix = target.fix
+
+    def mutate(data: bytes, max_size: int, seed: int) -> bytes:
+        data = atheris.Mutate(data, max_size)
+        if fix is not None and seed & 7:
+            data = fix(data)[:max_size]
+        return data
+
+    args = [argv[0]] + argv[2:]
+    if not any(a.startswith("-max_len=") for a in args):
+        args.append(f"-max_len={target.max_len}")
+    atheris.Setup(args, test_one_input, custom_mutator=mutate if fix is not None else None)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
