@@ -33,7 +33,7 @@ CORPUS = REPO / "tests" / "corpus"
 PAGE_SIZE = 16384
 
 #: Largest seed of a raw file; windows of events keep bigger files' seeds under it.
-MAX_SEED = 24 * 1024
+MAX_SEED = 12 * 1024
 
 
 def _corpus_files() -> list[Path]:
@@ -286,7 +286,10 @@ def main() -> None:
         work = Path(tmp)
         ibb = list(ibb_seeds(work))
         records = list(record_seeds(ibb))
-        to_client, to_server = conversation(str(work / "sample"))
+        from mariabinlog.tools.sample import write_sample
+
+        write_sample(str(work / "small"), transactions=2)
+        to_client, to_server = conversation(str(work / "small"))
     counts = {
         "legacy": write(out, "legacy", legacy),
         "events": write(out, "events", groups),

@@ -125,7 +125,7 @@ def _consume(decoder: Any, events: Iterator[Any]) -> None:
 # ----------------------------------------------------------------------------- legacy binlogs
 
 
-@target("legacy", fix=fix_legacy_file)
+@target("legacy", max_len=1 << 15, fix=fix_legacy_file)
 def legacy(data: bytes) -> None:
     """A legacy binlog file: framing, CRC-32, every event type, FD versions, compressed events, rows."""
     from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
@@ -134,11 +134,7 @@ def legacy(data: bytes) -> None:
     _consume(decoder, iter_legacy_events(data, decoder=decoder))
 
 
-def _fix_group(data: bytes) -> bytes:
-    return data  # event groups carry no checksum
-
-
-@target("events", fix=None)
+@target("events", max_len=1 << 14, fix=None)
 def events(data: bytes) -> None:
     """An `.ibb` event group or a network event stream: events without footers, rows by both decoders."""
     from mariabinlog.codec.events import split_events
@@ -269,7 +265,7 @@ _DUMP_ARGS = (
 )
 
 
-@target("dump", fix=lambda d: d[:1] + fix_legacy_file(d[1:]))
+@target("dump", max_len=1 << 15, fix=lambda d: d[:1] + fix_legacy_file(d[1:]))
 def dump(data: bytes) -> None:
     """`mariabinlog dump` on a legacy file (byte 0 picks the options): the printers, JSON, Debezium, _dumpfast."""
     from mariabinlog.tools import dump_cli
@@ -316,7 +312,7 @@ class FakeSocket:
     as it does to a peer that went away."""
 
     def __init__(self, data: bytes) -> None:
-        self.step = 1 + (data[0] if data else 0) * 7
+        self.step = 1 + (data[0] if data else 0) * 61
         self.data = data[1:]
         self.pos = 0
         self.sent = 0
@@ -351,7 +347,7 @@ class FakeSocket:
         self.done = True
 
 
-@target("client", max_len=1 << 17)
+@target("client", max_len=1 << 15)
 def client(data: bytes) -> None:
     """The replication client (archive, replicate, dump -R) reading a hostile primary's bytes: handshake, auth, queries, dump."""
     import socket
@@ -392,11 +388,11 @@ def archive_directory() -> str:
         from mariabinlog.tools.sample import write_sample
 
         _ARCHIVE = os.path.join(_scratch(), "archive")
-        write_sample(_ARCHIVE, transactions=12)
+        write_sample(_ARCHIVE, transactions=4)
     return _ARCHIVE
 
 
-@target("serve", max_len=1 << 16)
+@target("serve", max_len=1 << 13)
 def serve(data: bytes) -> None:
     """`mariabinlog serve` reading a hostile replica's bytes: handshake response, auth, SET/SELECT/SHOW, dump requests."""
     from mariabinlog.replication import server as server_mod
@@ -422,7 +418,7 @@ def serve(data: bytes) -> None:
     session.run()
 
 
-@target("protocol", max_len=1 << 16)
+@target("protocol", max_len=1 << 14)
 def protocol(data: bytes) -> None:
     """Both protocol state machines (codec level) on raw packets: the client's and the server's sides."""
     from mariabinlog.codec import protocol as P
@@ -436,7 +432,7 @@ def protocol(data: bytes) -> None:
     else:
         machine = P.ClientProtocol(max_packet=1 << 16)
         machine.semi_sync = bool(data[0] & 2)
-    step = 1 + (data[0] >> 2) * 5
+    step = 1 + (data[0] >> 2) * 97
     body = data[1:]
     commands = ["query", "register", "dump"]
     for pos in range(0, len(body) + 1, step):

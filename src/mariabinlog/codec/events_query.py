@@ -178,13 +178,25 @@ def decompress_block(buf: Buffer, pos: int, end: int) -> bytes:
         raise DecodeError(f"bad compressed block header 0x{head:02x}", offset=pos, expected="0x80 | length width 1..4")
     need(buf, pos + 1, width, "compressed block")
     size = int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
+    # Inflate at most the declared size (zlib grows its output as it goes, so a size that
+    # claims gigabytes allocates nothing until the stream delivers); one byte more tells a
+    # stream that inflates past its size, which MariaDB's uncompress() refuses too.
     try:
         dec = zlib.decompressobj()
-        data = dec.decompress(bytes(buf[pos + 1 + width : end]), size)
+        data = dec.decompress(bytes(buf[pos + 1 + width : end]), size + 1)
+        complete = dec.eof
     except zlib.error as exc:
         raise DecodeError(f"compressed block does not inflate: {exc}", offset=pos, expected="a zlib stream") from None
-    if len(data) != size:
-        raise DecodeError(f"compressed block inflates to {len(data)} bytes", offset=pos, expected=f"{size} bytes")
+    if len(data) > size:
+        raise DecodeError(
+            "compressed block inflates past its declared size", offset=pos, expected=f"{size} bytes"
+        )
+    if len(data) != size or not complete:
+        raise DecodeError(
+            f"compressed block inflates to {len(data)} bytes{'' if complete else ' and does not end'}",
+            offset=pos,
+            expected=f"{size} bytes in a complete zlib stream",
+        )
     return data
 
 
