@@ -65,7 +65,7 @@ def load(target_name: str) -> Any:
         from mariabinlog.codec import rows
         from mariabinlog.tools import printer_base
 
-        for module in (rows._rowsfast, printer_base._dumpfast):
+        for module in (rows._rowsfast, printer_base._fast):
             if module is None or not module.__file__.startswith(native):
                 raise SystemExit(f"the sanitizer build of {module} was not loaded")
     from fuzz import targets
