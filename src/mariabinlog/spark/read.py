@@ -565,12 +565,18 @@ def _micros(seconds: int) -> int:
     return seconds * 1_000_000
 
 
+def _long(value: int | None) -> int | None:
+    """An unsigned 64-bit binlog field (seq_no, commit_id, xid) in a LongType column: values
+    from 2**63 on are stored as their two's complement (negative), not refused by Arrow."""
+    return value - (1 << 64) if value is not None and value >= 1 << 63 else value
+
+
 def _location_and_gtid(split: Split, item: Item) -> list[Any]:
     g = item.group
     if g is None:
         return [split.path, split.file_no, item.position, item.index, None, None, None, None, None, None]
-    return [split.path, split.file_no, item.position, item.index, g.gtid, g.domain, g.server, g.seq, g.commit_id,
-            _micros(g.timestamp)]
+    return [split.path, split.file_no, item.position, item.index, g.gtid, g.domain, g.server, _long(g.seq),
+            _long(g.commit_id), _micros(g.timestamp)]
 
 
 def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | None, str | None, str | None, int | None]:
@@ -590,7 +596,7 @@ def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | Non
         return None, None, decode_text(event.query), None
     if code == XID_EVENT:
         assert isinstance(event, XidEvent)
-        return None, None, None, event.xid
+        return None, None, None, _long(event.xid)
     return None, None, None, None
 
 
@@ -903,7 +909,7 @@ def _groups_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
     def emit() -> None:
         assert current is not None
         row = [split.path, split.file_no, current.position, current.gtid, current.domain, current.server,
-               current.seq, current.commit_id, _micros(current.timestamp), current.flags, len(events), list(events)]
+               _long(current.seq), _long(current.commit_id), _micros(current.timestamp), current.flags, len(events), list(events)]
         for col, value in zip(out.columns, row):
             col.append(value)
         out.held += sum(map(len, events))
