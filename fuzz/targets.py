@@ -209,7 +209,7 @@ def _read_ibb(source: MemoryPages, first: int, start: int, skip_partial: bool) -
             _consume(decoder, (decoder.decode(raw, 0) for raw in group.events()))
 
 
-@target("ibb", max_len=1 << 18)
+@target("ibb", max_len=1 << 17)
 def ibb(data: bytes) -> None:
     """`.ibb` files as compact pages: headers, page CRC-32C, chunks, records, OOB forests, GTID states."""
     from mariabinlog.codec.gtid import ConnectState
@@ -284,7 +284,7 @@ def _run_dump(dump_cli: Any, argv: list[str], out: io.BytesIO, err: io.StringIO)
     dump_cli.dump_main(argv, stdout=out, stderr=err)
 
 
-@target("dump-ibb", max_len=1 << 18)
+@target("dump-ibb", max_len=1 << 16)
 def dump_ibb(data: bytes) -> None:
     """`mariabinlog dump` on `.ibb` files (compact pages; the last byte picks the options)."""
     from mariabinlog.tools import dump_cli
@@ -487,13 +487,13 @@ def optionfiles(data: bytes) -> None:
     parse_options(list(defaults.args[1:]) + ["mysql-bin.000001"])
 
 
-@target("ddl", max_len=1 << 12)
+@target("ddl", max_len=1 << 10)
 def ddl(data: bytes) -> None:
-    """The schema history on DDL text (statements split at NUL bytes), then rows typed by the result."""
+    """The schema history on DDL text (up to four statements split at NUL bytes) and its JSON round trip."""
     from mariabinlog.schema import SchemaHistory
 
     history = SchemaHistory()
-    for index, statement in enumerate(data.split(b"\0")[:8]):
+    for index, statement in enumerate(data.split(b"\0")[:4]):
         history.apply(statement.decode("utf-8", "surrogateescape"), "d", pos=index, gtid=f"0-1-{index + 1}", warn=False)
     history.to_json()
     SchemaHistory.from_json(history.to_json())
@@ -537,7 +537,7 @@ _SPARK_OPTIONS = (
 )
 
 
-@target("spark", max_len=1 << 18, fix=_fix_spark)
+@target("spark", max_len=1 << 16, fix=_fix_spark)
 def spark(data: bytes) -> None:
     """The Spark source's split reader and view builders (events, rows, groups as Arrow), Spark itself not running.
 

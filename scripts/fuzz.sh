@@ -92,7 +92,7 @@ if [ "$sanitize" != no ]; then
   fi
 fi
 
-mkdir -p "$out/findings"
+mkdir -p "$out/findings" "$out/logs"
 limit=()
 if [ -n "$runs" ]; then limit+=("-runs=$runs"); fi
 if [ -n "$minutes" ]; then limit+=("-max_total_time=$((minutes * 60))"); fi
@@ -105,6 +105,7 @@ run_target() {
     -rss_limit_mb=2048 -malloc_limit_mb=64 -artifact_prefix="$out/findings/$t-" \
     "${extra[@]}" "$out/corpus/$t" "fuzz/seeds/$t" >"$out/$t.log" 2>&1 || status=$?
   echo "$status" >"$out/$t.status"
+  cp "$out/$t.log" "$out/logs/$t.$(date +%Y%m%d-%H%M%S).log"
 }
 
 echo "fuzz.sh: ${#targets[@]} target(s), ${minutes:+$minutes min}${runs:+ $runs runs} each, sanitizers: $sanitize, logs in $out" >&2
