@@ -175,3 +175,15 @@ def test_identities_follow_columns_and_incarnations_and_rows_find_their_shape() 
     old, new = loaded.table_for_event("d", "t", "f.1", 15, "0-1-2"), loaded.table("d", "t2")
     assert old is not None and new is not None and old.incarnation in loaded.incarnations("d", "t2")
     assert old.columns[1].ident == new.columns[2].ident
+
+
+def test_ddl_nested_past_the_parsers_recursion_is_unreadable_not_a_crash() -> None:
+    """sqlglot recurses per nesting level: ~50 parentheses raised RecursionError out of the
+    history (found by the ddl fuzz target's review).  Now the table is marked unreadable, as
+    for any DDL the parser cannot read, and names fall back until its next CREATE."""
+    depth = 60
+    history = SchemaHistory()
+    changed = history.apply(f"CREATE TABLE t (a INT DEFAULT {'(' * depth}1{')' * depth})", "d", warn=False)
+    assert changed == [("d", "t")]
+    table = history.table("d", "t")
+    assert table is not None and "nested too deeply" in (table.unknown or "")

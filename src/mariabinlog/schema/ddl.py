@@ -214,14 +214,14 @@ class Catalog:
             tokens = _tokens(sql)
         try:
             tree = sqlglot.parse_one(sql, read=_DIALECT)
-        except SqlglotError as error:
+        except (SqlglotError, RecursionError) as error:
             shorter = _without_partitioning(sql, tokens)
             try:
                 if shorter is None:
                     raise
                 tree = sqlglot.parse_one(shorter, read=_DIALECT)
-            except SqlglotError:
-                raise UnparsedDDLError(str(error).splitlines()[0], _named_tables(tokens, database)) from None
+            except (SqlglotError, RecursionError):
+                raise UnparsedDDLError(_parse_failure(error), _named_tables(tokens, database)) from None
         try:
             if isinstance(tree, exp.Command):
                 return self._command(tokens, database, server_charset)
@@ -235,6 +235,8 @@ class Catalog:
             if error.tables:
                 raise
             raise UnparsedDDLError(error.reason, _named_tables(tokens, database)) from None
+        except RecursionError as error:  # an expression nested deeper than the tree walk goes
+            raise UnparsedDDLError(_parse_failure(error), _named_tables(tokens, database)) from None
         return []  # CREATE INDEX, views, routines...: no column changes
 
     # -- statements ---------------------------------------------------------
@@ -405,6 +407,15 @@ class Catalog:
 
 
 # -- helpers ----------------------------------------------------------------
+
+
+def _parse_failure(error: Exception) -> str:
+    """Why sqlglot could not read a statement, in one line: its own first line, or for an
+    expression nested past Python's recursion limit (sqlglot's parser recurses per level;
+    about 50 parentheses exhaust it) that it is nested too deeply."""
+    if isinstance(error, RecursionError):
+        return "statement nested too deeply for the DDL parser"
+    return str(error).splitlines()[0]
 
 
 def _tokens(sql: str) -> list[Token]:
