@@ -48,19 +48,20 @@ class _NativeFinder:
 
 
 def load(target_name: str) -> Any:
-    """Import mariabinlog instrumented (the Spark layer only for the Spark target) and the targets."""
+    """Import the targets, with the mariabinlog packages the target exercises instrumented
+    (imported under ``atheris.instrument_imports`` before anything else imports them)."""
     native = os.environ.get("MARIABINLOG_FUZZ_NATIVE")
     if native:
         sys.meta_path.insert(0, _NativeFinder(native))
-    with atheris.instrument_imports(include=["mariabinlog"]):
-        import mariabinlog
-
-        for info in pkgutil.walk_packages(mariabinlog.__path__, "mariabinlog."):
-            if info.name.startswith("mariabinlog.spark") and target_name != "spark":
-                continue
-            if info.name.rsplit(".", 1)[1].startswith("_") and info.name not in NATIVE:
-                continue
-            importlib.import_module(info.name)
+    spec = importlib.util.find_spec("fuzz.targets")
+    assert spec is not None and spec.origin is not None
+    packages = _packages_of(spec.origin, target_name)
+    with atheris.instrument_imports(include=packages):
+        for package in packages:
+            module = importlib.import_module(package)
+            for info in pkgutil.walk_packages(getattr(module, "__path__", []), package + "."):
+                if not info.name.rsplit(".", 1)[1].startswith("_"):
+                    importlib.import_module(info.name)
     if native:
         from mariabinlog.codec import rows
         from mariabinlog.tools import printer_base
@@ -71,6 +72,28 @@ def load(target_name: str) -> Any:
     from fuzz import targets
 
     return targets
+
+
+def _packages_of(source: str, target_name: str) -> list[str]:
+    """The ``packages`` of a target, read from the targets' source without importing it
+    (importing it would import mariabinlog uninstrumented)."""
+    import ast
+
+    tree = ast.parse(open(source, encoding="utf-8").read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                if (
+                    isinstance(deco, ast.Call)
+                    and getattr(deco.func, "id", "") == "target"
+                    and deco.args
+                    and ast.literal_eval(deco.args[0]) == target_name
+                ):
+                    for keyword in deco.keywords:
+                        if keyword.arg == "packages":
+                            return [f"mariabinlog.{p}" for p in ast.literal_eval(keyword.value)]
+                    return ["mariabinlog.codec"]
+    raise SystemExit(f"unknown target {target_name!r}")
 
 
 def main(argv: list[str]) -> None:

@@ -27,7 +27,7 @@ from fuzz import targets  # noqa: E402
 FUZZ = REPO / "fuzz"
 NAMES = sorted(targets.TARGETS)
 LIMIT = 64 << 20
-SHORT_SECONDS = 4
+SHORT_SECONDS = 3
 
 
 def _inputs(kind: str, name: str) -> list[Path]:
