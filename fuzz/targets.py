@@ -538,11 +538,11 @@ _SPARK_OPTIONS = (
     {"view": "events"},
     {"view": "rows"},
     {"view": "groups"},
-    {"view": "rows", "table": "d.t"},
+    {"view": "rows", "table": "w02_types_full.t_dec"},
     {"view": "events", "startPosition": "0-1-2", "verifyChecksum": "false"},
     {"view": "rows", "doDomainIds": "0", "batchRows": "2"},
     {"view": "groups", "stopPosition": "0-1-6"},
-    {"view": "events", "batchRows": "1"},
+    {"view": "rows", "table": "w02_types_full.t_time", "batchRows": "3"},
 )
 
 

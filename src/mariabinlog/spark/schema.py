@@ -223,7 +223,10 @@ def _to_datetime(value: Any) -> datetime.datetime | None:
 def _to_timestamp(value: Any) -> datetime.datetime | None:
     if not isinstance(value, MysqlTimestamp) or (not value.seconds and not value.microsecond):
         return None
-    return value.to_datetime()
+    try:
+        return value.to_datetime()
+    except (ValueError, OverflowError):  # a fraction past 999999: damaged bytes, as invalid dates
+        return None
 
 
 def _to_string(value: Any) -> str:
@@ -236,6 +239,17 @@ def _to_binary(value: Any) -> bytes:
 
 def _to_decimal(value: Any) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(value)
+
+
+def _decimal_within(precision: int, scale: int) -> Converter:
+    """A DECIMAL(precision, scale) value, or None when damaged digit groups decoded to more
+    integer digits than the type holds (Arrow refuses it; invalid dates become null too)."""
+    limit = Decimal(10) ** (precision - scale)
+
+    def convert(value: Any) -> Decimal | None:
+        return value if -limit < value < limit else None
+
+    return convert
 
 
 def _column_type(column_type: int, meta: int, unsigned: bool, collation: int | None) -> tuple[DataType, Converter]:
@@ -251,8 +265,8 @@ def _column_type(column_type: int, meta: int, unsigned: bool, collation: int | N
         return (DecimalType(20, 0), _to_decimal) if meta & 0xFF > 7 else (LongType(), _identity)
     if rtype == C.MYSQL_TYPE_NEWDECIMAL:
         precision, scale = meta >> 8, meta & 0xFF
-        if precision <= 38:
-            return DecimalType(precision, scale), _identity
+        if 0 < precision <= 38 and scale <= precision:
+            return DecimalType(precision, scale), _decimal_within(precision, scale)
         return StringType(), _to_string
     if rtype in (C.MYSQL_TYPE_FLOAT, C.MYSQL_TYPE_DOUBLE):
         return DoubleType(), _identity
