@@ -187,3 +187,13 @@ def test_ddl_nested_past_the_parsers_recursion_is_unreadable_not_a_crash() -> No
     assert changed == [("d", "t")]
     table = history.table("d", "t")
     assert table is not None and "nested too deeply" in (table.unknown or "")
+
+
+@pytest.mark.parametrize("ddl", ["CREATE TABLE t (a VARCHAR(abc))", "CREATE TABLE t (a DECIMAL(1e5, 2))"])
+def test_type_parameter_that_is_not_a_number_makes_ddl_unreadable(ddl: str) -> None:
+    """sqlglot parses VARCHAR(abc); int() of it raised ValueError out of dump --format=json
+    (found by the dump fuzz target).  Now the statement is unreadable DDL for that table."""
+    history = SchemaHistory()
+    assert history.apply(ddl, "d", warn=False) == [("d", "t")]
+    table = history.table("d", "t")
+    assert table is not None and "is not a number" in (table.unknown or "")

@@ -499,10 +499,15 @@ def _charset_pair(properties: exp.Expression | None) -> tuple[str | None, str | 
 
 
 def _ints(params: Iterable[exp.Expression]) -> list[int]:
+    """A type's parameters (``VARCHAR(10)``, ``DECIMAL(10,2)``); one that is not a plain
+    number (``VARCHAR(abc)``, which sqlglot parses) makes the statement unreadable."""
     out = []
     for param in params:
         value = param.this if isinstance(param, exp.DataTypeParam) else param
-        out.append(int(value.name))
+        text = value.name
+        if not (text.isascii() and text.isdigit()):
+            raise UnparsedDDLError(f"type parameter {value.sql()!r} is not a number", ())
+        out.append(int(text))
     return out
 
 
