@@ -381,7 +381,7 @@ class Catalog:
 
     def _truncate(self, tokens: list[Token], database: str) -> list[tuple[str, str]]:
         """``TRUNCATE [TABLE] t``: same shape, a new incarnation (its older rows are gone)."""
-        key, _ = _read_name(tokens, 2 if tokens[1].text.upper() == "TABLE" else 1, database)
+        key, _ = _read_name(tokens, 2 if len(tokens) > 1 and tokens[1].text.upper() == "TABLE" else 1, database)
         table = self.tables.get(key)
         if table is None:
             return []
@@ -431,6 +431,8 @@ def _tokens(sql: str) -> list[Token]:
 
 def _read_name(tokens: list[Token], pos: int, database: str) -> tuple[tuple[str, str], int]:
     """A possibly qualified table name starting at ``tokens[pos]``: ((db, table), next position)."""
+    if pos >= len(tokens):
+        raise UnparsedDDLError("the statement ends where a table name should be", ())
     first = tokens[pos].text
     if pos + 2 < len(tokens) and tokens[pos + 1].token_type == TokenType.DOT:
         return (first, tokens[pos + 2].text), pos + 3
