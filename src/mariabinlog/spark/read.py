@@ -74,6 +74,7 @@ from .schema import (
     render,
     render_function,
     typed_row_struct,
+    valid_text,
 )
 
 log = logging.getLogger(__name__)
@@ -587,10 +588,12 @@ def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | Non
         return decode_text(event.database) or None, None, decode_text(event.query), None
     if code == TABLE_MAP_EVENT:
         assert isinstance(event, TableMapEvent)
-        return event.schema, event.table, None, None
+        return valid_text(event.schema), valid_text(event.table), None, None
     if code in ROWS_KIND:
         table_map = decoder.table_maps.get(event.table_id)  # type: ignore[attr-defined]
-        return (None, None, None, None) if table_map is None else (table_map.schema, table_map.table, None, None)
+        if table_map is None:
+            return None, None, None, None
+        return valid_text(table_map.schema), valid_text(table_map.table), None, None
     if code == ANNOTATE_ROWS_EVENT:
         assert isinstance(event, AnnotateRowsEvent)
         return None, None, decode_text(event.query), None
@@ -740,7 +743,7 @@ def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event:
     partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
     fixed = _location_and_gtid(split, item)
     fixed[4:4] = [None]  # row_index, set per row
-    fixed += [table_map.schema, table_map.table, None, info.keys]
+    fixed += [valid_text(table_map.schema), valid_text(table_map.table), None, info.keys]
     for start in range(0, len(changes), batch_rows):
         chunk = changes[start : start + batch_rows]
         cols = out.columns
@@ -871,7 +874,7 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
         assert isinstance(decoder, FastRowDecoder)
         try:
             kind, data, first, second = decoder.programs(event)
-            fixed = _location_and_gtid(split, item) + [table_map.schema, table_map.table, kind, info.keys]
+            fixed = _location_and_gtid(split, item) + [valid_text(table_map.schema), valid_text(table_map.table), kind, info.keys]
             pos, row_index, end = 0, 0, len(data)
             while pos < end:
                 if not events or events[-1] is not fixed:

@@ -116,7 +116,7 @@ SCHEMAS = {"events": EVENTS_SCHEMA, "rows": ROWS_SCHEMA, "groups": GROUPS_SCHEMA
 # Values
 
 
-def _text(value: str) -> str:
+def valid_text(value: str) -> str:
     """``value`` as valid UTF-8 text (surrogate-escaped bytes become U+FFFD)."""
     if value.isascii():
         return value
@@ -148,7 +148,7 @@ def _bytes_text(value: bytes) -> str:
 
 
 _RENDERERS: dict[type, Callable[[Any], str]] = {
-    str: _text,
+    str: valid_text,
     int: str,
     Decimal: str,
     bytes: _bytes_text,
@@ -178,7 +178,7 @@ def column_names(table_map: TableMapEvent) -> tuple[str, ...]:
     names = meta.column_names if meta is not None else None
     count = len(table_map.column_types)
     if names is not None and len(names) == count:
-        return tuple(_text(n) for n in names)
+        return tuple(valid_text(n) for n in names)
     return tuple(f"@{i + 1}" for i in range(count))
 
 
@@ -230,7 +230,7 @@ def _to_timestamp(value: Any) -> datetime.datetime | None:
 
 
 def _to_string(value: Any) -> str:
-    return decode_text(value) if isinstance(value, bytes) else _text(str(value))
+    return decode_text(value) if isinstance(value, bytes) else valid_text(str(value))
 
 
 def _to_binary(value: Any) -> bytes:
