@@ -106,25 +106,37 @@ def _rows_agree(table_map: Any, event: Any) -> None:
     from mariabinlog.errors import DecodeError
 
     for raw in (False, True):
-        outcomes = []
+        outcomes: list[tuple[str, Any]] = []
         for impl in IMPLEMENTATIONS.values():
             try:
-                outcomes.append(("rows", repr(impl(table_map).decode(event, raw=raw))))
+                outcomes.append(("rows", impl(table_map).decode(event, raw=raw)))
             except DecodeError as err:
                 outcomes.append((type(err).__name__, err.offset))
-        if len(set(outcomes)) > 1:
-            raise AssertionError(f"row decoders disagree (raw={raw}): {outcomes}")
-        if outcomes[0][0] != "rows":
-            raise DecodeError("rows do not decode", offset=outcomes[0][1])
+        first = outcomes[0]
+        for other in outcomes[1:]:
+            # == first (cheap); repr where it fails, since a NaN is not equal to itself
+            if other != first and repr(other) != repr(first):
+                raise AssertionError(f"row decoders disagree (raw={raw}): {outcomes}")
+        if first[0] != "rows":
+            raise DecodeError("rows do not decode", offset=first[1])
+
+
+#: Rows events per input whose rows the harness decodes (a group of thousands of rows would
+#: make one input take seconds; rows have targets of their own).
+ROWS_PER_INPUT = 16
 
 
 def _consume(decoder: Any, events: Iterator[Any]) -> None:
     """Everything a reader does with decoded events: rows, user variables, status variables."""
     from mariabinlog.codec import events as ev
 
+    rows = 0
     for event in events:
         if isinstance(event, ev.RowsEvent):
-            _rows_agree(decoder.table_map_for(event), event)
+            table_map = decoder.table_map_for(event)
+            rows += 1
+            if rows <= ROWS_PER_INPUT:
+                _rows_agree(table_map, event)
         elif isinstance(event, ev.UserVarEvent):
             event.decoded_value()
         elif isinstance(event, ev.GtidEvent):

@@ -104,7 +104,7 @@ run_target() {
   local t="$1"
   mkdir -p "$out/corpus/$t"
   local status=0
-  nice -n 19 "${env_run[@]}" "$py" -m fuzz.run "$t" "${limit[@]}" -print_final_stats=1 -timeout=10 \
+  nice -n 19 "${env_run[@]}" "$py" -m fuzz.run "$t" "${limit[@]}" -print_final_stats=1 -timeout=30 \
     -rss_limit_mb=2048 -malloc_limit_mb=64 -artifact_prefix="$out/findings/$t-" \
     "${extra[@]}" "$out/corpus/$t" "fuzz/seeds/$t" >"$out/$t.log" 2>&1 || status=$?
   echo "$status" >"$out/$t.status"
