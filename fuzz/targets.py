@@ -46,6 +46,8 @@ class Target:
     doc: str
     #: The packages whose coverage guides this target (instrumenting all costs seconds at start).
     packages: tuple[str, ...]
+    #: Whether it reaches the compiled fast paths (run under the sanitizers by scripts/fuzz.sh).
+    native: bool
 
 
 TARGETS: dict[str, Target] = {}
@@ -57,12 +59,14 @@ def target(
     max_len: int = 65536,
     fix: Callable[[bytes], bytes] | None = None,
     packages: tuple[str, ...] = ("codec",),
+    native: bool = False,
 ) -> Callable[..., Any]:
-    """Register a harness under ``name``; ``packages``: mariabinlog's subpackages (or modules) it exercises."""
+    """Register a harness under ``name``; ``packages``: mariabinlog's subpackages (or modules) it
+    exercises; ``native``: it runs the C fast paths."""
 
     def register(run: Callable[[bytes], None]) -> Callable[[bytes], None]:
         doc = (run.__doc__ or "").strip().splitlines()[0]
-        TARGETS[name] = Target(name, run, fix, max_len, doc, tuple(f"mariabinlog.{p}" for p in packages))
+        TARGETS[name] = Target(name, run, fix, max_len, doc, tuple(f"mariabinlog.{p}" for p in packages), native)
         return run
 
     return register
@@ -146,7 +150,7 @@ def _consume(decoder: Any, events: Iterator[Any]) -> None:
 # ----------------------------------------------------------------------------- legacy binlogs
 
 
-@target("legacy", max_len=1 << 15, fix=fix_legacy_file)
+@target("legacy", max_len=1 << 15, fix=fix_legacy_file, native=True)
 def legacy(data: bytes) -> None:
     """A legacy binlog file: framing, CRC-32, every event type, FD versions, compressed events, rows."""
     from mariabinlog.codec.stream import EventStreamDecoder, iter_legacy_events
@@ -155,7 +159,7 @@ def legacy(data: bytes) -> None:
     _consume(decoder, iter_legacy_events(data, decoder=decoder))
 
 
-@target("events", max_len=1 << 14, fix=None)
+@target("events", max_len=1 << 14, fix=None, native=True)
 def events(data: bytes) -> None:
     """An `.ibb` event group or a network event stream: events without footers, rows by both decoders."""
     from mariabinlog.codec.ibb import iter_events
@@ -226,7 +230,7 @@ def _read_ibb(source: MemoryPages, first: int, start: int, skip_partial: bool) -
             _consume(decoder, (decoder.decode(raw, 0) for raw in group.events()))
 
 
-@target("ibb", max_len=1 << 17)
+@target("ibb", max_len=1 << 17, native=True)
 def ibb(data: bytes) -> None:
     """`.ibb` files as compact pages: headers, page CRC-32C, chunks, records, OOB forests, GTID states."""
     from mariabinlog.codec.gtid import ConnectState
@@ -282,7 +286,7 @@ _DUMP_ARGS = (
 )
 
 
-@target("dump", max_len=1 << 15, packages=("codec", "tools", "schema"), fix=lambda d: d[:1] + fix_legacy_file(d[1:]))
+@target("dump", max_len=1 << 15, packages=("codec", "tools", "schema"), native=True, fix=lambda d: d[:1] + fix_legacy_file(d[1:]))
 def dump(data: bytes) -> None:
     """`mariabinlog dump` on a legacy file (byte 0 picks the options): the printers, JSON, Debezium, _dumpfast."""
     from mariabinlog.tools import dump_cli
@@ -301,7 +305,7 @@ def _run_dump(dump_cli: Any, argv: list[str], out: io.BytesIO, err: io.StringIO)
     dump_cli.dump_main(argv, stdout=out, stderr=err)
 
 
-@target("dump-ibb", max_len=1 << 16, packages=("codec", "tools", "engine"))
+@target("dump-ibb", max_len=1 << 16, packages=("codec", "tools", "engine"), native=True)
 def dump_ibb(data: bytes) -> None:
     """`mariabinlog dump` on `.ibb` files (compact pages; the last byte picks the options)."""
     from mariabinlog.tools import dump_cli
@@ -554,7 +558,7 @@ _SPARK_OPTIONS = (
 )
 
 
-@target("spark", max_len=1 << 16, fix=_fix_spark, packages=("codec", "spark", "schema", "engine"))
+@target("spark", max_len=1 << 16, fix=_fix_spark, packages=("codec", "spark", "schema", "engine"), native=True)
 def spark(data: bytes) -> None:
     """The Spark source's split reader and view builders (events, rows, groups as Arrow), Spark itself not running.
 
