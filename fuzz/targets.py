@@ -500,12 +500,12 @@ def _answer(P: Any, machine: Any, event: Any, commands: list[str]) -> None:
 @target("optionfiles", max_len=1 << 14, packages=("optionfiles", "tools.dump_options"))
 def optionfiles(data: bytes) -> None:
     """Option files (my.cnf) as the command line reads them, and the dump options they hold."""
-    from mariabinlog.optionfiles import load_defaults
+    from mariabinlog.optionfiles import BINLOG_GROUPS, load_defaults
     from mariabinlog.tools.dump_options import parse_options
 
     path = scratch_file("my.cnf", data)
-    defaults = load_defaults(["client", "mariadb-binlog", "mysqlbinlog"], ["mariabinlog", f"--defaults-file={path}"], env={})
-    parse_options(list(defaults.args[1:]) + ["mysql-bin.000001"])
+    defaults = load_defaults(BINLOG_GROUPS, [f"--defaults-file={path}"], env={})
+    parse_options(list(defaults.args) + ["mysql-bin.000001"])
 
 
 @target("ddl", max_len=1 << 10, packages=("schema",))
