@@ -28,22 +28,19 @@ from typing import Any
 
 import atheris
 
-NATIVE = {"mariabinlog.codec._rowsfast": "codec", "mariabinlog.tools._dumpfast": "tools"}
-
-
 class _NativeFinder:
-    """Finds the compiled fast paths in the sanitizer build folder first."""
+    """Finds compiled modules in the sanitizer build folder first: ``scripts/fuzz.sh`` builds
+    each C extension there as ``<dotted module name><suffix>``."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name not in NATIVE:
+        if not name.startswith("mariabinlog."):
             return None
-        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-        location = os.path.join(self.folder, NATIVE[name], name.rsplit(".", 1)[1] + suffix)
+        location = os.path.join(self.folder, name + importlib.machinery.EXTENSION_SUFFIXES[0])
         if not os.path.exists(location):
-            raise ImportError(f"MARIABINLOG_FUZZ_NATIVE: {location} is missing (scripts/fuzz.sh --build)")
+            return None
         loader = importlib.machinery.ExtensionFileLoader(name, location)
         return importlib.util.spec_from_file_location(name, location, loader=loader)
 
@@ -63,14 +60,14 @@ def load(target_name: str) -> Any:
             for info in pkgutil.walk_packages(getattr(module, "__path__", []), package + "."):
                 if not info.name.rsplit(".", 1)[1].startswith("_"):
                     importlib.import_module(info.name)
-    if native:
-        from mariabinlog.codec import rows
-        from mariabinlog.tools import printer_base
-
-        for module in (rows._rowsfast, printer_base._fast):
-            if module is None or not module.__file__.startswith(native):
-                raise SystemExit(f"the sanitizer build of {module} was not loaded")
     from fuzz import targets
+
+    if native:
+        built = {f.rsplit(".", 2)[0] for f in os.listdir(native) if f.endswith(importlib.machinery.EXTENSION_SUFFIXES[0])}
+        for name in sorted(built):
+            module = importlib.import_module(name)
+            if not (module.__file__ or "").startswith(native):
+                raise SystemExit(f"{name} was not loaded from the sanitizer build in {native}")
 
     return targets
 

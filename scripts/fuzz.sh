@@ -57,17 +57,22 @@ if [ -z "$minutes" ] && [ -z "$runs" ]; then minutes=1; fi
 
 native="$repo/build/fuzz-native"
 build_native() {
-  # The compiled fast paths with ASan, UBSan (every finding fatal) and libFuzzer's edge
-  # coverage; linked without the runtime, which the preloaded atheris library provides.
-  local inc ext flags
+  # Each C extension of the package with ASan, UBSan (every finding fatal) and libFuzzer's edge
+  # coverage, as <dotted module name><suffix> (fuzz/run.py loads them from there); linked
+  # without the runtime, which the preloaded atheris library provides.
+  local inc ext flags source module
   inc="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
   ext="$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
   flags=(-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1 -fPIC)
-  mkdir -p "$native/codec" "$native/tools"
-  clang "${flags[@]}" -I"$inc" -c src/mariabinlog/codec/_rowsfast.c -o "$native/_rowsfast.o"
-  clang -shared "$native/_rowsfast.o" -o "$native/codec/_rowsfast$ext"
-  clang "${flags[@]}" -I"$inc" -c src/mariabinlog/tools/_dumpfast.c -o "$native/_dumpfast.o"
-  clang -shared "$native/_dumpfast.o" -o "$native/tools/_dumpfast$ext"
+  rm -rf "$native"
+  mkdir -p "$native"
+  while IFS= read -r source; do
+    module="${source#src/}"
+    module="${module%.c}"
+    module="${module//\//.}"
+    clang "${flags[@]}" -I"$inc" -c "$source" -o "$native/$module.o"
+    clang -shared "$native/$module.o" -o "$native/$module$ext"
+  done < <(find src/mariabinlog -name '_*.c' | sort)
 }
 
 env_run=()
