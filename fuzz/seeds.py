@@ -295,6 +295,7 @@ def main() -> None:
         "events": write(out, "events", groups),
         "ibb": write(out, "ibb", ibb),
         "ibb-records": write(out, "ibb-records", records),
+        "engine-check": write(out, "engine-check", ibb),
         "dump": write(out, "dump", (bytes([i]) + seed for i, seed in enumerate(legacy))),
         "dump-ibb": write(out, "dump-ibb", (seed + bytes([i]) for i, seed in enumerate(ibb))),
         "spark": write(

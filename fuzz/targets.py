@@ -263,6 +263,31 @@ def ibb_records(data: bytes) -> None:
             _, pos = read_compr(data, pos)
 
 
+@target("engine-check", max_len=1 << 17, packages=("engine", "codec.ibb"))
+def engine_check(data: bytes) -> None:
+    """`mariabinlog engine check` on `.ibb` files (compact pages): every page CRC, record and GTID state record."""
+    from mariabinlog.engine.check import check_directory
+
+    files, first = ibb_pages(data)
+    directory = _ibb_directory(files, first, "engine")
+    check_directory(directory).summary()
+
+
+def _ibb_directory(files: list[list[bytearray]], first: int, name: str) -> str:
+    """A scratch directory holding exactly ``files`` as binlog-NNNNNN.ibb from ``first`` on."""
+    global _SCRATCH
+    if _SCRATCH is None:
+        _SCRATCH = _scratch()
+    directory = os.path.join(_SCRATCH, name)
+    os.makedirs(directory, exist_ok=True)
+    for stale in os.listdir(directory):
+        os.unlink(os.path.join(directory, stale))
+    for index, pages in enumerate(files):
+        with open(os.path.join(directory, f"binlog-{first + index:06d}.ibb"), "wb") as fh:
+            fh.write(b"".join(pages))
+    return directory
+
+
 # ----------------------------------------------------------------------------- the dump
 
 
