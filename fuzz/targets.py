@@ -130,16 +130,17 @@ def _rows_agree(table_map: Any, event: Any) -> None:
 ROWS_PER_INPUT = 16
 
 
-def _consume(decoder: Any, events: Iterator[Any]) -> None:
-    """Everything a reader does with decoded events: rows, user variables, status variables."""
+def _consume(decoder: Any, events: Iterator[Any], budget: list[int] | None = None) -> None:
+    """Everything a reader does with decoded events: rows, user variables, status variables.
+    ``budget``: rows events left to decode for this input (shared by its event groups)."""
     from mariabinlog.codec import events as ev
 
-    rows = 0
+    budget = [ROWS_PER_INPUT] if budget is None else budget
     for event in events:
         if isinstance(event, ev.RowsEvent):
             table_map = decoder.table_map_for(event)
-            rows += 1
-            if rows <= ROWS_PER_INPUT:
+            budget[0] -= 1
+            if budget[0] >= 0:
                 _rows_agree(table_map, event)
         elif isinstance(event, ev.UserVarEvent):
             event.decoded_value()
@@ -223,11 +224,12 @@ def _read_ibb(source: MemoryPages, first: int, start: int, skip_partial: bool) -
 
     reader = RecordReader(source, first, start, skip_partial=skip_partial)
     decoder = EventStreamDecoder()
+    budget = [ROWS_PER_INPUT]
     for record in reader:
         record.decode()
         if record.type == RecordType.COMMIT and not record.nested:
             group = reader.group(record)
-            _consume(decoder, (decoder.decode(raw, 0) for raw in group.events()))
+            _consume(decoder, (decoder.decode(raw, 0) for raw in group.events()), budget)
 
 
 @target("ibb", max_len=1 << 17, native=True)
