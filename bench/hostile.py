@@ -53,7 +53,7 @@ from hostile_peers import (  # noqa: E402
 )
 from mariadb_server import MariaDBServer  # noqa: E402
 
-from mariabinlog.codec import protocol as P  # noqa: E402
+from mariabinlog.codec.wire import protocol as P  # noqa: E402
 from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages  # noqa: E402
 
 USER, PASSWORD = "repl", "replpw"

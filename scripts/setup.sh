@@ -105,12 +105,12 @@ if ! "$venv/bin/python" -c '' 2>/dev/null; then
   rm -rf "$venv"
   "$python" -m venv "$venv"
 fi
-log "installing the project and its test and spark extras into .venv (pinned by requirements/test.txt)"
+log "installing the project and its test, spark and fuzz extras into .venv (pinned by requirements/test.txt)"
 # A compiled module left from an earlier build would hide a build that now fails (the
 # extensions are optional for users without a compiler): start from none.
 find src -name "*.so" -delete
 "$venv/bin/python" -m pip install --disable-pip-version-check -q --use-pep517 \
-  -c requirements/test.txt -e '.[test,spark]' </dev/null
+  -c requirements/test.txt -e '.[test,spark,fuzz]' </dev/null
 if command -v cc >/dev/null 2>&1 &&
   ! "$venv/bin/python" -c 'import mariabinlog.codec.rows._rowsfast, mariabinlog.tools.printer._dumpfast' 2>/dev/null; then
   # With a compiler at hand the C fast paths must build: the tests compare them with the pure ones.

@@ -126,7 +126,7 @@ class _Reader:
         """Read ``path``; a missing file is an error only when ``required``."""
         try:
             info = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a path (an !include line's)
             if required:
                 raise OptionFileError(f"Could not open required defaults file: {path}") from None
             return
@@ -184,8 +184,9 @@ class _Reader:
                     return
                 try:
                     names = sorted(os.listdir(target))
-                except OSError as err:
-                    raise OptionFileError(f"Can't read dir of '{target}' (Errcode: {err.errno})") from None
+                except (OSError, ValueError) as err:  # ValueError: a NUL in the path
+                    errno = err.errno if isinstance(err, OSError) else 2
+                    raise OptionFileError(f"Can't read dir of '{target}' (Errcode: {errno})") from None
                 for name in names:
                     if name.endswith(".cnf"):
                         self.read(os.path.join(target, name), required=False, depth=depth + 1)

@@ -385,3 +385,31 @@ def test_user_var_values_are_decoded_once_for_every_reader() -> None:
     assert decimal_str(Decimal("-0")) == b"0" and decimal_str(Decimal("0.00")) == b"0.00"
     assert uv(ev.USER_VAR_STRING, b"abc") == b"abc"
     assert ev.UserVarEvent(var_name=b"v", is_null=True).decoded_value() is None
+
+
+def test_compressed_block_that_inflates_past_its_declared_size_is_refused() -> None:
+    """A block declaring 10 bytes whose zlib stream holds 10,000: refused at the block, not
+    silently cut (MariaDB's uncompress() fails the same way)."""
+    block = bytes((0x81, 10)) + zlib.compress(b"x" * 10_000)
+    with pytest.raises(DecodeError, match="past its declared size") as info:
+        ev.decompress_block(block, 0, len(block))
+    assert info.value.offset == 0
+
+
+def test_compressed_block_with_a_cut_zlib_stream_is_refused() -> None:
+    whole = ev.compress_block(b"SELECT 1" * 50)
+    with pytest.raises(DecodeError, match="does not end"):
+        ev.decompress_block(whole[:-4], 0, len(whole) - 4)
+
+
+def test_compressed_block_claiming_gigabytes_allocates_only_what_inflates() -> None:
+    import tracemalloc
+
+    block = bytes((0x84,)) + (0xFFFFFFFF).to_bytes(4, "big") + zlib.compress(b"y" * 1000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError, match="inflates to 1000 bytes"):
+            ev.decompress_block(block, 0, len(block))
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()

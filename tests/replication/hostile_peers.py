@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 
-from mariabinlog.codec import protocol as P
+from mariabinlog.codec.wire import protocol as P
 
 ATTACKER = "127.0.0.2"
 """Source address of the hostile clients (any 127.x.y.z reaches a server on 127.0.0.1)."""

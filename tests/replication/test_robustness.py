@@ -35,7 +35,7 @@ from replication_helpers import (
 )
 
 from mariabinlog.cli import main as cli_main
-from mariabinlog.codec import protocol as P
+from mariabinlog.codec.wire import protocol as P
 from mariabinlog.codec.gtid import ConnectState
 from mariabinlog.errors import ConnectionLostError
 from mariabinlog.replication.archive import Archiver

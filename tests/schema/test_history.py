@@ -254,3 +254,25 @@ def test_a_statement_read_again_is_applied_once_by_gtid_or_without_one_by_place(
     assert len(h.records) == 2 and names(h, "d", "t") == ["a", "b"]
     h.observe_query(alter, file="f.1", pos=300, gtid=None)  # another statement: applied again
     assert len(h.records) == 3 and names(h, "d", "t") == ["a", "b", "b"]
+
+
+def test_ddl_nested_past_the_parsers_recursion_is_unreadable_not_a_crash() -> None:
+    """sqlglot recurses per nesting level: ~50 parentheses raised RecursionError out of the
+    history (found by the ddl fuzz target's review).  Now the table is marked unreadable, as
+    for any DDL the parser cannot read, and names fall back until its next CREATE."""
+    depth = 60
+    history = SchemaHistory()
+    changed = history.apply(f"CREATE TABLE t (a INT DEFAULT {'(' * depth}1{')' * depth})", "d", warn=False)
+    assert changed == [("d", "t")]
+    table = history.table("d", "t")
+    assert table is not None and "nested too deeply" in (table.unknown or "")
+
+
+@pytest.mark.parametrize("ddl", ["CREATE TABLE t (a VARCHAR(abc))", "CREATE TABLE t (a DECIMAL(1e5, 2))"])
+def test_type_parameter_that_is_not_a_number_makes_ddl_unreadable(ddl: str) -> None:
+    """sqlglot parses VARCHAR(abc); int() of it raised ValueError out of dump --format=json
+    (found by the dump fuzz target).  Now the statement is unreadable DDL for that table."""
+    history = SchemaHistory()
+    assert history.apply(ddl, "d", warn=False) == [("d", "t")]
+    table = history.table("d", "t")
+    assert table is not None and "is not a number" in (table.unknown or "")

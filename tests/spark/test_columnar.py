@@ -360,3 +360,26 @@ def test_repeat_per_row_refuses_bad_input() -> None:
         rows.repeat_per_row([[1]], "x", one)
     with pytest.raises(TypeError):
         rows.repeat_per_row([[1]], "qq", one)
+
+
+def test_typed_columns_take_damaged_decimals_and_fractions_as_null() -> None:
+    """Damaged digit groups decode a DECIMAL(10,0) to 12 digits and a TIMESTAMP(6) fraction
+    past 999999: the typed struct's converters give null (as for invalid dates) instead of
+    an ArrowInvalid or ValueError that failed the Spark task (found reviewing the spark fuzz
+    target's typed view)."""
+    from mariabinlog.codec.events import TableMapEvent
+    from mariabinlog.spark.schema import typed_row_struct
+
+    tm = TableMapEvent(
+        table_id=1, schema="d", table="t",
+        column_types=bytes((C.MYSQL_TYPE_NEWDECIMAL, C.MYSQL_TYPE_TIMESTAMP2)),
+        column_meta=(10 << 8 | 0, 6), null_bitmap=b"\x03",
+    )
+    struct, converters = typed_row_struct(tm)
+    arrow = arrow_schema(struct)  # the struct's fields as Arrow types
+    damaged = (Decimal("131294967295"), MysqlTimestamp(1, 16777215))
+    fine = (Decimal("-9999999999"), MysqlTimestamp(1, 999999))
+    for index, field in enumerate(arrow):
+        values = [converters[index](damaged[index]), converters[index](fine[index])]
+        assert values[0] is None and values[1] is not None
+        pa.array(values, type=field.type)

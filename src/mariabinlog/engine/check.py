@@ -43,7 +43,7 @@ from ..codec.ibb.page import (
     decode_header_page,
     iter_chunks,
 )
-from ..codec.ibb.reader import RecordReader
+from ..codec.ibb.reader import RecordReader, record_type_name
 from ..codec.ibb.records import (
     CommitRecord,
     Dummy,
@@ -266,7 +266,7 @@ def _check_records(files: BinlogFiles, data_files: list[int], headers: dict[int,
             try:
                 payload = decode_record(record.type, record.payload)
             except DecodeError as err:
-                report.error(f"{where}: {RecordType(record.type).name} record: {err.reason}")
+                report.error(f"{where}: {record_type_name(record.type)} record: {err.reason}")
                 continue
             position = (record.file_no, record.offset)
             if record.type == RecordType.GTID_STATE:

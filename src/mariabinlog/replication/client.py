@@ -63,7 +63,7 @@ from ..codec.wire.protocol import (
     RegisterSlave,
 )
 from ..codec.events.stream import EventStreamDecoder, footer_len
-from ..errors import ConnectionLostError, DecodeError, FramingError, OptionError, PacketTooLargeError, ServerError
+from ..errors import ConnectionLostError, DecodeError, FramingError, OptionError, PacketTooLargeError, ReplicationError, ServerError
 from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string
 
@@ -191,10 +191,20 @@ class BinlogClient:
             statements.append(f"SET @slave_until_gtid= {sql_string(str(self.until))}")
         statements.append("SELECT @master_binlog_checksum, @@global.server_id, UNIX_TIMESTAMP(6)")
         rows = conn.rows(";".join(statements))
+        if len(rows) != 1 or len(rows[0]) != 3:
+            raise ReplicationError(
+                f"{self.options.describe()} answered the set-up SELECT with {len(rows)} row(s)"
+                f" of {len(rows[0]) if rows else 0} column(s), not one row of 3"
+            )
         alg, server_id, now = rows[0]
-        self.primary_server_id = int(server_id or 0)
-        if now is not None:
-            self.clock_skew = time.time() - float(now)
+        try:
+            self.primary_server_id = int(server_id or 0)
+            if now is not None:
+                self.clock_skew = time.time() - float(now)
+        except ValueError:
+            raise ReplicationError(
+                f"{self.options.describe()} sent a server id {server_id!r} or time {now!r} that is not a number"
+            ) from None
         return CHECKSUM_CRC32 if (alg or b"").upper() == b"CRC32" else CHECKSUM_OFF
 
     def _connect(self) -> tuple[Connection, int]:

@@ -262,6 +262,7 @@ _SELECT = re.compile(r"^\s*SELECT\s+(.*?)\s*(?:LIMIT\s+\d+\s*)?;?\s*$", re.I | r
 _SHOW_VARS = re.compile(r"^\s*SHOW\s+(?:GLOBAL\s+|SESSION\s+)?VARIABLES\s+(?:LIKE|WHERE\s+Variable_name\s*=)\s*'([^']*)'\s*;?\s*$", re.I)
 _STRING = re.compile(r"^'((?:[^'\\]|\\.)*)'$|^\"((?:[^\"\\]|\\.)*)\"$", re.S)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+_LEADING_INT = re.compile(r"\s*[+-]?\d+")
 
 
 def _split_top(text: str, separator: str) -> list[str]:
@@ -282,6 +283,13 @@ def _split_top(text: str, separator: str) -> list[str]:
             start = i + 1
     parts.append(text[start:])
     return [p.strip() for p in parts]
+
+
+def _user_int(value: str | None) -> int:
+    """A user variable's value as an integer, as the server's ``val_int`` reads a string:
+    its leading integer, 0 when there is none (``'x'`` is 0, ``'5a'`` is 5)."""
+    match = _LEADING_INT.match(value or "")
+    return int(match.group(0)) if match else 0
 
 
 def _split_commas(text: str) -> list[str]:
@@ -583,7 +591,7 @@ class _Session(threading.Thread):
         return None
 
     def _dump(self, command: P.BinlogDump) -> None:
-        capability = int(self.user_vars.get("mariadb_slave_capability") or 0)
+        capability = _user_int(self.user_vars.get("mariadb_slave_capability"))
         connect = self.user_vars.get("slave_connect_state")
         if connect is None:
             self._dump_error(ENGINE_BINLOG_REQUIRES_GTID)
@@ -647,7 +655,7 @@ class _Stream:
         self.command = command
         self.server_id = session.server.config.server_id
         period = session.user_vars.get("master_heartbeat_period")
-        self.heartbeat = float(period) / 1e9 if period else 0.0
+        self.heartbeat = max(_user_int(period), 0) / 1e9  # nanoseconds, read as the server does
         self.annotate = bool(command.flags & P.BINLOG_SEND_ANNOTATE_ROWS_EVENT)
         self.file = ""
         self.pos = 4

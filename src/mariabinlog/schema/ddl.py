@@ -214,14 +214,14 @@ class Catalog:
             tokens = _tokens(sql)
         try:
             tree = sqlglot.parse_one(sql, read=_DIALECT)
-        except SqlglotError as error:
+        except (SqlglotError, RecursionError) as error:
             shorter = _without_partitioning(sql, tokens)
             try:
                 if shorter is None:
                     raise
                 tree = sqlglot.parse_one(shorter, read=_DIALECT)
-            except SqlglotError:
-                raise UnparsedDDLError(str(error).splitlines()[0], _named_tables(tokens, database)) from None
+            except (SqlglotError, RecursionError):
+                raise UnparsedDDLError(_parse_failure(error), _named_tables(tokens, database)) from None
         try:
             if isinstance(tree, exp.Command):
                 return self._command(tokens, database, server_charset)
@@ -235,6 +235,8 @@ class Catalog:
             if error.tables:
                 raise
             raise UnparsedDDLError(error.reason, _named_tables(tokens, database)) from None
+        except RecursionError as error:  # an expression nested deeper than the tree walk goes
+            raise UnparsedDDLError(_parse_failure(error), _named_tables(tokens, database)) from None
         return []  # CREATE INDEX, views, routines...: no column changes
 
     # -- statements ---------------------------------------------------------
@@ -379,7 +381,7 @@ class Catalog:
 
     def _truncate(self, tokens: list[Token], database: str) -> list[tuple[str, str]]:
         """``TRUNCATE [TABLE] t``: same shape, a new incarnation (its older rows are gone)."""
-        key, _ = _read_name(tokens, 2 if tokens[1].text.upper() == "TABLE" else 1, database)
+        key, _ = _read_name(tokens, 2 if len(tokens) > 1 and tokens[1].text.upper() == "TABLE" else 1, database)
         table = self.tables.get(key)
         if table is None:
             return []
@@ -407,6 +409,15 @@ class Catalog:
 # -- helpers ----------------------------------------------------------------
 
 
+def _parse_failure(error: Exception) -> str:
+    """Why sqlglot could not read a statement, in one line: its own first line, or for an
+    expression nested past Python's recursion limit (sqlglot's parser recurses per level;
+    about 50 parentheses exhaust it) that it is nested too deeply."""
+    if isinstance(error, RecursionError):
+        return "statement nested too deeply for the DDL parser"
+    return str(error).splitlines()[0]
+
+
 def _tokens(sql: str) -> list[Token]:
     """The statement's tokens; the tail sqlglot keeps as one string after a command verb is split too."""
     try:
@@ -420,6 +431,8 @@ def _tokens(sql: str) -> list[Token]:
 
 def _read_name(tokens: list[Token], pos: int, database: str) -> tuple[tuple[str, str], int]:
     """A possibly qualified table name starting at ``tokens[pos]``: ((db, table), next position)."""
+    if pos >= len(tokens):
+        raise UnparsedDDLError("the statement ends where a table name should be", ())
     first = tokens[pos].text
     if pos + 2 < len(tokens) and tokens[pos + 1].token_type == TokenType.DOT:
         return (first, tokens[pos + 2].text), pos + 3
@@ -488,10 +501,15 @@ def _charset_pair(properties: exp.Expression | None) -> tuple[str | None, str | 
 
 
 def _ints(params: Iterable[exp.Expression]) -> list[int]:
+    """A type's parameters (``VARCHAR(10)``, ``DECIMAL(10,2)``); one that is not a plain
+    number (``VARCHAR(abc)``, which sqlglot parses) makes the statement unreadable."""
     out = []
     for param in params:
         value = param.this if isinstance(param, exp.DataTypeParam) else param
-        out.append(int(value.name))
+        text = value.name
+        if not (text.isascii() and text.isdigit()):
+            raise UnparsedDDLError(f"type parameter {value.sql()!r} is not a number", ())
+        out.append(int(text))
     return out
 
 

@@ -75,6 +75,7 @@ from .schema import (
     render,
     render_function,
     typed_row_struct,
+    valid_text,
 )
 
 log = logging.getLogger(__name__)
@@ -574,12 +575,18 @@ def _micros(seconds: int) -> int:
     return seconds * 1_000_000
 
 
+def _long(value: int | None) -> int | None:
+    """An unsigned 64-bit binlog field (seq_no, commit_id, xid) in a LongType column: values
+    from 2**63 on are stored as their two's complement (negative), not refused by Arrow."""
+    return value - (1 << 64) if value is not None and value >= 1 << 63 else value
+
+
 def _location_and_gtid(split: Split, item: Item) -> list[Any]:
     g = item.group
     if g is None:
         return [split.path, split.file_no, item.position, item.index, None, None, None, None, None, None]
-    return [split.path, split.file_no, item.position, item.index, g.gtid, g.domain, g.server, g.seq, g.commit_id,
-            _micros(g.timestamp)]
+    return [split.path, split.file_no, item.position, item.index, g.gtid, g.domain, g.server, _long(g.seq),
+            _long(g.commit_id), _micros(g.timestamp)]
 
 
 def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | None, str | None, str | None, int | None]:
@@ -590,16 +597,18 @@ def _event_details(event: Event, decoder: EventStreamDecoder) -> tuple[str | Non
         return decode_text(event.database) or None, None, decode_text(event.query), None
     if code == TABLE_MAP_EVENT:
         assert isinstance(event, TableMapEvent)
-        return event.schema, event.table, None, None
+        return valid_text(event.schema), valid_text(event.table), None, None
     if code in ROWS_KIND:
         table_map = decoder.table_maps.get(event.table_id)  # type: ignore[attr-defined]
-        return (None, None, None, None) if table_map is None else (table_map.schema, table_map.table, None, None)
+        if table_map is None:
+            return None, None, None, None
+        return valid_text(table_map.schema), valid_text(table_map.table), None, None
     if code == ANNOTATE_ROWS_EVENT:
         assert isinstance(event, AnnotateRowsEvent)
         return None, None, decode_text(event.query), None
     if code == XID_EVENT:
         assert isinstance(event, XidEvent)
-        return None, None, None, event.xid
+        return None, None, None, _long(event.xid)
     return None, None, None, None
 
 
@@ -743,7 +752,7 @@ def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event:
     partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
     fixed = _location_and_gtid(split, item)
     fixed[4:4] = [None]  # row_index, set per row
-    fixed += [table_map.schema, table_map.table, None, info.keys]
+    fixed += [valid_text(table_map.schema), valid_text(table_map.table), None, info.keys]
     for start in range(0, len(changes), batch_rows):
         chunk = changes[start : start + batch_rows]
         cols = out.columns
@@ -874,7 +883,7 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
         assert isinstance(decoder, FastRowDecoder)
         try:
             kind, data, first, second = decoder.programs(event)
-            fixed = _location_and_gtid(split, item) + [table_map.schema, table_map.table, kind, info.keys]
+            fixed = _location_and_gtid(split, item) + [valid_text(table_map.schema), valid_text(table_map.table), kind, info.keys]
             pos, row_index, end = 0, 0, len(data)
             while pos < end:
                 if not events or events[-1] is not fixed:
@@ -912,7 +921,7 @@ def _groups_batches(split: Split, options: ScanOptions, schema: pa.Schema) -> It
     def emit() -> None:
         assert current is not None
         row = [split.path, split.file_no, current.position, current.gtid, current.domain, current.server,
-               current.seq, current.commit_id, _micros(current.timestamp), current.flags, len(events), list(events)]
+               _long(current.seq), _long(current.commit_id), _micros(current.timestamp), current.flags, len(events), list(events)]
         for col, value in zip(out.columns, row):
             col.append(value)
         out.held += sum(map(len, events))

@@ -116,7 +116,7 @@ SCHEMAS = {"events": EVENTS_SCHEMA, "rows": ROWS_SCHEMA, "groups": GROUPS_SCHEMA
 # Values
 
 
-def _text(value: str) -> str:
+def valid_text(value: str) -> str:
     """``value`` as valid UTF-8 text (surrogate-escaped bytes become U+FFFD)."""
     if value.isascii():
         return value
@@ -148,7 +148,7 @@ def _bytes_text(value: bytes) -> str:
 
 
 _RENDERERS: dict[type, Callable[[Any], str]] = {
-    str: _text,
+    str: valid_text,
     int: str,
     Decimal: str,
     bytes: _bytes_text,
@@ -178,7 +178,7 @@ def column_names(table_map: TableMapEvent) -> tuple[str, ...]:
     names = meta.column_names if meta is not None else None
     count = len(table_map.column_types)
     if names is not None and len(names) == count:
-        return tuple(_text(n) for n in names)
+        return tuple(valid_text(n) for n in names)
     return tuple(f"@{i + 1}" for i in range(count))
 
 
@@ -223,11 +223,14 @@ def _to_datetime(value: Any) -> datetime.datetime | None:
 def _to_timestamp(value: Any) -> datetime.datetime | None:
     if not isinstance(value, MysqlTimestamp) or (not value.seconds and not value.microsecond):
         return None
-    return value.to_datetime()
+    try:
+        return value.to_datetime()
+    except (ValueError, OverflowError):  # a fraction past 999999: damaged bytes, as invalid dates
+        return None
 
 
 def _to_string(value: Any) -> str:
-    return decode_text(value) if isinstance(value, bytes) else _text(str(value))
+    return decode_text(value) if isinstance(value, bytes) else valid_text(str(value))
 
 
 def _to_binary(value: Any) -> bytes:
@@ -236,6 +239,17 @@ def _to_binary(value: Any) -> bytes:
 
 def _to_decimal(value: Any) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(value)
+
+
+def _decimal_within(precision: int, scale: int) -> Converter:
+    """A DECIMAL(precision, scale) value, or None when damaged digit groups decoded to more
+    integer digits than the type holds (Arrow refuses it; invalid dates become null too)."""
+    limit = Decimal(10) ** (precision - scale)
+
+    def convert(value: Any) -> Decimal | None:
+        return value if -limit < value < limit else None
+
+    return convert
 
 
 def _column_type(column_type: int, meta: int, unsigned: bool, collation: int | None) -> tuple[DataType, Converter]:
@@ -251,8 +265,8 @@ def _column_type(column_type: int, meta: int, unsigned: bool, collation: int | N
         return (DecimalType(20, 0), _to_decimal) if meta & 0xFF > 7 else (LongType(), _identity)
     if rtype == C.MYSQL_TYPE_NEWDECIMAL:
         precision, scale = meta >> 8, meta & 0xFF
-        if precision <= 38:
-            return DecimalType(precision, scale), _identity
+        if 0 < precision <= 38 and scale <= precision:
+            return DecimalType(precision, scale), _decimal_within(precision, scale)
         return StringType(), _to_string
     if rtype in (C.MYSQL_TYPE_FLOAT, C.MYSQL_TYPE_DOUBLE):
         return DoubleType(), _identity

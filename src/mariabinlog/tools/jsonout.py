@@ -104,6 +104,16 @@ from .dump.sink import EventSink
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
 
 
+def json_name(text: str) -> str:
+    """A name the codec decoded with ``surrogateescape`` (database, table, column), as JSON
+    text: undecodable bytes become U+FFFD, as Query database names do (JSON is UTF-8)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _bytes(value: bytes) -> dict[str, str]:
     return {"base64": base64.b64encode(value).decode("ascii")}
 
@@ -183,8 +193,8 @@ class TableView:
 
     def __init__(self, tm: Any) -> None:
         self.event = tm
-        self.database = tm.schema
-        self.table = tm.table
+        self.database = json_name(tm.schema)
+        self.table = json_name(tm.table)
         meta = tm.optional_metadata
         types, metas = tm.column_types, tm.column_meta
         names = meta.column_names if meta is not None else None
@@ -206,7 +216,7 @@ class TableView:
                 if rtype == C.MYSQL_TYPE_GEOMETRY or collation == C.BINARY_COLLATION
                 else (False if collation is not None else None)
             )
-            key = names[index] if names is not None and index < len(names) else f"@{index + 1}"
+            key = json_name(names[index]) if names is not None and index < len(names) else f"@{index + 1}"
             cols.append(_Column(key, binary, members, is_set))
         self.columns = cols
 

@@ -178,13 +178,25 @@ def decompress_block(buf: Buffer, pos: int, end: int) -> bytes:
         raise DecodeError(f"bad compressed block header 0x{head:02x}", offset=pos, expected="0x80 | length width 1..4")
     need(buf, pos + 1, width, "compressed block")
     size = int.from_bytes(buf[pos + 1 : pos + 1 + width], "big")
+    # Inflate at most the declared size (zlib grows its output as it goes, so a size that
+    # claims gigabytes allocates nothing until the stream delivers); one byte more tells a
+    # stream that inflates past its size, which MariaDB's uncompress() refuses too.
     try:
         dec = zlib.decompressobj()
-        data = dec.decompress(bytes(buf[pos + 1 + width : end]), size)
+        data = dec.decompress(bytes(buf[pos + 1 + width : end]), size + 1)
+        complete = dec.eof
     except zlib.error as exc:
         raise DecodeError(f"compressed block does not inflate: {exc}", offset=pos, expected="a zlib stream") from None
-    if len(data) != size:
-        raise DecodeError(f"compressed block inflates to {len(data)} bytes", offset=pos, expected=f"{size} bytes")
+    if len(data) > size:
+        raise DecodeError(
+            "compressed block inflates past its declared size", offset=pos, expected=f"{size} bytes"
+        )
+    if len(data) != size or not complete:
+        raise DecodeError(
+            f"compressed block inflates to {len(data)} bytes{'' if complete else ' and does not end'}",
+            offset=pos,
+            expected=f"{size} bytes in a complete zlib stream",
+        )
     return data
 
 
@@ -550,11 +562,13 @@ def _dec_user_var(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Decod
     )
 
 
-def _cstring(buf: Buffer, pos: int, end: int, what: str) -> tuple[bytes, int]:
-    stop = bytes(buf[pos:end]).find(b"\0")
+def _cstring(data: bytes, pos: int, base: int, what: str) -> tuple[bytes, int]:
+    """The NUL-terminated string at ``pos`` of ``data`` (``base``: where ``data`` starts in the
+    event buffer, for error offsets); searched in place, never copying the rest."""
+    stop = data.find(b"\0", pos)
     if stop < 0:
-        raise TruncatedError(f"truncated {what}", offset=pos, expected="a NUL-terminated string")
-    return bytes(buf[pos : pos + stop]), pos + stop + 1
+        raise TruncatedError(f"truncated {what}", offset=base + pos, expected="a NUL-terminated string")
+    return data[pos:stop], stop + 1
 
 
 def _dec_create_file(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
@@ -573,17 +587,19 @@ def _dec_create_file(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: De
     need(buf, q, 1 + num_fields, "LOAD DATA field lengths")
     opt_flags = buf[q]
     q += 1 + num_fields
+    # One copy of the rest: a field name per NUL (copying the rest per name was quadratic).
+    rest, t = bytes(buf[q:end]), 0
     fields = []
     for _ in range(num_fields):
-        name, q = _cstring(buf, q, end, "LOAD DATA field name")
+        name, t = _cstring(rest, t, q, "LOAD DATA field name")
         fields.append(name)
-    table, q = _cstring(buf, q, end, "LOAD DATA table name")
-    database, q = _cstring(buf, q, end, "LOAD DATA database name")
-    file_name, q = _cstring(buf, q, end, "LOAD DATA file name")
+    table, t = _cstring(rest, t, q, "LOAD DATA table name")
+    database, t = _cstring(rest, t, q, "LOAD DATA database name")
+    file_name, t = _cstring(rest, t, q, "LOAD DATA file name")
     return CreateFileEvent(
         file_id=file_id,
         file_name=file_name,
-        block=bytes(buf[q:end]),
+        block=rest[t:],
         thread_id=thread_id,
         exec_time=exec_time,
         skip_lines=skip_lines,

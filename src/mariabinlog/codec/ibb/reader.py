@@ -46,7 +46,8 @@ class PageSource(Protocol):
         """File name used in error messages."""
 
 
-def _type_name(record_type: int) -> str:
+def record_type_name(record_type: int) -> str:
+    """``COMMIT``, ``OOB_DATA``...; ``type N`` for a type no writer uses (damaged data)."""
     try:
         return RecordType(record_type).name
     except ValueError:
@@ -88,7 +89,7 @@ class Record:
     def __repr__(self) -> str:
         nested = ", nested" if self.nested else ""
         return (
-            f"Record({_type_name(self.type)}, {len(self.payload)} bytes, {self.file_no}:{self.offset}"
+            f"Record({record_type_name(self.type)}, {len(self.payload)} bytes, {self.file_no}:{self.offset}"
             f"..{self.end_file_no}:{self.end_offset}{nested})"
         )
 
@@ -252,7 +253,7 @@ class RecordReader:
                 for pending in (inner, outer):
                     if pending is not None:
                         raise TruncatedError(
-                            f"{_type_name(pending[0])} record is incomplete: {cursor.end_reason}",
+                            f"{record_type_name(pending[0])} record is incomplete: {cursor.end_reason}",
                             offset=pending[3],
                             expected="its remaining chunks",
                             file=pages.name(pending[2]),
@@ -301,7 +302,7 @@ class RecordReader:
                 raise cursor.corrupt_chunk(
                     offset,
                     f"Binlog record missing end chunk"
-                    f" ({_type_name(record_type)} chunk inside {_type_name(outer[0])} record)",
+                    f" ({record_type_name(record_type)} chunk inside {record_type_name(outer[0])} record)",
                 )
 
     def event_groups(self) -> Iterator[EventGroup]:
