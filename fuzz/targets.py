@@ -374,10 +374,14 @@ class FakeSocket:
             self.done = True
         return chunk
 
-    def sendall(self, data: bytes) -> None:
+    def send(self, data: bytes) -> int:
         if self.done:
             raise BrokenPipeError(32, "Broken pipe")
         self.sent += len(data)
+        return len(data)
+
+    def sendall(self, data: bytes) -> None:
+        self.send(data)
 
     def settimeout(self, value: float | None) -> None:
         self.timeout = value
@@ -462,7 +466,9 @@ def serve(data: bytes) -> None:
         poll_interval=0.0,
         engine_style=bool(data and data[0] & 1),
     )
-    session = server_mod._Session(Server(config), fake, ("192.0.2.1", 4000), 7)  # type: ignore[arg-type]
+    server = Server(config)
+    ticket = server.admission.admit("192.0.2.1")
+    session = server_mod._Session(server, fake, ("192.0.2.1", 4000), 7, ticket)  # type: ignore[arg-type]
     session.run()
 
 
