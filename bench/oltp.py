@@ -44,7 +44,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -336,10 +335,63 @@ def ours(*args: str) -> list[str]:
     return [sys.executable, "-m", "mariabinlog", *args]
 
 
+#: ``--profile DIR``: our commands run under ``py-spy record``, one collapsed-stack file each.
+PROFILE_DIR: Path | None = None
+
+
+def profiled(command: list[str], name: str) -> list[str]:
+    """``command`` under py-spy (``--profile``), its samples in ``PROFILE_DIR/name.txt``."""
+    if PROFILE_DIR is None or command[:3] != [sys.executable, "-m", "mariabinlog"]:
+        return command
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    out = PROFILE_DIR / ("".join(c if c.isalnum() or c in "-." else "_" for c in name) + ".txt")
+    return [spy, "record", "--format", "raw", "--rate", "200", "--nonblocking", "--output", str(out), "--", *command]
+
+
+#: Runs a command and writes its own peak RSS (KiB) to a file.  Linux hands a forked child its
+#: parent's peak RSS (the copied address space's high-water mark survives exec), so a command
+#: started straight from this (large) process would report at least this process's size: it
+#: is started from this small one instead, which forwards SIGTERM/SIGINT to it.
+_RSS_WRAPPER = """
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+for sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, lambda number, frame: os.kill(pid, number))
+while True:
+    try:
+        _, status, usage = os.wait4(pid, 0)
+        break
+    except InterruptedError:
+        pass
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def rss_wrapped(command: list[str], out: Path) -> list[str]:
+    """``command`` started by :data:`_RSS_WRAPPER`, its peak RSS written to ``out``."""
+    return [sys.executable, "-c", _RSS_WRAPPER, str(out), *command]
+
+
+def read_rss(out: Path) -> float | None:
+    """The peak RSS (MiB) a wrapped command left in ``out``."""
+    try:
+        return int(out.read_text()) / 1024
+    except (OSError, ValueError):
+        return None
+
+
 def measure(command: list[str], *, stdout: Any = subprocess.DEVNULL, cpu: int | None = None,
-            timeout: float = 3600) -> tuple[float, float, int, str]:
-    """Run ``command`` (optionally pinned to one CPU): (wall s, peak RSS MiB, exit status, stderr tail)."""
+            timeout: float = 3600, name: str = "") -> tuple[float, float, int, str]:
+    """Run ``command`` (optionally pinned to one CPU): (wall s, peak RSS MiB, exit status, stderr tail).
+
+    Under ``--profile`` our commands run under py-spy: their times then include its overhead."""
     pin = ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
+    rss_file = Path(tempfile.mkstemp(prefix="oltp-rss-")[1])
+    command = rss_wrapped(profiled(command, name), rss_file)
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen([*pin, *command], stdout=stdout, stderr=err, env=_env())
@@ -355,7 +407,9 @@ def measure(command: list[str], *, stdout: Any = subprocess.DEVNULL, cpu: int | 
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         tail = err.read()[-3000:].decode("utf-8", "replace")
-    return wall, usage.ru_maxrss / 1024, proc.returncode, tail
+    rss = read_rss(rss_file)
+    rss_file.unlink()
+    return wall, rss or 0.0, proc.returncode, tail
 
 
 def digest(command: list[str]) -> tuple[int, str]:
@@ -509,7 +563,7 @@ class Bench:
         self.record(Run("mariadb-binlog --read-from-remote-server --raw --to-last-log", wall, check=why or "ok"))
         shutil.rmtree(raw_dir)
         wall, rss, status, err = measure(ours("archive", "--from", self.url(self.primary), "--dir",
-                                              str(self.archive_dir), "--quiet"))
+                                              str(self.archive_dir), "--quiet"), name="archive")
         why = f"exit {status}: {err}" if status else gtids_ok(ibb_gtids(self.archive_dir), self.expected)
         sizes = {p.name: p.stat().st_size for p in self.archive_dir.glob("binlog-*.ibb")}
         self.record(Run("archive", wall, rss, why or "ok", extra={"files": sizes}))
@@ -522,7 +576,7 @@ class Bench:
         try:
             wall, rss, status, err = measure(ours(
                 "replicate", "--from", self.url(self.primary), "--to", self.url(target),
-                "--parallel", str(self.threads), "--quiet"))
+                "--parallel", str(self.threads), "--quiet"), name="replicate")
             why = f"exit {status}: {err}" if status else self.verify_target(target)
             self.record(Run(f"replicate --parallel {self.threads}", wall, rss, why or "ok"))
         finally:
@@ -586,9 +640,19 @@ class Bench:
         if not self.archive_dir.is_dir():
             raise SystemExit("serve needs the archive of this run (--only archive,serve)")
         port_file = self.work / "serve.port"
-        proc = subprocess.Popen(ours("serve", "--dir", str(self.archive_dir), "--port", "0", "--port-file",
-                                     str(port_file), "--account", "root:"), env=_env(),
+        rss_file = self.work / "serve.rss"
+        proc = subprocess.Popen(rss_wrapped(ours("serve", "--dir", str(self.archive_dir), "--port", "0", "--port-file",
+                                                 str(port_file), "--account", "root:"), rss_file), env=_env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        spy = None
+        if PROFILE_DIR is not None:  # attached, so that serve itself gets the SIGTERM that ends it
+            command = profiled(ours(), "serve")
+            deadline = time.monotonic() + 30
+            while not port_file.is_file() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            serve_pid = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+            spy = subprocess.Popen([*command[:command.index("--")], "--pid", str(serve_pid)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60
             while not port_file.is_file():
@@ -602,8 +666,10 @@ class Bench:
             self.native("replica IO thread fed by the primary", self.primary.port, mode, io_only=True)
         finally:
             proc.send_signal(signal.SIGTERM)
-            _, status, usage = os.wait4(proc.pid, 0)
-            self.runs["serve"] = Run("serve", 0.0, usage.ru_maxrss / 1024)
+            proc.wait()
+            if spy is not None:
+                spy.wait()
+            self.runs["serve"] = Run("serve", 0.0, read_rss(rss_file))
 
     # -- dump -------------------------------------------------------------------------------
 
@@ -615,13 +681,14 @@ class Bench:
             same = digest([*real, *options, *files]) == digest([*mine, *options, *files])
             wall, _, status, err = measure([*real, *options, *files], cpu=0)
             self.record(Run(f"mariadb-binlog {label}", wall, check=f"exit {status}" if status else "ok"))
-            wall, rss, status, err = measure([*mine, *options, *files], cpu=0)
+            wall, rss, status, err = measure([*mine, *options, *files], cpu=0, name=f"dump{label}")
             why = f"exit {status}: {err}" if status else ("" if same else "output differs from mariadb-binlog's")
             self.record(Run(f"dump {label}", wall, rss, why or "ok"))
         for fmt in ("json", "debezium"):
             out = self.work / f"dump.{fmt}"
             with out.open("wb") as sink:
-                wall, rss, status, err = measure([*mine, f"--format={fmt}", *files], stdout=sink, cpu=0)
+                wall, rss, status, err = measure([*mine, f"--format={fmt}", *files], stdout=sink, cpu=0,
+                                                 name=f"dump-{fmt}")
             why = f"exit {status}: {err}" if status else self._check_json(out, fmt)
             out.unlink()
             self.record(Run(f"dump --format={fmt}", wall, rss, why or "ok"))
@@ -742,12 +809,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4, help="replica threads: ours and native (default 4)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated of: {', '.join(SECTIONS)}")
     parser.add_argument("--keep", action="store_true", help="keep the run's work folder")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="run our commands under py-spy, samples in DIR"
+                        " (collapsed stacks; timings then include py-spy's overhead)")
     args = parser.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(only) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    if args.profile is not None:
+        global PROFILE_DIR
+        PROFILE_DIR = args.profile.resolve()
+        PROFILE_DIR.mkdir(parents=True, exist_ok=True)
     shape = Shape(args.groups, args.domains, args.clients, args.rows[0], args.rows[1], args.row_bytes)
     folder = make_workload(shape)
     load_start = os.getloadavg()[0]

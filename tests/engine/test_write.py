@@ -117,7 +117,7 @@ def test_reader_follows_the_writer_across_files_and_reads_from_the_fifo(open_eng
     def follow() -> None:
         reader = engine.reader()
         for group in reader.groups(timeout=2):
-            received.append(query_texts(list(group.events())[1:])[0])
+            received.append(query_texts(list(group.raw_events())[1:])[0])
             if len(received) == 300:
                 break
         done.set()

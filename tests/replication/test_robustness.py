@@ -22,7 +22,7 @@ from replication_helpers import (
 from mariabinlog.cli import main as cli_main
 from mariabinlog.codec.gtid import ConnectState
 from mariabinlog.replication.client import BinlogClient
-from mariabinlog.replication.groups import clear_log_pos
+from mariabinlog.codec.groups import clear_log_pos
 from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
 
 

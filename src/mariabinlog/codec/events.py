@@ -171,6 +171,7 @@ from .events_transaction import (
     GtidEvent,
     GtidListEvent,
     serialize_xid,
+    stored_gtid_event,
     XaPrepareEvent,
     XidEvent,
 )

@@ -10,9 +10,10 @@ speak them in :mod:`.protocol`.
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Any, Final
 
 from ..errors import MalformedPacketError
+from .framing import SCAN_EVENT
 from .primitives import Buffer
 
 # --------------------------------------------------------------------------- constants
@@ -171,6 +172,21 @@ class PacketFramer:
         self._buf = bytearray()
         self._pos = 0
         return data
+
+    def scan_events(self, scanner: Any, limit: int) -> tuple[list[Any], int, int]:
+        """Event groups of the buffered dump-stream event packets, cut by a
+        :class:`~mariabinlog.codec.framing.Scanner` (the fast path): ``(groups, the sequence id
+        after the last packet taken or -1, why the scan stopped)``.  The packets it does not
+        take stay buffered for :meth:`next_packet`."""
+        if self._parts:
+            return [], -1, SCAN_EVENT  # a multi-part packet in progress: the slow path's
+        expected = -1 if self.expected_seq is None else self.expected_seq
+        groups, pos, following, stop = scanner.scan_packets(self._buf, self._pos, len(self._buf), expected, limit)
+        if pos != self._pos:
+            self._pos = pos
+            if self.expected_seq is not None:
+                self.expected_seq = following
+        return groups, following, stop
 
     def next_packet(self) -> tuple[int, bytes] | None:
         """``(sequence id of the first part, payload)`` of the next complete packet, or None."""

@@ -50,7 +50,7 @@ from ..codec import events as E
 from ..codec.gtid import ConnectState, Gtid, GtidList
 from ..errors import ApplyError, ConnectionLostError, ServerError, UnsupportedError
 from .filters import Decision, GroupFilter
-from .groups import EventGroup
+from ..codec.groups import EventGroup
 from .net import Connection, ConnectionOptions, sql_string
 from .progress import Progress
 from .sources import GroupSource
@@ -568,7 +568,7 @@ class _Worker(threading.Thread):
                 self.session.apply(group, tolerant=tolerant)
                 if tolerant:
                     replicator.pending.pop(group.gtid.domain, None)
-                replicator.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+                replicator.progress.done(group.gtid, len(group), group.size, group.timestamp)
                 replicator.applied()
         except BaseException as err:  # reported by Replicator.run
             self.error = err
@@ -681,7 +681,7 @@ class Replicator:
                 # DDL is a barrier across domains: schema changes made in one domain are
                 # usually what the others write into (tables created before the data).
                 # So is XA: a prepare and its completion may be in different domains.
-                ddl = bool(group.gtid_event.flags2 & (E.FL_DDL | E.FL_STANDALONE | XA_FLAGS))
+                ddl = bool(group.flags2 & (E.FL_DDL | E.FL_STANDALONE | XA_FLAGS))
                 if ddl:
                     self._drain()
                 worker = self._worker_for(group.gtid.domain)

@@ -35,7 +35,7 @@ from ..engine import Engine, EngineConfig
 from ..schema import SchemaHistory
 from ..schema.history import SCHEMA_HISTORY_FILE
 from .client import BinlogClient
-from .groups import EventGroup, clear_log_pos
+from ..codec.groups import EventGroup
 from .progress import Progress
 
 
@@ -84,7 +84,7 @@ class Archiver:
         engine = self.engine
         assert engine is not None
         gtid_event = group.gtid_event
-        body = b"".join(clear_log_pos(raw) for raw in group.raw[1:])
+        body = group.body()
         info = engine.commit(
             body,
             gtid=group.gtid,
@@ -95,7 +95,7 @@ class Archiver:
         )
         self._lsn = info.lsn
         self._follow_schema(group)
-        self.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+        self.progress.done(group.gtid, len(group), group.size, group.timestamp)
 
     def _follow_schema(self, group: EventGroup) -> None:
         """Apply the group's DDL to the schema history and save it when it changed."""

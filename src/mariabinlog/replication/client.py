@@ -33,6 +33,7 @@ from ..codec.events import (
     FORMAT_DESCRIPTION_EVENT,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
+    QUERY_EVENT,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     Event,
@@ -50,7 +51,8 @@ from ..codec.protocol import (
 )
 from ..codec.stream import EventStreamDecoder, footer_len
 from ..errors import ConnectionLostError, DecodeError, OptionError, ServerError
-from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
+from ..codec.framing import SCAN_CUT, SCAN_END, SCAN_MORE, Scanner, group_of
+from ..codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string
 
 log = logging.getLogger(__name__)
@@ -224,26 +226,29 @@ class BinlogClient:
                 if isinstance(packet, EndOfStream):
                     self.idle = True
                     return
-                data = packet.data
-                if len(data) < 19:
-                    raise DecodeError(
-                        f"event packet of {len(data)} bytes", offset=0, expected="at least a 19-byte event header"
-                    )
-                code = data[4]
-                has_crc = footer_len(data, 0, len(data), decoder.checksum_alg) > 0
-                if code == START_ENCRYPTION_EVENT:
-                    raise DecodeError(
-                        "the primary sent a Start_encryption event; encrypted binlogs are sent decrypted by"
-                        " MariaDB, so this stream is damaged",
-                        offset=0,
-                        expected="unencrypted events",
-                    )
-                event = decoder.decode(data, 0)
-                yield self._place(event, data, has_crc)
+                yield self._decode(decoder, packet.data)
         finally:
             if self._conn is conn:
                 self._conn = None
             conn.close()
+
+    def _decode(self, decoder: EventStreamDecoder, data: bytes) -> StreamEvent:
+        """One event packet's event, decoded and placed."""
+        if len(data) < 19:
+            raise DecodeError(
+                f"event packet of {len(data)} bytes", offset=0, expected="at least a 19-byte event header"
+            )
+        code = data[4]
+        has_crc = footer_len(data, 0, len(data), decoder.checksum_alg) > 0
+        if code == START_ENCRYPTION_EVENT:
+            raise DecodeError(
+                "the primary sent a Start_encryption event; encrypted binlogs are sent decrypted by"
+                " MariaDB, so this stream is damaged",
+                offset=0,
+                expected="unencrypted events",
+            )
+        event = decoder.decode(data, 0)
+        return self._place(event, data, has_crc)
 
     def _place(self, event: Event, data: bytes, has_crc: bool) -> StreamEvent:
         """Track the primary's file and offset (protocol.md §3/§4) and wrap the event."""
@@ -275,30 +280,32 @@ class BinlogClient:
 
     def groups(self) -> Iterator[EventGroup]:
         """Complete event groups from :attr:`position` on, reconnecting after lost connections."""
+        position = self.position
+        for batch in self._reconnecting():
+            for group in batch:
+                assert group.gtid is not None
+                position.update(group.gtid)
+                yield group
+
+    def batches(self) -> Iterator[list[EventGroup]]:
+        """:meth:`groups` in batches: every complete group the connection had delivered when the
+        batch was cut (what an archiver writes and makes durable at once)."""
+        position = self.position
+        for batch in self._reconnecting():
+            for group in batch:
+                assert group.gtid is not None
+                position.update(group.gtid)
+            yield batch
+
+    def _reconnecting(self) -> Iterator[list[EventGroup]]:
+        """Batches of groups from :attr:`position` on, over as many connections as it takes (the
+        caller moves :attr:`position` past each group it takes)."""
         failures = 0
         while True:
-            assembler = GroupAssembler()
-            assembler.on_discard = self.on_discard
-            fd: FormatDescriptionEvent | None = None
             try:
-                for placed in self.events():
-                    event = placed.event
-                    code = event.type_code
-                    if code in CONTROL_EVENTS:
-                        if code == FORMAT_DESCRIPTION_EVENT:
-                            assert isinstance(event, FormatDescriptionEvent)
-                            fd = event
-                            if event.create_timestamp and assembler.open:
-                                # The primary restarted in the middle of writing this group.
-                                dropped = assembler.discard()
-                                if self.on_discard is not None:
-                                    self.on_discard(dropped)
-                        continue
-                    group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
-                    if group is not None:
-                        self.position.update(group.gtid)
-                        failures = 0
-                        yield group
+                for batch in self._groups_once():
+                    failures = 0
+                    yield batch
                 return
             except (ConnectionLostError, ServerError) as err:
                 if isinstance(err, ServerError) and err.code in FATAL_SERVER_ERRORS:
@@ -310,3 +317,71 @@ class BinlogClient:
                 log.info("%s; reconnecting in %.1f s from %s (attempt %d of %d)",
                          err, delay, self.position or "the start", failures, self.reconnect)
                 time.sleep(delay)
+
+    def _groups_once(self) -> Iterator[list[EventGroup]]:
+        """The groups of one connection, in batches: whole groups straight from the received
+        packets by the codec's :class:`~mariabinlog.codec.framing.Scanner`, and event by event
+        (as :meth:`events` reads them) what it leaves: control events, errors, the end."""
+        conn, alg = self._connect()
+        self._conn = conn
+        decoder = EventStreamDecoder(checksum_alg=alg, verify_checksum=self.verify_checksum)
+        scanner = Scanner(checksum=alg == CHECKSUM_CRC32, verify=self.verify_checksum)
+        fast = True
+        assembler = GroupAssembler()
+        assembler.on_discard = self.on_discard
+        fd: FormatDescriptionEvent | None = None
+        try:
+            while True:
+                if fast and not assembler.open:
+                    found, stop = conn.dump_groups(scanner)
+                    if found:
+                        self.idle = False
+                        batch = [group_of(item, fd, self.file) for item in found]
+                        if batch[-1].end_position:
+                            self.file_position = batch[-1].end_position
+                        yield batch
+                        continue
+                    if stop == SCAN_CUT:  # a GTID event in the middle of a group: the primary crashed
+                        self._discard(scanner.discard(), fd)
+                        continue
+                    if stop == SCAN_MORE or stop == SCAN_END:
+                        conn.fill()
+                        continue
+                    partial = scanner.discard()
+                    if partial is not None:  # the rest of this group goes the slow way
+                        assembler.resume(group_of(partial, fd, self.file))
+                packet = conn.read_dump()
+                if isinstance(packet, EndOfStream):
+                    self.idle = True
+                    return
+                placed = self._decode(decoder, packet.data)
+                event = placed.event
+                code = event.type_code
+                if code in CONTROL_EVENTS:
+                    if code == FORMAT_DESCRIPTION_EVENT:
+                        assert isinstance(event, FormatDescriptionEvent)
+                        fd = event
+                        if event.create_timestamp and assembler.open:
+                            # The primary restarted in the middle of writing this group.
+                            dropped = assembler.discard()
+                            if self.on_discard is not None:
+                                self.on_discard(dropped)
+                        ctx = event.context()
+                        fast = ctx.header_len == 19 and ctx.post_header_len(QUERY_EVENT) >= 13
+                        if fast:
+                            scanner = Scanner(checksum=decoder.checksum_alg == CHECKSUM_CRC32,
+                                              verify=self.verify_checksum,
+                                              query_header_len=ctx.post_header_len(QUERY_EVENT))
+                    continue
+                group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
+                if group is not None:
+                    yield [group]
+        finally:
+            if self._conn is conn:
+                self._conn = None
+            conn.close()
+
+    def _discard(self, dropped: tuple[object, ...] | None, fd: FormatDescriptionEvent | None) -> None:
+        """A group the fast path found cut off goes to :attr:`on_discard` as the slow path's do."""
+        if dropped is not None and self.on_discard is not None:
+            self.on_discard(group_of(dropped, fd, self.file).events)

@@ -72,7 +72,6 @@ from ..codec.events import (
     FL_COMPLETED_XA,
     FL_GROUP_COMMIT_ID,
     FL_PREPARED_XA,
-    FL_STANDALONE,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -88,6 +87,7 @@ from ..codec.events import (
     XID_EVENT,
     event_type_name,
 )
+from ..codec.groups import GroupBoundary
 from ..codec.rows import (
     decimal_str,
     ABSENT,
@@ -253,8 +253,8 @@ class JsonSink(EventSink):
         self.table_filter = opts.table
         self.tables: dict[int, TableView] = {}
         self.gtid: str | None = None
-        self.group_open = False
-        self.standalone = False
+        #: Where the current group ends: the codec's one rule.
+        self.boundary = GroupBoundary()
         self.current_db = ""
         self.display_name = ""
 
@@ -284,27 +284,23 @@ class JsonSink(EventSink):
         if code == GTID_EVENT:
             g = ev.decoded()
             self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
-            self.group_open = True
-            self.standalone = bool(g.flags2 & FL_STANDALONE)
+            self.boundary.start(g.flags2)
             obj["gtid"] = self.gtid
-            obj.update(domain_id=g.domain_id, seq_no=g.seq_no, standalone=self.standalone, flags2=g.flags2)
+            obj.update(domain_id=g.domain_id, seq_no=g.seq_no, standalone=self.boundary.standalone, flags2=g.flags2)
             if g.flags2 & FL_GROUP_COMMIT_ID:
                 obj["commit_id"] = g.commit_id
             if g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
                 obj["xid"] = _xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual)
             self._emit(obj)
             return
-        obj["gtid"] = self.gtid if self.group_open else None
-        ends_group = False
+        obj["gtid"] = self.gtid if self.boundary.open else None
         if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
             q = ev.decoded()
             database = q.database.decode("utf-8", "replace")
-            if self.standalone or q.query.upper() in (b"COMMIT", b"ROLLBACK"):
-                ends_group = True
+            self.boundary.end_after(code, q.query)
             if self.schema is not None:
                 self.schema.observe_query(q, file=self.display_name, pos=ev.position, gtid=obj["gtid"])
             if not self._accept(database):
-                self._after(ends_group)
                 return
             obj.update(
                 database=database,
@@ -348,11 +344,9 @@ class JsonSink(EventSink):
                 )
         elif code == XID_EVENT:
             obj["xid"] = ev.decoded().xid
-            ends_group = True
         elif code == XA_PREPARE_LOG_EVENT:
             x = ev.decoded()
             obj.update(xid=_xid(x.format_id, x.gtrid, x.bqual), one_phase=x.one_phase)
-            ends_group = True
         elif code == ANNOTATE_ROWS_EVENT:
             obj["query"] = text_or_bytes(ev.decoded().query)
         elif code == FORMAT_DESCRIPTION_EVENT:
@@ -363,7 +357,6 @@ class JsonSink(EventSink):
                 created=fd.create_timestamp,
             )
             self.tables.clear()
-            ends_group = True
         elif code == GTID_LIST_EVENT:
             obj["gtids"] = [f"{d}-{s}-{n}" for d, s, n in ev.decoded().gtids]
         elif code == BINLOG_CHECKPOINT_EVENT:
@@ -381,12 +374,8 @@ class JsonSink(EventSink):
             uv = ev.decoded()
             obj.update(name=text_or_bytes(uv.var_name), value=_user_var_value(uv))
         self._emit(obj)
-        self._after(ends_group)
-
-    def _after(self, ends_group: bool) -> None:
-        if ends_group:
-            self.group_open = False
-            self.standalone = False
+        if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
+            self.boundary.end_after(code)
 
     def _emit(self, obj: dict[str, Any]) -> None:
         self.out.append(_dumps(obj).encode("utf-8") + b"\n")
