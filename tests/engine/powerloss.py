@@ -43,6 +43,9 @@ if str(HERE) not in sys.path:
 
 import crash_harness  # noqa: E402
 
+from mariabinlog.codec.events import FL_TRANSACTIONAL, GtidEvent  # noqa: E402
+from mariabinlog.codec.groups import EventGroup  # noqa: E402
+from mariabinlog.codec.gtid import Gtid  # noqa: E402
 from mariabinlog.codec.ibb_records import Xid  # noqa: E402
 from mariabinlog.engine import Engine  # noqa: E402
 from mariabinlog.engine.check import check_directory  # noqa: E402
@@ -349,9 +352,29 @@ def crash_states(initial: dict[str, tuple[int, bytes]], ops: list[Op], limit: in
 # ---------------------------------------------------------------------- workloads
 
 
+def archive_batch(engine: Engine, rnd: random.Random) -> list[tuple[int, int]]:
+    """An archiver's batch: groups received with their own GTIDs (the next of domain 0), small
+    and out-of-band ones, written by :meth:`Engine.commit_groups` and not yet durable; their
+    (seq, token)s."""
+    last = engine.gtid_state().last(0)
+    seq = last.seq + 1 if last else 1
+    batch, written = [], []
+    for _ in range(rnd.randrange(1, 10)):
+        token = rnd.getrandbits(60)
+        size = rnd.randrange(15_000, 40_000) if rnd.random() < 0.15 else rnd.randrange(30, 3000)
+        head = GtidEvent(seq_no=seq, domain_id=0, flags2=FL_TRANSACTIONAL, server_id=1, timestamp=1).encode()
+        batch.append(EventGroup(Gtid(0, 1, seq), raw=[head, *crash_harness.group_events(token, size)]))
+        written.append((seq, token))
+        seq += 1
+    engine.commit_groups(batch)
+    return written
+
+
 def workload(directory: str, steps: int, seed: int) -> Recorder:
-    """Commits (small, OOB, XA) with rotation, FLUSH, PURGE, checkpoints and a clean restart,
-    recorded from an empty directory; durability mode 1, so every ``ack`` is a promise."""
+    """Commits (small, OOB, XA, an archiver's batches) with rotation, FLUSH, PURGE, checkpoints
+    and a clean restart, recorded from an empty directory; durability mode 1, so every ``ack``
+    is a promise (a batch is acknowledged once its group commit returned, as the archiver
+    reports it durable)."""
     rnd = random.Random(seed)
     recorder = Recorder(directory)
     recorder.install()
@@ -360,14 +383,14 @@ def workload(directory: str, steps: int, seed: int) -> Recorder:
         for _ in range(steps):
             token = rnd.getrandbits(60)
             kind = rnd.random()
-            if kind < 0.55:
+            if kind < 0.45:
                 info = engine.commit(b"".join(crash_harness.group_events(token, rnd.randrange(30, 3000))))
-            elif kind < 0.7:
+            elif kind < 0.58:
                 trx = engine.begin()
                 for event in crash_harness.group_events(token, rnd.randrange(15_000, 50_000)):
                     trx.write(event)
                 info = engine.commit(trx=trx)
-            elif kind < 0.78:
+            elif kind < 0.66:
                 trx = engine.begin()
                 for event in crash_harness.group_events(token, rnd.randrange(100, 20_000)):
                     trx.write(event)
@@ -377,7 +400,14 @@ def workload(directory: str, steps: int, seed: int) -> Recorder:
                     engine.xa_rollback(xid)
                     continue
                 info = engine.xa_commit(xid)
-            elif kind < 0.84:
+            elif kind < 0.8:
+                written = archive_batch(engine, rnd)
+                if rnd.random() < 0.7:  # made durable and reported so; else the next sync covers it
+                    engine.group_commit()
+                    for seq, token in written:
+                        recorder.ack(seq, token)
+                continue
+            elif kind < 0.86:
                 engine.flush()
                 continue
             elif kind < 0.9:

@@ -28,9 +28,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
-from ..codec.events import QueryEvent
+from ..codec.gtid import ConnectState
 from ..engine import Engine, EngineConfig
 from ..schema import SchemaHistory
 from ..schema.history import SCHEMA_HISTORY_FILE
@@ -48,6 +49,7 @@ class Archiver:
         *,
         config: EngineConfig | None = None,
         sync_interval: float = 0.05,
+        sync_bytes: int = 8 << 20,
         publish_interval: float = 0.5,
         purge_interval: float = 60.0,
         progress: Progress | None = None,
@@ -58,7 +60,10 @@ class Archiver:
         self.schema_start = schema_start or SchemaHistory
         self.schema: SchemaHistory | None = None
         self.config = config or EngineConfig()
+        #: A batch is durable at most this many seconds after it was written ...
         self.sync_interval = sync_interval
+        #: ... or as soon as this many bytes wait for an fsync.
+        self.sync_bytes = sync_bytes
         self.publish_interval = publish_interval
         self.purge_interval = purge_interval
         self.progress = progress or Progress("archive")
@@ -67,6 +72,10 @@ class Archiver:
         self._lsn = 0
         self._synced = 0
         self._published = 0
+        self._unsynced_bytes = 0
+        #: (LSN, archive position after it) of the batches not yet durable, oldest first.
+        self._pending: deque[tuple[int, ConnectState]] = deque()
+        self._durable_lock = threading.Lock()
         self._error: BaseException | None = None
 
     def open(self) -> Engine:
@@ -74,6 +83,7 @@ class Archiver:
         self.engine = Engine.open(self.directory, self.config, restart_marker=False)
         state = self.engine.gtid_state()
         self.progress.position = state.connect_state()
+        self.progress.durable = self.progress.position.copy()
         path = os.path.join(self.directory, SCHEMA_HISTORY_FILE)
         self.schema = SchemaHistory.load(path) if os.path.exists(path) else self.schema_start()
         self.schema.save(path)
@@ -81,31 +91,56 @@ class Archiver:
 
     def store(self, group: EventGroup) -> None:
         """Append one group (not yet durable)."""
+        self.store_batch([group])
+
+    def store_batch(self, batch: list[EventGroup]) -> None:
+        """Append the groups of one batch in one go (not yet durable: :meth:`sync`)."""
         engine = self.engine
         assert engine is not None
-        gtid_event = group.gtid_event
-        body = group.body()
-        info = engine.commit(
-            body,
-            gtid=group.gtid,
-            flags2=gtid_event.flags2,
-            timestamp=gtid_event.timestamp,
-            wait=False,
-            gtid_fields=gtid_event.optional_fields(),
-        )
-        self._lsn = info.lsn
-        self._follow_schema(group)
-        self.progress.done(group.gtid, len(group), group.size, group.timestamp)
+        lsn = engine.commit_groups(batch)
+        progress = self.progress
+        for group in batch:
+            self._follow_schema(group)
+        progress.done_many(batch)
+        size = sum(group.size for group in batch)
+        with self._durable_lock:
+            self._lsn = lsn
+            self._pending.append((lsn, progress.position.copy()))
+            self._unsynced_bytes += size
+            due = self._unsynced_bytes >= self.sync_bytes
+        if due:
+            self.sync()
+
+    def sync(self) -> None:
+        """Make every group appended so far durable (one fsync); the archive's durable position
+        (:attr:`Progress.durable`) moves to the last of them."""
+        engine = self.engine
+        assert engine is not None
+        with self._durable_lock:
+            lsn = self._lsn
+            self._unsynced_bytes = 0
+        if lsn <= self._synced:
+            return
+        engine.group_commit(lsn)
+        with self._durable_lock:
+            self._synced = max(self._synced, lsn)
+            durable = None
+            while self._pending and self._pending[0][0] <= self._synced:
+                durable = self._pending.popleft()[1]
+        if durable is not None:
+            self.progress.mark_durable(durable)
 
     def _follow_schema(self, group: EventGroup) -> None:
         """Apply the group's DDL to the schema history and save it when it changed."""
         schema = self.schema
         if schema is None:
             return
+        statements = group.statements()
+        if not statements:
+            return
         before = len(schema.records)
-        for event in group.events:
-            if isinstance(event, QueryEvent):
-                schema.observe_query(event, file=group.source, pos=group.end_position, gtid=str(group.gtid))
+        for event in statements:
+            schema.observe_query(event, file=group.source, pos=group.end_position, gtid=str(group.gtid))
         if len(schema.records) != before:
             schema.save(os.path.join(self.directory, SCHEMA_HISTORY_FILE))
 
@@ -117,8 +152,7 @@ class Archiver:
             while not self._stop.wait(self.sync_interval):
                 lsn = self._lsn
                 if lsn > self._synced:
-                    engine.group_commit(lsn)
-                    self._synced = lsn
+                    self.sync()
                 elif lsn > self._published and idle():
                     engine.checkpoint()
                     self._published = lsn
@@ -130,31 +164,31 @@ class Archiver:
 
     def run(self, client: BinlogClient) -> None:
         """Archive until the client's stream ends or :meth:`stop`; always leaves everything durable."""
-        engine = self.engine or self.open()
+        self.engine or self.open()
         client.position = self.progress.position.copy()
         syncer = threading.Thread(target=self._sync_loop, args=(lambda: client.idle,), name="archive-sync", daemon=True)
         syncer.start()
         self.progress.state = "running"
         try:
-            for group in client.groups():
-                self.store(group)
+            for batch in client.batches():
+                self.store_batch(batch)
                 if self._error is not None or self._stop.is_set():
                     break
         finally:
             self._stop.set()
             syncer.join()
-            if self._lsn > self._synced:
-                engine.group_commit(self._lsn)
+            self.sync()
             self.progress.state = "stopped"
         if self._error is not None:
             raise self._error
 
     def stop(self) -> None:
-        """Ask :meth:`run` to end after the current group."""
+        """Ask :meth:`run` to end after the current batch."""
         self._stop.set()
 
-    def close(self) -> None:
-        """Close the engine (clean shutdown: checkpoint)."""
+    def close(self, *, trim: bool = False) -> None:
+        """Close the engine (clean shutdown: checkpoint); ``trim`` cuts the last file to its
+        written pages, as FLUSH BINARY LOGS leaves a file (a run that ends)."""
         if self.engine is not None:
-            self.engine.close()
+            self.engine.close(trim=trim)
             self.engine = None
