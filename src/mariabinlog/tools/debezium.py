@@ -45,7 +45,7 @@ from ..codec.groups import GroupBoundary
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
-from .jsonout import TableView, json_value
+from .jsonout import TableView, TableViews, json_value
 from .sink import EventSink
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,7 @@ class DebeziumWriter:
         self.database = database
         self.table_filter = table
         self.tables: dict[int, tuple[TableView, Any]] = {}
+        self.views = TableViews()
         self.gtid: str | None = None
         #: Where the current group ends: the codec's one rule.
         self.boundary = GroupBoundary()
@@ -161,8 +162,10 @@ class DebeziumWriter:
         elif code == ANNOTATE_ROWS_EVENT:
             self.query = bytes(ev.decoded().query).decode("utf-8", "replace")
         elif code == TABLE_MAP_EVENT:
-            tm = self.schema.typed_map(ev.decoded(), self.gtid if self.boundary.open else None)
-            self.tables[tm.table_id] = (TableView(tm), tm)
+            decoded = ev.decoded()
+            tm = self.schema.typed_map(decoded, self.gtid if self.boundary.open else None)
+            view = self.views.view(ev.body(), tm, decoded)
+            self.tables[tm.table_id] = (view, view.event)
         elif code in ROWS_KIND:
             out = self._rows(ev)
         elif code == FORMAT_DESCRIPTION_EVENT:

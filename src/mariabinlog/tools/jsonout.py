@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import json
 import math
 import os
@@ -116,7 +117,9 @@ def text_or_bytes(value: bytes) -> str | dict[str, str]:
         return _bytes(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def _iso_time(epoch: int) -> str:
+    """``epoch`` as ISO 8601 UTC (cached: the events of a group, and groups, share their second)."""
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -174,6 +177,35 @@ def json_value(value: Any, column: _Column) -> Any:
         moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC)
         return moment.strftime("%Y-%m-%dT%H:%M:%S") + _frac(value.microsecond) + "Z"
     return str(value)
+
+
+class TableViews:
+    """The :class:`TableView` of each Table_map event, made once per distinct map: a binlog repeats
+    the same Table_map in every transaction, and a view (with its row decoder, compiled on
+    first use) costs more than the rows of a small one."""
+
+    __slots__ = ("_views",)
+
+    #: Distinct maps kept (a new one beyond that starts the cache afresh).
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._views: dict[tuple[bytes, int], tuple[Any, TableView]] = {}
+
+    def view(self, body: bytes, tm: Any, decoded: Any) -> TableView:
+        """The view of ``tm``: the map ``decoded`` from the event body ``body``, or the typed copy
+        a schema history made of it (whose metadata the history keeps, one object per table
+        version)."""
+        metadata = tm.optional_metadata if tm is not decoded else None
+        key = (body, id(metadata))
+        found = self._views.get(key)
+        if found is not None and found[0] is metadata:
+            return found[1]
+        if len(self._views) >= self.LIMIT:
+            self._views.clear()
+        view = TableView(tm)
+        self._views[key] = (metadata, view)
+        return view
 
 
 class TableView:
@@ -252,6 +284,7 @@ class JsonSink(EventSink):
         self.database = opts.database
         self.table_filter = opts.table
         self.tables: dict[int, TableView] = {}
+        self.views = TableViews()
         self.gtid: str | None = None
         #: Where the current group ends: the codec's one rule.
         self.boundary = GroupBoundary()
@@ -310,10 +343,10 @@ class JsonSink(EventSink):
                 error_code=q.error_code,
             )
         elif code == TABLE_MAP_EVENT:
-            tm = ev.decoded()
+            decoded = tm = ev.decoded()
             if self.schema is not None:
                 tm = self.schema.typed_map(tm, obj["gtid"])
-            table = self.tables[tm.table_id] = TableView(tm)
+            table = self.tables[tm.table_id] = self.views.view(ev.body(), tm, decoded)
             if not self._accept(table.database, table.table):
                 return
             obj.update(table_id=tm.table_id, database=table.database, table=table.table, columns=table.describe())
