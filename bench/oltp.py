@@ -547,6 +547,51 @@ class Bench:
         finally:
             server.stop()
 
+    def floor_our_statements(self) -> None:
+        """What ``replicate`` sends, without its Python: the statements it makes of every plain
+        group (:meth:`TargetSession.statements`), pre-rendered per domain in packets of 64 groups
+        as it sends them, applied by one ``mariadb`` client per domain, in parallel, into an empty
+        server that has the tables and the position table.  The server's part of replicate."""
+        from mariabinlog.replication.apply import BATCH_GROUPS, PositionTable, TargetSession
+        from mariabinlog.replication.net import ConnectionOptions
+        from mariabinlog.replication.sources import FileSource
+
+        session = TargetSession(ConnectionOptions(), PositionTable())
+        scripts: dict[int, list[bytes]] = {}
+        packets: dict[int, list[bytes]] = {}
+        for group in FileSource([str(p) for p in self.binlogs]).groups():
+            statements = session.statements(group)
+            if statements is None:
+                if not group.standalone:
+                    raise SystemExit(f"{group} is not a plain group: the floor has no statements for it")
+                continue  # the tables: made beforehand
+            domain = group.gtid.domain
+            packet = packets.setdefault(domain, [])
+            packet.append(b";\n".join(statements))
+            if len(packet) == BATCH_GROUPS:
+                scripts.setdefault(domain, []).append(b";\n".join(packet) + b"\n$$\n")
+                packets[domain] = []
+        for domain, packet in packets.items():
+            if packet:
+                scripts.setdefault(domain, []).append(b";\n".join(packet) + b"\n$$\n")
+        folder = self.work / "our-sql"
+        folder.mkdir()
+        for domain, parts in scripts.items():
+            (folder / f"domain-{domain}.sql").write_bytes(b"DELIMITER $$\n" + b"".join(parts))
+        server = self.target()
+        try:
+            server.pipe(self.shape.schema() + ";\n".join(PositionTable().create()) + ";\n")
+            started = time.perf_counter()
+            procs = [_feed(server, script) for script in sorted(folder.glob("domain-*.sql"))]
+            failed = [p.stderr.read().decode()[-500:] for p in procs if p.wait() != 0]  # type: ignore[union-attr]
+            seconds = time.perf_counter() - started
+            why = f"a client failed: {failed[0]}" if failed else self.verify_target(server, binlogged=False)
+            self.record(Run(f"floor: replicate's statements by {len(scripts)} mariadb clients", seconds,
+                            check=why or "ok"))
+        finally:
+            server.stop()
+            shutil.rmtree(folder)
+
     # -- archive ----------------------------------------------------------------------------
 
     def archive(self) -> None:
@@ -739,6 +784,8 @@ COMPARISONS = [
     ("replicate --parallel {t}", "native replica, {t} threads, conservative", 1.0, "max"),
     ("replicate --parallel {t}", "mariadb-binlog FILES | mariadb", 1.0, "max"),
     ("replicate --parallel {t}", "floor: the SQL by {c} mariadb clients", None, "max"),
+    ("replicate --parallel {t}", "floor: replicate's statements by {d} mariadb clients", None, "max"),
+    ("native replica, {t} threads, optimistic", "floor: replicate's statements by {d} mariadb clients", None, "max"),
     ("native replica, {t} threads, optimistic", "floor: the SQL by {c} mariadb clients", None, "max"),
     ("replica fed by serve, {t} threads, optimistic", "native replica, {t} threads, optimistic", 1 / 0.9, "max"),
     ("replica IO thread fed by serve", "replica IO thread fed by the primary", 1 / 0.9, "max"),
@@ -772,7 +819,7 @@ def report(bench: Bench, args: argparse.Namespace, load: tuple[float, float]) ->
     print()
     print(f"| {'ours':<48} | {'reference':<62} | {'ratio':>6} | {'goal':>6} | {'ratio/goal':>10} |")
     print(f"|{'-' * 50}|{'-' * 64}|{'-' * 7}:|{'-' * 7}:|{'-' * 11}:|")
-    fill = {"t": bench.threads, "c": bench.shape.clients}
+    fill = {"t": bench.threads, "c": bench.shape.clients, "d": bench.shape.domains}
     for mine, ref, goal, _ in COMPARISONS:
         a, b = runs.get(mine.format(**fill)), runs.get(ref.format(**fill))
         if a is None or b is None or not a.seconds or not b.seconds:
@@ -832,6 +879,7 @@ def main(argv: list[str] | None = None) -> int:
         if "floors" in only:
             bench.floor_stream()
             bench.floor_apply()
+            bench.floor_our_statements()
         if "archive" in only or "serve" in only:
             bench.archive()
         if "replicate" in only:
