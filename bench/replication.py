@@ -118,7 +118,7 @@ def mariabinlog_groups(server: MariaDBServer) -> tuple[int, int]:
     """Complete groups through BinlogClient.groups()."""
     count = size = 0
     for group in BinlogClient(options(server), blocking=False, server_id=1002, annotate=False).groups():
-        count += len(group.events)
+        count += len(group)
         size += group.size
     return count, size
 

@@ -64,11 +64,11 @@ IBB_ENGINE = {"max_binlog_size": 256 << 20, "durability": 0, "redo_capacity": 16
 
 def to_ibb(legacy: Path, directory: Path) -> int:
     """Write the event groups of a legacy binlog through the engine; returns the event count."""
-    from mariabinlog.codec.events import CHECKSUM_CRC32, GTID_EVENT, GtidEvent
+    from mariabinlog.codec.events import CHECKSUM_CRC32, GTID_EVENT, GtidEvent, QueryEvent
+    from mariabinlog.codec.groups import CONTROL_EVENTS, GroupBoundary
     from mariabinlog.codec.gtid import Gtid
     from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
     from mariabinlog.engine import Engine
-    from mariabinlog.spark.read import META_EVENTS, ends_group
 
     engine = Engine.open(str(directory), server_id=1, **IBB_ENGINE)
     events = 0
@@ -77,23 +77,23 @@ def to_ibb(legacy: Path, directory: Path) -> int:
             decoder = EventStreamDecoder(verify_checksum=False)
             head: GtidEvent | None = None
             body: list[bytes] = []
-            left: int | None = None
+            boundary = GroupBoundary()
             for event in iter_legacy_events(data, decoder=decoder):
                 events += 1
                 assert event.position is not None and event.end_position is not None
                 if event.type_code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)
-                    head, body, left = event, [], (1 if event.standalone else None)
+                    head, body = event, []
+                    boundary.start(event.flags2)
                     continue
-                if head is None or event.type_code in META_EVENTS:
+                if head is None or event.type_code in CONTROL_EVENTS:
                     head = None
                     continue
                 footer = 4 if decoder.checksum_alg == CHECKSUM_CRC32 else 0
                 raw = bytearray(data[event.position : event.end_position - footer])
                 raw[9:13] = len(raw).to_bytes(4, "little")
                 body.append(bytes(raw))
-                left = None if left is None else left - 1
-                if left == 0 or ends_group(event):
+                if boundary.end_after(event.type_code, event.query if isinstance(event, QueryEvent) else None):
                     gtid = Gtid(head.domain_id, head.server_id, head.seq_no)
                     engine.commit(b"".join(body), gtid=gtid, flags2=head.flags2, timestamp=head.timestamp)
                     head = None

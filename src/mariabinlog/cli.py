@@ -33,7 +33,7 @@ from mariabinlog.errors import MariabinlogError
 if TYPE_CHECKING:
     from mariabinlog.codec.gtid import Gtid
     from mariabinlog.replication.client import StreamEvent
-    from mariabinlog.replication.groups import EventGroup
+    from mariabinlog.codec.groups import EventGroup
     from mariabinlog.schema import SchemaHistory
     from mariabinlog.tools.dump.options import DumpOptions
 

@@ -508,7 +508,7 @@ def test_writer_reader_round_trip(operations: list[tuple], seed: int, geometry: 
     work.commit([make_event(rnd, 100)], rnd)
     records = check_round_trip(work)
     for group, (_, pieces) in zip(RecordReader(work.source(), 0).event_groups(), work.groups, strict=True):
-        assert b"".join(group.events()) == b"".join(pieces)
+        assert b"".join(group.raw_events()) == b"".join(pieces)
     assert all(r.type != RecordType.DUMMY or r.offset % PAGE_SIZE for r in records)
 
 
@@ -534,7 +534,7 @@ def test_large_oob_transaction_across_files_with_interleaved_commits(monkeypatch
     assert work.writer.position[0] >= 3 and big.ref.first_file_no == 0
     check_round_trip(work)
     group = next(g for g in RecordReader(work.source(), 0).event_groups() if g.commit.forests)
-    assert list(group.events()) == events
+    assert list(group.raw_events()) == events
 
 
 def test_two_forests_dual_cache() -> None:
@@ -717,7 +717,7 @@ def _sample_work() -> Workload:
 
 def read_all(source: MemSource) -> None:
     for group in RecordReader(source, 0).event_groups():
-        for _ in group.events():
+        for _ in group.raw_events():
             pass
     for record in RecordReader(source, 0):
         if record.type in (RecordType.GTID_STATE, RecordType.XA_PREPARE, RecordType.XA_COMPLETE):

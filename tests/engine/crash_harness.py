@@ -264,7 +264,7 @@ def child(directory: str, mode: int, seed: int, admin: bool = False, size: int =
     def follower() -> None:
         reader = engine.reader()
         for group in reader.groups(timeout=None):
-            events = list(group.events())
+            events = list(group.raw_events())
             gtid = commit_gtid(group.record.payload)
             assert gtid is not None
             _say(f"R {gtid.domain} {gtid.seq} {verify_group(events)}")
@@ -397,7 +397,7 @@ def binlog_groups(directory: str) -> list[tuple[Key, int]]:
             gtid = commit_gtid(group.record.payload)
             if gtid is None:
                 continue
-            out.append(((gtid.domain, gtid.seq), verify_group(list(group.events()))))
+            out.append(((gtid.domain, gtid.seq), verify_group(list(group.raw_events()))))
         return out
     finally:
         files.close()

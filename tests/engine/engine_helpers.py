@@ -41,7 +41,7 @@ def read_groups(directory: str | Path) -> list[tuple[object, list[bytes]]]:
             return out
         reader = RecordReader(source, numbers[0], skip_partial=True)
         for group in reader.event_groups():
-            events = list(group.events())
+            events = list(group.raw_events())
             out.append((commit_gtid(group.record.payload), events[1:] if commit_gtid(group.record.payload) else events))
         return out
 

@@ -45,6 +45,9 @@ if str(HERE) not in sys.path:
 
 import crash_harness  # noqa: E402
 
+from mariabinlog.codec.events import FL_TRANSACTIONAL, GtidEvent  # noqa: E402
+from mariabinlog.codec.groups import EventGroup  # noqa: E402
+from mariabinlog.codec.gtid import Gtid  # noqa: E402
 from mariabinlog.codec.ibb.page import PAGE_SIZE_SHIFT  # noqa: E402
 from mariabinlog.codec.ibb.records import Xid  # noqa: E402
 from mariabinlog.engine import Engine  # noqa: E402
@@ -402,9 +405,32 @@ def crash_states(initial: dict[str, tuple[int, bytes]], ops: list[Op], limit: in
 # ---------------------------------------------------------------------- workloads
 
 
+#: The GTID domain of the archiver's batches (explicit GTIDs: one writer, the admin thread).
+ARCHIVE_DOMAIN = 7
+
+
+def archive_batch(engine: Engine, rnd: random.Random) -> list[tuple[tuple[int, int], int]]:
+    """An archiver's batch: groups received with their own GTIDs (the next of :data:`ARCHIVE_DOMAIN`, which only the admin thread writes), small
+    and out-of-band ones, written by :meth:`Engine.commit_groups` and not yet durable; their
+    ((domain, seq), token)s."""
+    last = engine.gtid_state().last(ARCHIVE_DOMAIN)
+    seq = last.seq + 1 if last else 1
+    batch, written = [], []
+    for _ in range(rnd.randrange(1, 10)):
+        token = rnd.getrandbits(60)
+        size = rnd.randrange(15_000, 40_000) if rnd.random() < 0.15 else rnd.randrange(30, 3000)
+        head = GtidEvent(seq_no=seq, domain_id=ARCHIVE_DOMAIN, flags2=FL_TRANSACTIONAL, server_id=1, timestamp=1).encode()
+        batch.append(EventGroup(Gtid(ARCHIVE_DOMAIN, 1, seq), raw=[head, *crash_harness.group_events(token, size)]))
+        written.append(((ARCHIVE_DOMAIN, seq), token))
+        seq += 1
+    engine.commit_groups(batch)
+    return written
+
+
 def _step(engine: Engine, rnd: random.Random, recorder: Recorder, admin: bool) -> None:
     """One operation of a workload thread: a commit (small, crossing pages, OOB with events up to
-    60 KB, XA) in GTID domain 0, 1 or 2, or (``admin``) FLUSH, PURGE or a checkpoint."""
+    60 KB, XA) in GTID domain 0, 1 or 2, or (``admin``) an archiver's batch (acknowledged once a
+    group commit made it durable, as the archiver reports it), FLUSH, PURGE or a checkpoint."""
     token = rnd.getrandbits(60)
     domain = rnd.choice(DOMAINS)
     kind = rnd.random()
@@ -429,7 +455,13 @@ def _step(engine: Engine, rnd: random.Random, recorder: Recorder, admin: bool) -
             return
         info = engine.xa_commit(xid, domain_id=domain)
     else:
-        if kind < 0.84:
+        if kind < 0.82:
+            written = archive_batch(engine, rnd)
+            if rnd.random() < 0.7:  # made durable and reported so; else a later sync covers it
+                engine.group_commit()
+                for key, written_token in written:
+                    recorder.ack(key, written_token)
+        elif kind < 0.86:
             engine.flush()
         elif kind < 0.9:
             files = engine.files_list()

@@ -9,6 +9,7 @@ The seed of the kill times is printed, so a failure can be replayed.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from replication_helpers import (
 )
 
 from mariabinlog.codec.gtid import ConnectState
+from mariabinlog.engine import Engine
 from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
 from mariabinlog.schema import SchemaHistory
 from mariabinlog.schema.history import SCHEMA_HISTORY_FILE
@@ -50,12 +53,18 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(REPO / "src"))
 
 
-def _kill_cycles(command: list[str], seed: int, low: float, high: float) -> int:
-    """Start ``command`` and SIGKILL it after a random time, :data:`KILLS` times; how many were killed."""
+def _kill_cycles(command: list[str], seed: int, low: float, high: float,
+                 after_kill: Callable[[], None] | None = None, started: Callable[[], bool] | None = None) -> int:
+    """Start ``command`` and SIGKILL it after a random time, :data:`KILLS` times; how many were
+    killed.  ``after_kill`` checks what each kill left; with ``started`` the random time counts
+    from when it says the command is under way (at most 60 s after the start)."""
     rng = random.Random(seed)
     killed = 0
     for _ in range(KILLS):
         child = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while started is not None and not started() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         time.sleep(rng.uniform(low, high))
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
@@ -63,16 +72,20 @@ def _kill_cycles(command: list[str], seed: int, low: float, high: float) -> int:
         _, err = child.communicate(timeout=60)
         if child.returncode not in (-signal.SIGKILL, 0):
             pytest.fail(f"{command[3]} failed on its own ({child.returncode}): {err.decode()[-2000:]}")
+        if after_kill is not None:
+            after_kill()
     return killed
 
 
-def _kill_under_load_then_catch_up(command: list[str], load: Any, low: float, high: float) -> None:
+def _kill_under_load_then_catch_up(command: list[str], load: Any, low: float, high: float,
+                                   after_kill: Callable[[], None] | None = None,
+                                   started: Callable[[], bool] | None = None) -> None:
     """SIGKILL ``command`` at random points while ``load`` writes (:func:`_kill_cycles`), then
     run it once more without ``--stop-never`` so it catches up and exits cleanly."""
     seed = random.randrange(1 << 30)
     print(f"kill seed {seed}")
     with load:
-        killed = _kill_cycles(command, seed, low, high)
+        killed = _kill_cycles(command, seed, low, high, after_kill, started)
     assert killed >= KILLS - 1
     final = subprocess.run([c for c in command if c != "--stop-never"], env=_env(), capture_output=True, timeout=300)
     assert final.returncode == 0, final.stderr.decode()
@@ -100,12 +113,49 @@ def _url(server: MariaDBServer, user: str = "root", password: str = "") -> str:
     return f"mariadb://{user}{secret.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
 
 
+def _last_reported(progress: Path) -> ConnectState | None:
+    """The last durable position the archiver reported (its progress JSON lines) before it died."""
+    if not progress.exists():
+        return None
+    lines = [line for line in progress.read_text().splitlines(keepends=True) if line.endswith("\n")]
+    reported = [json.loads(line).get("durable_position") for line in lines]
+    last = next((p for p in reversed(reported) if p is not None), None)
+    return None if last is None else ConnectState.parse(last)
+
+
 def test_archiver_survives_sigkill(busy_primary, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     primary, load = busy_primary
     directory = tmp_path / "arch"
+    progress = tmp_path / "progress.jsonl"
     command = _command("archive", "--from", _url(primary, REPL_USER, REPL_PASSWORD), "--dir", str(directory),
-                       "--stop-never", "--heartbeat", "0.5", "--max-binlog-size", "128K", "--quiet")
-    _kill_under_load_then_catch_up(command, load, 0.4, 2.0)
+                       "--stop-never", "--heartbeat", "0.5", "--max-binlog-size", "128K", "--quiet",
+                       "--progress-json", str(progress), "--progress-interval", "0.05")
+    checked = []
+
+    def durable_kept() -> None:
+        """No group the archiver had reported durable is gone after the kill; none is twice."""
+        reported = _last_reported(progress)
+        if not directory.exists():  # killed before the engine made it
+            assert reported is None
+            return
+        Engine.open(str(directory), restart_marker=False).close()  # recovery, as the next run does
+        archived = [g.gtid for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
+        assert len(set(archived)) == len(archived), "a group was stored twice"
+        if reported is None:
+            return
+        last = ConnectState()
+        for gtid in archived:
+            last.update(gtid)
+        for gtid in reported.values():
+            held = last.get(gtid.domain)
+            assert held is not None and held.seq >= gtid.seq, f"reported durable {gtid}, archive ends at {held}"
+        checked.append(reported)
+        progress.unlink()
+
+    # killed anywhere from its first report on, while it archives
+    _kill_under_load_then_catch_up(command, load, 0.0, 1.6, durable_kept,
+                                   lambda: progress.exists() and progress.stat().st_size > 0)
+    assert checked, "no kill came after a reported durable position"
     # Then compare with the primary's binlog.
     archived = [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
     assert not [g for g, n in Counter(archived).items() if n > 1], "a group was stored twice"

@@ -40,7 +40,7 @@ from mariabinlog.codec.gtid import ConnectState
 from mariabinlog.errors import ConnectionLostError
 from mariabinlog.replication.archive import Archiver
 from mariabinlog.replication.client import BinlogClient
-from mariabinlog.replication.groups import clear_log_pos
+from mariabinlog.codec.groups import clear_log_pos
 from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
 from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
 

@@ -38,11 +38,11 @@ if TYPE_CHECKING:  # the names as type checkers see them (redundant aliases: re-
     from .check import CheckReport as CheckReport
     from .check import check_directory as check_directory
     from .config import EngineConfig as EngineConfig
-    from .engine import BinlogListEntry as BinlogListEntry
     from .engine import Engine as Engine
-    from .engine import EngineStatus as EngineStatus
     from .reader import EngineReader as EngineReader
+    from .transaction import BinlogListEntry as BinlogListEntry
     from .transaction import CommitInfo as CommitInfo
+    from .transaction import EngineStatus as EngineStatus
     from .transaction import PendingXa as PendingXa
     from .transaction import Transaction as Transaction
 
@@ -54,9 +54,9 @@ _EXPORTS = {
     "CheckReport": "check",
     "check_directory": "check",
     "EngineConfig": "config",
-    "BinlogListEntry": "engine",
+    "BinlogListEntry": "transaction",
     "Engine": "engine",
-    "EngineStatus": "engine",
+    "EngineStatus": "transaction",
     "CommitInfo": "transaction",
     "PendingXa": "transaction",
     "Transaction": "transaction",

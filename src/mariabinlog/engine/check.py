@@ -299,7 +299,7 @@ def _check_records(files: BinlogFiles, data_files: list[int], headers: dict[int,
     try:
         for group in reader.event_groups():
             report.groups += 1
-            for event in group.events():
+            for event in group.raw_events():
                 report.events += 1
     except DecodeError as err:
         report.error(f"event groups: {err}")

@@ -37,7 +37,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
 from ..codec.gtid import BinlogState, ConnectState, Gtid
@@ -50,6 +50,7 @@ from ..codec.ibb.writer import PageWriter, RecordSpan, WrittenPage
 from ..codec.primitives import U32
 from ..errors import EngineError
 from .backup import BackupRoom
+from .batch import BatchRoom
 from .config import EngineConfig, recorded_settings
 from .fifo import PageFifo
 from .files import binlog_name
@@ -59,7 +60,7 @@ from .recovery import HostRecords, PendingXa, Recovered, adopt, finish_recovery,
 from .redo import REDO_NAME, RecordBuilder
 from .source import ClippedSource
 from .storage import BinlogFiles
-from .transaction import CommitInfo, Transaction
+from .transaction import BinlogListEntry, CommitInfo, EngineStatus, Transaction
 from .view import require_engine
 from .xa import XaRoom
 
@@ -77,31 +78,7 @@ REDO_WRITE_AHEAD = 1 << 20
 SERVER_VERSION = "12.3.0-mariabinlog"
 
 
-class EngineStatus(NamedTuple):
-    """SHOW MASTER STATUS and more: write and durable positions, LSNs, GTID position."""
-
-    file_no: int
-    offset: int
-    durable_file_no: int
-    durable_offset: int
-    lsn: int
-    durable_lsn: int
-    checkpoint_lsn: int
-    gtid_binlog_pos: str
-    gtid_binlog_state: str
-    pending_xa: int
-    active_oob: int
-
-
-class BinlogListEntry(NamedTuple):
-    """One row of SHOW BINARY LOGS."""
-
-    name: str
-    file_no: int
-    size: int
-
-
-class Engine(XaRoom, PurgeRoom, BackupRoom):
+class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
     """A crash-safe binlog storage engine over one directory (see the module docstring).
 
     Open with :meth:`open`; every method is thread-safe.  ``on_checkpoint(lsn)`` is

@@ -137,3 +137,27 @@ class Transaction:
             self.engine.forget(self)
         self.state = "rolled back"
         self._buf = bytearray()
+
+
+class EngineStatus(NamedTuple):
+    """SHOW MASTER STATUS and more: write and durable positions, LSNs, GTID position."""
+
+    file_no: int
+    offset: int
+    durable_file_no: int
+    durable_offset: int
+    lsn: int
+    durable_lsn: int
+    checkpoint_lsn: int
+    gtid_binlog_pos: str
+    gtid_binlog_state: str
+    pending_xa: int
+    active_oob: int
+
+
+class BinlogListEntry(NamedTuple):
+    """One row of SHOW BINARY LOGS."""
+
+    name: str
+    file_no: int
+    size: int

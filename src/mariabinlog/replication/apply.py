@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import queue
+from binascii import b2a_base64
 import threading
 import time
 from dataclasses import dataclass
@@ -50,11 +51,15 @@ from ..codec import events as E
 from ..codec.gtid import ConnectState, Gtid, GtidList
 from ..errors import ApplyError, ConnectionLostError, ServerError, UnsupportedError
 from .filters import Decision, GroupFilter
-from .groups import EventGroup
+from ..codec.groups import EventGroup
 from .net import Connection, ConnectionOptions, sql_string
 from .progress import Progress
 from .sources import GroupSource
 
+#: Plain groups a worker sends in one packet at most (:meth:`TargetSession.apply_many`), and
+#: their bytes at most.
+BATCH_GROUPS = 64
+BATCH_BYTES = 1 << 20
 #: Errors after which a group is simply retried (deadlock, lock wait timeout).
 RETRYABLE = frozenset({1213, 1205})
 #: Errors that mean "this DDL already ran" when re-running a pending stand-alone group
@@ -84,6 +89,13 @@ _INFLATED = {
     E.DELETE_ROWS_COMPRESSED_EVENT: E.DELETE_ROWS_EVENT,
 }
 _SILENT = frozenset({E.ANNOTATE_ROWS_EVENT, E.IGNORABLE_LOG_EVENT})
+#: Rows events a ``BINLOG`` statement takes as they are (compressed ones are inflated first).
+_PLAIN_ROWS = frozenset(set(E.ROWS_KIND) - set(_INFLATED))
+#: GTID flags of groups that are not plain transactions (stand-alone, XA).
+_PLAIN_FLAGS = E.FL_STANDALONE | E.FL_PREPARED_XA | E.FL_COMPLETED_XA
+_STMT_END = E.STMT_END_F & 0xFF
+
+
 
 
 def _uncompressed(event: E.RowsEvent) -> bytes:
@@ -208,6 +220,7 @@ class TargetSession:
         self._fd_key: tuple[Any, ...] | None = None
         self._session: dict[str, bytes] = {}
         self._collations: dict[int, tuple[str, str]] = {}
+        self._plain_fd: tuple[E.FormatDescriptionEvent, bool] | None = None
 
     # -- connection -----------------------------------------------------------------------------
 
@@ -342,6 +355,100 @@ class TargetSession:
             return b"SET %s:=CONVERT(%s USING %s) COLLATE %s" % (name, literal, charset.encode(), collation.encode())
         raise UnsupportedError(f"User_var event with value type {kind}")
 
+    def _plain_format(self, fd: E.FormatDescriptionEvent) -> bool:
+        """Binlog v4 with 6-byte table ids: the layout :meth:`statements` reads."""
+        if self._plain_fd is None or self._plain_fd[0] is not fd:
+            plain = fd.binlog_version == 4 and fd.context().header_len == 19 and fd.context().post_header_len(
+                E.TABLE_MAP_EVENT) == 8
+            self._plain_fd = (fd, plain)
+        return self._plain_fd[1]
+
+    def statements(self, group: EventGroup) -> list[bytes] | None:
+        """The statements of a plain row-based transaction (``BEGIN``, Table_map and rows events,
+        ``COMMIT``/Xid), made from the events' bytes without decoding them: one ``BEGIN ...
+        BINLOG ...; <position>; COMMIT`` run, as :meth:`plan` would make it.  None for any other
+        group (stand-alone, XA, statements, compressed rows...): :meth:`plan` decodes those."""
+        if group.flags2 & _PLAIN_FLAGS or group.fd is not None and not self._plain_format(group.fd):
+            return None
+        data, offsets = group.data(), group.offsets
+        count = len(offsets) - 1
+        if count < 3 or data[offsets[count - 1] + 4] != E.XID_EVENT:
+            return None
+        gtid = group.gtid
+        rows: list[bytes] = []
+        start = 0  # where the current statement's Table_map/rows events begin (0: none yet)
+        for i in range(1, count - 1):
+            at = offsets[i]
+            code = data[at + 4]
+            if code == E.TABLE_MAP_EVENT:
+                if not start:
+                    start = at
+            elif code in _PLAIN_ROWS:
+                if not start:
+                    return None  # rows without their Table_map: the slow path says why
+                if data[at + 25] & _STMT_END:
+                    rows.append(b"BINLOG '" + b2a_base64(data[start : offsets[i + 1]], newline=False) + b"'")
+                    start = 0
+            elif code == E.QUERY_EVENT:
+                if i != 1 or not data.endswith(b"\0BEGIN", at, offsets[i + 1]):
+                    return None
+            elif code not in _SILENT:
+                return None
+        if start:
+            return None
+        out: list[bytes] = []
+        fd = self._format_description(group.fd)  # only now: the slow path must see it otherwise
+        if fd is not None:
+            out.append(fd)
+        if self.preserve_gtids:
+            out.append(b"SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d" % gtid)
+        out.append(b"BEGIN")
+        out += rows
+        out += [self.table.upsert(gtid), b"COMMIT"]
+        return out
+
+    def apply_many(self, groups: list[EventGroup]) -> int:
+        """Apply plain row-based groups (:meth:`statements`) in one multi-statement packet: one
+        round trip for them all, each still one transaction with its position.  A group that is
+        not plain, or the first that fails, ends the packet there (nothing after it ran): returns
+        how many were applied; the caller applies the rest one by one (:meth:`apply`)."""
+        plans: list[list[bytes]] = []
+        for group in groups:
+            statements = self.statements(group)
+            if statements is None:
+                break
+            plans.append(statements)
+        if not plans:
+            return 0
+        conn = self._c()
+        text = b";\n".join(b";\n".join(plan) for plan in plans)
+        total = sum(map(len, plans))
+        done: list[Any] = []
+        try:
+            conn.query(text, statements=total, results=done)
+        except ServerError:
+            self._rollback()  # the failed group's open transaction; the session is set anew
+            ran = len(done)
+            for index, plan in enumerate(plans):
+                if ran < len(plan):
+                    return index
+                ran -= len(plan)
+            return len(plans)
+        except ConnectionLostError:
+            # Which groups committed before the connection broke: the position table knows.
+            self.close()
+            try:
+                position, _ = self.table.read(self._c())
+            except (ConnectionLostError, ServerError):
+                self.close()
+                return 0  # apply() reconnects (with retries) and asks again
+            for index, group in enumerate(groups[: len(plans)]):
+                done = position.get(group.gtid.domain)
+                if done is None or done.seq < group.gtid.seq or done.server != group.gtid.server:
+                    return index
+            return len(plans)
+        return len(plans)
+
     def plan(self, group: EventGroup, *, tolerant: bool = False) -> _Plan:
         """Translate ``group`` into statements (see the module docstring)."""
         plan = _Plan()
@@ -453,6 +560,8 @@ class TargetSession:
     def apply(self, group: EventGroup, *, tolerant: bool = False) -> None:
         """Apply ``group`` with its position; retries deadlocks and a lost connection."""
         attempt = 0
+        if self.conn is None and self.applied_already(group):
+            return  # a batch it was in reached the target before the connection broke
         while True:
             attempt += 1
             try:
@@ -462,7 +571,7 @@ class TargetSession:
                     return
                 # After a lost connection a stand-alone group (DDL, XA COMMIT) may have run
                 # without its position: re-run it accepting "already done".
-                retry_tolerant = tolerant or (attempt > 1 and group.gtid_event.standalone)
+                retry_tolerant = tolerant or (attempt > 1 and group.standalone)
                 self._run(conn, self.plan(group, tolerant=retry_tolerant), group.gtid)
                 return
             except ApplyError:
@@ -484,11 +593,19 @@ class TargetSession:
                 if done is not None and done.seq >= group.gtid.seq and done.server == group.gtid.server:
                     return
 
+    def applied_already(self, group: EventGroup) -> bool:
+        """Whether the target's position table says ``group`` was applied."""
+        position, _ = self.table.read(self._c())
+        done = position.get(group.gtid.domain)
+        return done is not None and done.seq >= group.gtid.seq and done.server == group.gtid.server
+
     @staticmethod
     def _already_prepared(conn: Connection, group: EventGroup) -> bool:
         """Whether ``group`` is an XA PREPARE whose xid the target holds prepared already."""
+        if not group.flags2 & E.FL_PREPARED_XA:
+            return False
         head = group.gtid_event
-        if not head.flags2 & E.FL_PREPARED_XA or head.xa_format_id is None:
+        if head.xa_format_id is None:
             return False
         xid = (head.xa_format_id, len(head.xa_gtrid), len(head.xa_bqual), head.xa_gtrid + head.xa_bqual)
         for format_id, gtrid_length, bqual_length, data in conn.rows("XA RECOVER"):
@@ -562,19 +679,41 @@ class _Worker(threading.Thread):
                     continue
                 if item is _DONE:
                     return
-                group = item
-                pending = replicator.pending.get(group.gtid.domain)
-                tolerant = pending is not None and pending == group.gtid
-                self.session.apply(group, tolerant=tolerant)
-                if tolerant:
-                    replicator.pending.pop(group.gtid.domain, None)
-                replicator.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
-                replicator.applied()
+                batch = [item]
+                size = item.size
+                while len(batch) < BATCH_GROUPS and size < BATCH_BYTES:
+                    try:
+                        item = self.queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is _DONE:
+                        self.queue.put(_DONE)  # seen again once the batch is applied
+                        break
+                    batch.append(item)
+                    size += item.size
+                self._apply(batch)
         except BaseException as err:  # reported by Replicator.run
             self.error = err
             replicator.failed.set()
         finally:
             self.session.close()
+
+    def _apply(self, batch: list[EventGroup]) -> None:
+        """The plain groups at the head of ``batch`` in one packet, the others one by one."""
+        replicator = self.replicator
+        while batch:
+            pending = replicator.pending.get(batch[0].gtid.domain)
+            done = 0 if pending is not None else self.session.apply_many(batch)
+            if not done:
+                group = batch[0]
+                tolerant = pending is not None and pending == group.gtid
+                self.session.apply(group, tolerant=tolerant)
+                if tolerant:
+                    replicator.pending.pop(group.gtid.domain, None)
+                done = 1
+            replicator.progress.done_many(batch[:done])
+            replicator.applied(done)
+            batch = batch[done:]
 
 
 class Replicator:
@@ -681,7 +820,7 @@ class Replicator:
                 # DDL is a barrier across domains: schema changes made in one domain are
                 # usually what the others write into (tables created before the data).
                 # So is XA: a prepare and its completion may be in different domains.
-                ddl = bool(group.gtid_event.flags2 & (E.FL_DDL | E.FL_STANDALONE | XA_FLAGS))
+                ddl = bool(group.flags2 & (E.FL_DDL | E.FL_STANDALONE | XA_FLAGS))
                 if ddl:
                     self._drain()
                 worker = self._worker_for(group.gtid.domain)
@@ -704,10 +843,10 @@ class Replicator:
             while self._inflight and not self.failed.is_set():
                 self._idle.wait(0.2)
 
-    def applied(self) -> None:
-        """A worker finished a group."""
+    def applied(self, count: int = 1) -> None:
+        """A worker finished ``count`` groups."""
         with self._idle:
-            self._inflight -= 1
+            self._inflight -= count
             if not self._inflight:
                 self._idle.notify_all()
 

@@ -33,14 +33,15 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
-from ..codec.events import QueryEvent
+from ..codec.gtid import ConnectState
 from ..engine import Engine, EngineConfig
 from ..schema import SchemaHistory
 from ..schema.history import SCHEMA_HISTORY_FILE
 from .client import BinlogClient
-from .groups import EventGroup, clear_log_pos
+from ..codec.groups import EventGroup
 from .progress import Progress
 
 
@@ -53,6 +54,7 @@ class Archiver:
         *,
         config: EngineConfig | None = None,
         sync_interval: float = 0.05,
+        sync_bytes: int = 8 << 20,
         publish_interval: float = 0.5,
         purge_interval: float = 60.0,
         progress: Progress | None = None,
@@ -63,7 +65,10 @@ class Archiver:
         self.schema_start = schema_start or SchemaHistory
         self.schema: SchemaHistory | None = None
         self.config = config or EngineConfig()
+        #: A batch is durable at most this many seconds after it was written ...
         self.sync_interval = sync_interval
+        #: ... or as soon as this many bytes wait for an fsync.
+        self.sync_bytes = sync_bytes
         self.publish_interval = publish_interval
         self.purge_interval = purge_interval
         self.progress = progress or Progress("archive")
@@ -72,6 +77,10 @@ class Archiver:
         self._lsn = 0
         self._synced = 0
         self._published = 0
+        self._unsynced_bytes = 0
+        #: (LSN, archive position after it) of the batches not yet durable, oldest first.
+        self._pending: deque[tuple[int, ConnectState]] = deque()
+        self._durable_lock = threading.Lock()
         self._error: BaseException | None = None
 
     def open(self) -> Engine:
@@ -79,6 +88,7 @@ class Archiver:
         self.engine = Engine.open(self.directory, self.config, restart_marker=False)
         state = self.engine.gtid_state()
         self.progress.position = state.connect_state()
+        self.progress.durable = self.progress.position.copy()
         path = os.path.join(self.directory, SCHEMA_HISTORY_FILE)
         self.schema = SchemaHistory.load(path) if os.path.exists(path) else self.schema_start()
         self.schema.save(path)
@@ -86,32 +96,58 @@ class Archiver:
 
     def store(self, group: EventGroup) -> None:
         """Append one group (not yet durable), its DDL saved in the schema history first."""
+        self.store_batch([group])
+
+    def store_batch(self, batch: list[EventGroup]) -> None:
+        """Append the groups of one batch in one go (not yet durable: :meth:`sync`)."""
         engine = self.engine
         assert engine is not None
-        self._follow_schema(group)
-        gtid_event = group.gtid_event
-        body = b"".join(clear_log_pos(raw) for raw in group.raw[1:])
-        info = engine.commit(
-            body,
-            gtid=group.gtid,
-            flags2=gtid_event.flags2,
-            timestamp=gtid_event.timestamp,
-            wait=False,
-            gtid_fields=gtid_event.optional_fields(),
-        )
-        self._lsn = info.lsn
-        self.progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+        if self.schema is not None:  # the DDL saved before any reader can see its group
+            for group in batch:
+                self._follow_schema(group)
+        lsn = engine.commit_groups(batch)
+        progress = self.progress
+        progress.done_many(batch)
+        size = sum(group.size for group in batch)
+        with self._durable_lock:
+            self._lsn = lsn
+            self._pending.append((lsn, progress.position.copy()))
+            self._unsynced_bytes += size
+            due = self._unsynced_bytes >= self.sync_bytes
+        if due:
+            self.sync()
+
+    def sync(self) -> None:
+        """Make every group appended so far durable (one fsync); the archive's durable position
+        (:attr:`Progress.durable`) moves to the last of them."""
+        engine = self.engine
+        assert engine is not None
+        with self._durable_lock:
+            lsn = self._lsn
+            self._unsynced_bytes = 0
+        if lsn <= self._synced:
+            return
+        engine.group_commit(lsn)
+        with self._durable_lock:
+            self._synced = max(self._synced, lsn)
+            durable = None
+            while self._pending and self._pending[0][0] <= self._synced:
+                durable = self._pending.popleft()[1]
+        if durable is not None:
+            self.progress.mark_durable(durable)
 
     def _follow_schema(self, group: EventGroup) -> None:
         """Follow the group in the schema history: its GTID, and its DDL, saved when it changed."""
         schema = self.schema
         if schema is None:
             return
+        statements = group.statements()
+        if not statements:  # the history's GTID position follows every group
+            schema.position.update(group.gtid)
+            return
         before = len(schema.records)
-        schema.observe_group(str(group.gtid))
-        for event in group.events:
-            if isinstance(event, QueryEvent):
-                schema.observe_query(event, file=group.source, pos=group.end_position, gtid=str(group.gtid))
+        for event in statements:
+            schema.observe_query(event, file=group.source, pos=group.end_position, gtid=str(group.gtid))
         if len(schema.records) != before:
             schema.save(os.path.join(self.directory, SCHEMA_HISTORY_FILE))
 
@@ -123,8 +159,7 @@ class Archiver:
             while not self._stop.wait(self.sync_interval):
                 lsn = self._lsn
                 if lsn > self._synced:
-                    engine.group_commit(lsn)
-                    self._synced = lsn
+                    self.sync()
                 elif lsn > self._published and idle():
                     engine.checkpoint()
                     self._published = lsn
@@ -136,7 +171,7 @@ class Archiver:
 
     def run(self, client: BinlogClient) -> None:
         """Archive until the client's stream ends or :meth:`stop`; always leaves everything durable."""
-        engine = self.engine or self.open()
+        self.engine or self.open()
         client.position = self.progress.position.copy()
         if self.schema is not None:  # the stream resumes here: the history's GTID position
             self.schema.position = self.progress.position.copy()
@@ -144,25 +179,25 @@ class Archiver:
         syncer.start()
         self.progress.state = "running"
         try:
-            for group in client.groups():
-                self.store(group)
+            for batch in client.batches():
+                self.store_batch(batch)
                 if self._error is not None or self._stop.is_set():
                     break
         finally:
             self._stop.set()
             syncer.join()
-            if self._lsn > self._synced:
-                engine.group_commit(self._lsn)
+            self.sync()
             self.progress.state = "stopped"
         if self._error is not None:
             raise self._error
 
     def stop(self) -> None:
-        """Ask :meth:`run` to end after the current group."""
+        """Ask :meth:`run` to end after the current batch."""
         self._stop.set()
 
-    def close(self) -> None:
-        """Close the engine (clean shutdown: checkpoint)."""
+    def close(self, *, trim: bool = False) -> None:
+        """Close the engine (clean shutdown: checkpoint); ``trim`` cuts the last file to its
+        written pages, as FLUSH BINARY LOGS leaves a file (a run that ends)."""
         if self.engine is not None:
-            self.engine.close()
+            self.engine.close(trim=trim)
             self.engine = None

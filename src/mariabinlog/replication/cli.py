@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from ..codec.gtid import ConnectState
 from ..codec.wire import DEFAULT_MAX_PACKET
-from ..errors import ConnectionLostError, ReplicationError, ServerError
+from ..errors import ConnectionLostError, OptionError, ReplicationError, ServerError
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
 from .net import ClientSettings, ConnectionOptions
@@ -258,6 +258,11 @@ def add_archive_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-ty
                         help="size of each .ibb file (default 1G)")
     parser.add_argument("--durability", type=int, choices=(0, 1, 2), default=1,
                         help="innodb_flush_log_at_trx_commit meaning for the archive's redo log (default 1)")
+    parser.add_argument("--sync-interval", type=float, default=0.05, metavar="S",
+                        help="a batch of groups is made durable (one fsync) at most S seconds after it was"
+                        " written (default 0.05)")
+    parser.add_argument("--sync-bytes", type=_size, default=8 << 20, metavar="SIZE",
+                        help="... or as soon as SIZE bytes of groups wait for it (default 8M)")
     parser.add_argument("--expire-seconds", type=float, default=0.0, metavar="S",
                         help="purge files older than S seconds (binlog_expire_logs_seconds)")
     parser.add_argument("--max-total-size", type=_size, default=0, metavar="SIZE",
@@ -285,13 +290,18 @@ def archive_main(args: argparse.Namespace) -> int:
     )
     from ..schema.start import starting_history
 
+    if args.sync_interval <= 0:
+        raise OptionError("--sync-interval must be more than 0")
     archiver = Archiver(
         args.directory,
         config=config,
+        sync_interval=args.sync_interval,
+        sync_bytes=args.sync_bytes,
         purge_interval=args.purge_interval,
         schema_start=lambda: starting_history(schema_from=args.schema_from),
     )
     engine = archiver.open()
+    ended = False  # the run ended by itself or by a signal: leave the last file cut to its content
     try:
         if not len(engine.gtid_state()) and args.start_position:
             archiver.progress.position = _state("start-position", args.start_position) or ConnectState()
@@ -325,8 +335,9 @@ def archive_main(args: argparse.Namespace) -> int:
                     " archive's last groups in its binlog (a replica promoted with log_slave_updates);"
                     " otherwise archive it into another directory"
                 ) from err
+            ended = True
     finally:
-        archiver.close()
+        archiver.close(trim=ended)
     return 0
 
 

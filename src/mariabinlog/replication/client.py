@@ -46,6 +46,7 @@ from ..codec.events import (
     GTID_EVENT,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
+    QUERY_EVENT,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     Event,
@@ -63,8 +64,10 @@ from ..codec.wire.protocol import (
     RegisterSlave,
 )
 from ..codec.events.stream import EventStreamDecoder, footer_len
+from ..codec.framing import SCAN_CUT, SCAN_END, SCAN_MORE, Scanner, group_of
+from ..codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
+from ..codec.gtid import Gtid
 from ..errors import ConnectionLostError, DecodeError, FramingError, OptionError, PacketTooLargeError, ReplicationError, ServerError
-from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from .net import Connection, ConnectionOptions, sql_string
 
 log = logging.getLogger(__name__)
@@ -166,7 +169,7 @@ class BinlogClient:
         self.idle = False
         self.connects = 0
         #: The last GTID event received (None before the first): names where an error happened.
-        self.last_gtid: GtidEvent | None = None
+        self.last_gtid: Gtid | None = None
         self.on_discard: Callable[[list[Event]], None] | None = None
         self._conn: Connection | None = None
 
@@ -253,18 +256,7 @@ class BinlogClient:
                 if isinstance(packet, EndOfStream):
                     self.idle = True
                     return
-                data = packet.data
-                code = data[4]
-                has_crc = footer_len(data, 0, len(data), decoder.checksum_alg) > 0
-                if code == START_ENCRYPTION_EVENT:
-                    raise DecodeError(
-                        "the primary sent a Start_encryption event; encrypted binlogs are sent decrypted by"
-                        " MariaDB, so this stream is damaged",
-                        offset=0,
-                        expected="unencrypted events",
-                    )
-                event = decoder.decode(data, 0)
-                yield self._place(event, data, has_crc)
+                yield self._decode(decoder, packet.data)
         except DecodeError as err:
             raise self._located(err, in_event=not isinstance(err, FramingError)) from None
         finally:
@@ -280,9 +272,7 @@ class BinlogClient:
         return place if self.last_gtid is None else f"{place}, {self._last_gtid()}"
 
     def _last_gtid(self) -> str:
-        gtid = self.last_gtid
-        assert gtid is not None
-        return f"last GTID {gtid.domain_id}-{gtid.server_id}-{gtid.seq_no}"
+        return f"last GTID {self.last_gtid}"
 
     def _located(self, err: DecodeError, *, in_event: bool = True) -> DecodeError:
         """``err`` anchored in the stream: the primary, its binlog file and the offset there (the
@@ -293,6 +283,24 @@ class BinlogClient:
             context = None if self.last_gtid is None else self._last_gtid()
             return err.located(f"{peer} {self.file}", self.file_position, context)
         return err.located(f"{peer} {self.where()}", None)
+
+    def _decode(self, decoder: EventStreamDecoder, data: bytes) -> StreamEvent:
+        """One event packet's event, decoded and placed."""
+        if len(data) < 19:
+            raise DecodeError(
+                f"event packet of {len(data)} bytes", offset=0, expected="at least a 19-byte event header"
+            )
+        code = data[4]
+        has_crc = footer_len(data, 0, len(data), decoder.checksum_alg) > 0
+        if code == START_ENCRYPTION_EVENT:
+            raise DecodeError(
+                "the primary sent a Start_encryption event; encrypted binlogs are sent decrypted by"
+                " MariaDB, so this stream is damaged",
+                offset=0,
+                expected="unencrypted events",
+            )
+        event = decoder.decode(data, 0)
+        return self._place(event, data, has_crc)
 
     def _place(self, event: Event, data: bytes, has_crc: bool) -> StreamEvent:
         """Track the primary's file and offset (protocol.md §3/§4) and wrap the event."""
@@ -312,7 +320,8 @@ class BinlogClient:
             self.idle = True
             return StreamEvent(event, data, has_crc, self.file, log_pos, log_pos)
         if code == GTID_EVENT:
-            self.last_gtid = event  # type: ignore[assignment]
+            assert isinstance(event, GtidEvent)
+            self.last_gtid = Gtid(event.domain_id, event.server_id, event.seq_no)
         if log_pos:
             if log_pos <= self.file_position and code != FORMAT_DESCRIPTION_EVENT and not event.flags & LOG_EVENT_ARTIFICIAL_F:
                 raise FramingError(
@@ -334,35 +343,34 @@ class BinlogClient:
     def groups(self) -> Iterator[EventGroup]:
         """Complete event groups from :attr:`position` on, reconnecting after lost connections
         and damaged streams (see the module docstring for which damage stops it)."""
+        position = self.position
+        for batch in self._reconnecting():
+            for group in batch:
+                assert group.gtid is not None
+                position.update(group.gtid)
+                yield group
+
+    def batches(self) -> Iterator[list[EventGroup]]:
+        """:meth:`groups` in batches: every complete group the connection had delivered when the
+        batch was cut (what an archiver writes and makes durable at once)."""
+        position = self.position
+        for batch in self._reconnecting():
+            for group in batch:
+                assert group.gtid is not None
+                position.update(group.gtid)
+            yield batch
+
+    def _reconnecting(self) -> Iterator[list[EventGroup]]:
+        """Batches of groups from :attr:`position` on, over as many connections as it takes (the
+        caller moves :attr:`position` past each group it takes)."""
         failures = 0
         damaged: tuple[str, str | None, int | None] | None = None  # where a damaged event was met
         while True:
-            assembler = GroupAssembler()
-            assembler.on_discard = self.on_discard
-            fd: FormatDescriptionEvent | None = None
             try:
-                for placed in self.events():
-                    event = placed.event
-                    code = event.type_code
-                    if code in CONTROL_EVENTS:
-                        if code == FORMAT_DESCRIPTION_EVENT:
-                            assert isinstance(event, FormatDescriptionEvent)
-                            fd = event
-                            if event.create_timestamp and assembler.open:
-                                # The primary restarted in the middle of writing this group.
-                                dropped = assembler.discard()
-                                if self.on_discard is not None:
-                                    self.on_discard(dropped)
-                        continue
-                    try:
-                        group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
-                    except DecodeError as err:
-                        raise self._located(err, in_event=False) from None
-                    if group is not None:
-                        self.position.update(group.gtid)
-                        failures = 0
-                        damaged = None
-                        yield group
+                for batch in self._groups_once():
+                    failures = 0
+                    damaged = None
+                    yield batch
                 return
             except (ConnectionLostError, ServerError, DecodeError) as err:
                 if isinstance(err, ServerError) and err.code in FATAL_SERVER_ERRORS:
@@ -383,3 +391,94 @@ class BinlogClient:
                 log.warning("%s; reconnecting in %.1f s from %s (attempt %d of %d)",
                             err, delay, self.position or "the start", failures, self.reconnect)
                 time.sleep(delay)
+
+    def _groups_once(self) -> Iterator[list[EventGroup]]:
+        """The groups of one connection, in batches: whole groups straight from the received
+        packets by the codec's :class:`~mariabinlog.codec.framing.Scanner`, and event by event
+        (as :meth:`events` reads them) what it leaves: control events, errors, the end."""
+        conn, alg = self._connect()
+        conn.place = self.where
+        self._conn = conn
+        decoder = EventStreamDecoder(checksum_alg=alg, verify_checksum=self.verify_checksum)
+        scanner = Scanner(checksum=alg == CHECKSUM_CRC32, verify=self.verify_checksum)
+        fast = True
+        assembler = GroupAssembler()
+        assembler.on_discard = self.on_discard
+        fd: FormatDescriptionEvent | None = None
+        try:
+            while True:
+                if fast and not assembler.open:
+                    found, stop = conn.dump_groups(scanner)
+                    if found:
+                        self.idle = False
+                        batch = [group_of(item, fd, self.file) for item in found]
+                        self._check_order(batch)
+                        yield batch
+                        continue
+                    if stop == SCAN_CUT:  # a GTID event in the middle of a group: the primary crashed
+                        self._discard(scanner.discard(), fd)
+                        continue
+                    if stop == SCAN_MORE or stop == SCAN_END:
+                        conn.fill()
+                        continue
+                    partial = scanner.discard()
+                    if partial is not None:  # the rest of this group goes the slow way
+                        assembler.resume(group_of(partial, fd, self.file))
+                packet = conn.read_dump()
+                if isinstance(packet, EndOfStream):
+                    self.idle = True
+                    return
+                placed = self._decode(decoder, packet.data)
+                event = placed.event
+                code = event.type_code
+                if code in CONTROL_EVENTS:
+                    if code == FORMAT_DESCRIPTION_EVENT:
+                        assert isinstance(event, FormatDescriptionEvent)
+                        fd = event
+                        if event.create_timestamp and assembler.open:
+                            # The primary restarted in the middle of writing this group.
+                            dropped = assembler.discard()
+                            if self.on_discard is not None:
+                                self.on_discard(dropped)
+                        ctx = event.context()
+                        fast = ctx.header_len == 19 and ctx.post_header_len(QUERY_EVENT) >= 13
+                        if fast:
+                            scanner = Scanner(checksum=decoder.checksum_alg == CHECKSUM_CRC32,
+                                              verify=self.verify_checksum,
+                                              query_header_len=ctx.post_header_len(QUERY_EVENT))
+                    continue
+                try:
+                    group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)
+                except DecodeError as err:
+                    raise self._located(err, in_event=False) from None
+                if group is not None:
+                    yield [group]
+        except DecodeError as err:
+            raise self._located(err, in_event=not isinstance(err, FramingError)) from None
+        finally:
+            if self._conn is conn:
+                self._conn = None
+            conn.close()
+
+    def _check_order(self, batch: list[EventGroup]) -> None:
+        """The fast path's share of :meth:`_place`: each group ends after the previous event of
+        its file (a repeated or reordered group is a damaged stream), the last GTID and the
+        file position follow the batch."""
+        position = self.file_position
+        for group in batch:
+            end = group.end_position
+            if end:
+                if end <= position:
+                    raise self._located(FramingError(
+                        f"the event group {group.gtid} ends at {end}, not after the previous event ({position})",
+                        offset=0,
+                        expected="each event after the previous one; this one is repeated or out of order",
+                    ), in_event=False)
+                position = end
+        self.file_position = position
+        self.last_gtid = batch[-1].gtid
+
+    def _discard(self, dropped: tuple[object, ...] | None, fd: FormatDescriptionEvent | None) -> None:
+        """A group the fast path found cut off goes to :attr:`on_discard` as the slow path's do."""
+        if dropped is not None and self.on_discard is not None:
+            self.on_discard(group_of(dropped, fd, self.file).events)

@@ -15,6 +15,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..codec.wire.protocol import (
@@ -325,20 +326,36 @@ class Connection:
                 raise ConnectionLostError(f"{self._peer()}: connection lost: {err}") from None
             proto.receive_data(data)
 
+    def fill(self) -> None:
+        """Read more of the server's bytes into the protocol's buffer (for :meth:`dump_groups`)."""
+        try:
+            data = self.sock.recv(RECV_SIZE)
+        except TimeoutError:
+            raise ConnectionLostError(f"no data from {self.options.describe()} for {self.sock.gettimeout()} s") from None
+        except OSError as err:
+            raise ConnectionLostError(f"lost connection to {self.options.describe()}: {err}") from None
+        if not data:
+            raise ConnectionLostError(f"{self.options.describe()} closed the connection")
+        self.proto.receive_data(data)
+
     def settimeout(self, seconds: float | None) -> None:
         """Read timeout for what follows (None: wait forever)."""
         self.sock.settimeout(seconds)
 
     # -- commands -------------------------------------------------------------------------------
 
-    def query(self, sql: str | bytes, *, statements: int | None = None) -> list[OkPacket | ResultSet]:
+    def query(
+        self, sql: str | bytes, *, statements: int | None = None, results: list[OkPacket | ResultSet] | None = None
+    ) -> list[OkPacket | ResultSet]:
         """Run ``sql`` (several statements allowed); the results in order, :class:`ServerError` on ERR.
 
         ``statements``: how many results to read at least (see
-        :meth:`ClientProtocol.await_more_results`); reading stops early at an ERR.
+        :meth:`ClientProtocol.await_more_results`); reading stops early at an ERR.  ``results``:
+        the list the results go to (it keeps those before an ERR: which statements ran).
         """
         self._send(self.proto.send_query(sql))
-        results: list[OkPacket | ResultSet] = []
+        if results is None:
+            results = []
         error: ErrPacket | None = None
         while True:
             while self.proto.state is ClientState.AWAIT_RESULT:
@@ -386,6 +403,11 @@ class Connection:
     def start_dump(self, command: BinlogDump) -> None:
         """COM_BINLOG_DUMP; then read with :meth:`read_dump`."""
         self._send(self.proto.send_binlog_dump(command))
+
+    def dump_groups(self, scanner: Any) -> tuple[list[Any], int]:
+        """The fast path of :meth:`read_dump`: whole event groups from the buffered packets
+        (:meth:`ClientProtocol.dump_groups`); :meth:`fill` reads more."""
+        return self.proto.dump_groups(scanner)
 
     def read_dump(self) -> BinlogEventPacket | EndOfStream:
         """Next event packet of the dump, or EndOfStream; an ERR raises :class:`ServerError`.

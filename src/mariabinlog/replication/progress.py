@@ -19,7 +19,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from ..codec.gtid import ConnectState, Gtid
@@ -35,6 +35,9 @@ class Progress:
         self.groups = 0
         self.bytes = 0
         self.position = position.copy() if position is not None else ConnectState()
+        #: Where a restart would resume (an archive's durable GTID state; None where the job
+        #: does not report it).
+        self.durable: ConnectState | None = None
         self.last_timestamp: float | None = None
         #: Seconds the local clock is ahead of the source's (a primary's clock, measured at connect).
         self.clock_skew: Callable[[], float] = lambda: 0.0
@@ -53,6 +56,26 @@ class Progress:
                 self.position.update(gtid)
             if timestamp:
                 self.last_timestamp = float(timestamp)
+
+    def done_many(self, groups: Iterable[Any]) -> None:
+        """Several groups were stored (:class:`~mariabinlog.codec.groups.EventGroup` objects)."""
+        with self._lock:
+            position = self.position
+            for group in groups:
+                self.groups += 1
+                self.events += len(group)
+                self.bytes += group.size
+                gtid = group.gtid
+                seen = position.get(gtid.domain)
+                if seen is None or gtid.seq >= seen.seq:
+                    position.update(gtid)
+                if group.timestamp:
+                    self.last_timestamp = float(group.timestamp)
+
+    def mark_durable(self, position: ConnectState) -> None:
+        """Everything up to ``position`` is durable (an archive's batch was fsynced)."""
+        with self._lock:
+            self.durable = position
 
     def seconds_behind(self) -> float | None:
         """Lag of the applied data behind the source (None before the first group)."""
@@ -75,6 +98,8 @@ class Progress:
                 "bytes": self.bytes,
                 "position": str(self.position),
             }
+            if self.durable is not None:
+                figures["durable_position"] = str(self.durable)
         behind = self.seconds_behind()
         figures["seconds_behind"] = None if behind is None else round(behind, 3)
         figures["queued"] = self.queued()

@@ -40,7 +40,7 @@ from ..codec.ibb.state import state_at_page
 from ..errors import GtidError, RestoreError
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter
-from .groups import EventGroup
+from ..codec.groups import EventGroup
 from .mariadbd import PrivateServer, find_program, wait_gone
 from .net import Connection, sql_string
 from .progress import Progress

@@ -48,6 +48,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..codec.wire import protocol as P
@@ -55,7 +56,6 @@ from ..codec.wire.ed25519 import ED25519
 from ..codec.wire.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
 from ..codec.wire.ed25519 import password_hash as ed25519_password_hash
 from ..codec.events import (
-    ANNOTATE_ROWS_EVENT,
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
     GTID_LIST_FLAG_UNTIL_REACHED,
@@ -68,8 +68,8 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..errors import GtidError, QueryRefusedError, ReplicationError
+from ..codec.groups import EventGroup
 from .admission import Admission, Refusal, Ticket
-from .groups import EventGroup
 from .progress import Progress
 from .sources import ArchiveReader, ReadOnlyPages
 
@@ -263,6 +263,37 @@ _SHOW_VARS = re.compile(r"^\s*SHOW\s+(?:GLOBAL\s+|SESSION\s+)?VARIABLES\s+(?:LIK
 _STRING = re.compile(r"^'((?:[^'\\]|\\.)*)'$|^\"((?:[^\"\\]|\\.)*)\"$", re.S)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _LEADING_INT = re.compile(r"\s*[+-]?\d+")
+
+
+class _Variables(dict):  # type: ignore[type-arg]
+    """Server variables; ``gtid_binlog_pos``, ``gtid_binlog_state`` and ``gtid_current_pos`` come
+    from the archive's current state, read on first use (a replica's set-up queries rarely ask)."""
+
+    _STATE = ("gtid_binlog_pos", "gtid_binlog_state", "gtid_current_pos")
+
+    def __init__(self, state: Callable[[], BinlogState], values: dict[str, str]) -> None:
+        super().__init__(values)
+        self._state = state
+
+    def _load(self) -> None:
+        state = self._state()
+        self.update(gtid_binlog_pos=str(state.connect_state()), gtid_binlog_state=str(state),
+                    gtid_current_pos=str(state.connect_state()))
+
+    def __missing__(self, name: str) -> str:
+        if name not in self._STATE:
+            raise KeyError(name)
+        self._load()
+        return self[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._STATE or super().__contains__(name)
+
+    def items(self):  # type: ignore[no-untyped-def]
+        """Every variable, the GTID ones included (SHOW VARIABLES)."""
+        if "gtid_binlog_pos" not in self.keys():
+            self._load()
+        return super().items()
 
 
 def _split_top(text: str, separator: str) -> list[str]:
@@ -463,17 +494,15 @@ class _Session(threading.Thread):
     # -- queries --------------------------------------------------------------------------------
 
     def _variables(self) -> dict[str, str]:
+        """The server variables a replica may ask for; the GTID ones are read from the archive
+        only when asked for (:class:`_Variables`), once per query."""
         config = self.server.config
-        state = self._reader(ConnectState()).current_state()
-        return {
+        return _Variables(lambda: self._reader(ConnectState()).current_state(), {
             "server_id": str(config.server_id),
             "gtid_domain_id": str(config.gtid_domain_id),
             "binlog_checksum": "CRC32",
             "version": config.server_version,
             "version_comment": "mariabinlog binlog server",
-            "gtid_binlog_pos": str(state.connect_state()),
-            "gtid_binlog_state": str(state),
-            "gtid_current_pos": str(state.connect_state()),
             "gtid_strict_mode": "OFF",
             "log_bin": "ON",
             "binlog_format": "ROW",
@@ -486,7 +515,7 @@ class _Session(threading.Thread):
             "collation_server": "utf8mb4_general_ci",
             "character_set_server": "utf8mb4",
             "binlog_storage_engine": "",
-        }
+        })
 
     def _value(self, expr: str, variables: dict[str, str]) -> str | None:
         text = expr.strip()
@@ -766,12 +795,30 @@ class _Stream:
             self.file = group.source
             rotate = RotateEvent(next_file=group.source.encode(), next_position=0, flags=LOG_EVENT_ARTIFICIAL_F)
             self._artificial(rotate, 0)
+        if group.size <= _FLUSH_AT:  # a small group's packets made at once
+            packets, _ = self.session.proto.send_group(group, 0, False, not self.annotate)
+            self.out += packets
+            return
         for raw in group.raw:
             if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
                 continue
             self.out += self.session.proto.send_event(raw)
             if len(self.out) > _FLUSH_AT:
                 self._flush()
+
+    def _send_group(self, group: EventGroup) -> None:
+        """The group's events with synthesized positions (and CRC32 footers); a large group
+        event by event, sent as it goes, so a dump's memory stays bounded."""
+        if group.source != self.file or self.pos > _ROTATE_AT:
+            self._rotate_to(group.source)
+        if group.size <= _FLUSH_AT:
+            packets, self.pos = self.session.proto.send_group(group, self.pos, self.crc, not self.annotate)
+            self.out += packets
+            return
+        for raw in group.raw:
+            if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
+                continue
+            self._emit(raw)
 
     def run(self, first_file: str) -> None:
         """Send the stream until the replica goes away, the server stops, or (non-blocking) the end."""
@@ -798,13 +845,10 @@ class _Stream:
                 if send and engine_style:
                     self._send_group_engine_style(group)
                 elif send:
-                    if group.source != self.file or self.pos > _ROTATE_AT:
-                        self._rotate_to(group.source)
-                    for raw in group.raw:
-                        if raw[4] == ANNOTATE_ROWS_EVENT and not self.annotate:
-                            continue
-                        self._emit(raw)
-                progress.done(group.gtid, len(group.events), group.size, group.timestamp)
+                    self._send_group(group)
+                if len(self.out) > _FLUSH_AT:
+                    self._flush()
+                progress.done(group.gtid, len(group), group.size, group.timestamp)
                 sent = True
                 if reached:
                     self._until_reached()

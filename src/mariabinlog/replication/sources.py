@@ -1,7 +1,7 @@
 """Event sources: where replication reads event groups from (seed 004's "event source").
 
 Three kinds, one interface (:class:`GroupSource`): ``groups()`` yields
-:class:`~mariabinlog.replication.groups.EventGroup` objects in binlog order.
+:class:`~mariabinlog.codec.groups.EventGroup` objects in binlog order.
 
 * :class:`PrimarySource`: a live MariaDB primary through :class:`BinlogClient` (GTID
   positioned, reconnecting).
@@ -26,9 +26,7 @@ from typing import Any, Protocol
 
 from ..codec.events import (
     CHECKSUM_OFF,
-    DEFAULT_CONTEXT,
     FORMAT_DESCRIPTION_EVENT,
-    GTID_EVENT,
     START_ENCRYPTION_EVENT,
     FormatDescriptionEvent,
     decode_event,
@@ -43,7 +41,6 @@ from ..codec.ibb.page import (
     RecordType,
     decode_header_page,
 )
-from ..codec.ibb.reader import EventGroup as StoredGroup
 from ..codec.ibb.reader import RecordReader
 from ..codec.events.stream import EventStreamDecoder, iter_legacy_events
 from ..codec.ibb.state import commit_gtid, latest_state, read_header, seek_gtid, state_at_page
@@ -51,7 +48,7 @@ from ..codec.wire import DEFAULT_MAX_PACKET
 from ..engine.files import binlog_name, ibb_file_no, list_binlogs
 from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
 from .client import BinlogClient
-from .groups import CONTROL_EVENTS, EventGroup, GroupAssembler
+from ..codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler
 from .net import ConnectionOptions
 
 PURGED = (
@@ -304,26 +301,22 @@ class ArchiveReader:
             self.idle = True
             return
 
-    def _group(self, stored: StoredGroup) -> EventGroup | None:
-        return self.convert(stored, self.pages.name(stored.record.file_no))
+    def _group(self, stored: EventGroup) -> EventGroup | None:
+        return self.convert(stored)
 
-    def convert(self, stored: StoredGroup, name: str) -> EventGroup | None:
-        """The event group of a stored COMMIT record (None for a restart marker, whose
+    def convert(self, stored: EventGroup) -> EventGroup | None:
+        """A stored group as the replica's (None for a restart marker, whose
         Format_description becomes :attr:`fd`)."""
-        raw_events = list(stored.events())
-        if not raw_events:
-            return None
-        if raw_events[0][4] != GTID_EVENT:
-            if raw_events[0][4] == FORMAT_DESCRIPTION_EVENT:  # restart marker
-                event = decode_event(raw_events[0])
+        if stored.gtid is None:
+            head = next(stored.raw_events(), None)
+            if head is not None and head[4] == FORMAT_DESCRIPTION_EVENT:  # restart marker
+                event = decode_event(head)
                 assert isinstance(event, FormatDescriptionEvent)
                 self.fd = event
             return None
-        ctx = self.fd.context() if self.fd is not None else DEFAULT_CONTEXT
-        events = [decode_event(raw, 0, None, ctx) for raw in raw_events]
-        gtid_event = events[0]
-        gtid = Gtid(gtid_event.domain_id, gtid_event.server_id, gtid_event.seq_no)  # type: ignore[attr-defined]
-        return EventGroup(gtid, events, raw_events, self.fd, name, 0)
+        stored.data()  # out-of-band data read here, where a torn page is retried
+        stored.fd = self.fd
+        return stored
 
 
 class ArchiveSource:

@@ -27,23 +27,14 @@ import pyarrow as pa
 from ..codec.columns import ABSENT
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
-    BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
     FL_GROUP_COMMIT_ID,
-    FL_STANDALONE,
-    FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
-    GTID_LIST_EVENT,
-    HEARTBEAT_LOG_EVENT,
     QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
-    ROTATE_EVENT,
     ROWS_KIND,
-    START_ENCRYPTION_EVENT,
-    STOP_EVENT,
     TABLE_MAP_EVENT,
-    XA_PREPARE_LOG_EVENT,
     XID_EVENT,
     AnnotateRowsEvent,
     Event,
@@ -56,6 +47,7 @@ from ..codec.events import (
     read_header,
 )
 from ..codec.events.header import reframe
+from ..codec.groups import CONTROL_EVENTS, GroupBoundary
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
 from ..codec.rows import FastRowDecoder, map_builder, repeat_per_row, row_decoder
 from ..codec.events.stream import EventStreamDecoder
@@ -87,21 +79,6 @@ MAX_BATCH_BYTES = 32 << 20
 #: Times a split is read on past a page that reads as unwritten or torn inside it (a live
 #: writer's page rewrite) before that page counts as damage.
 _REREADS = 4
-
-#: Events that stand outside event groups (they end any group in progress).
-META_EVENTS = frozenset(
-    (
-        FORMAT_DESCRIPTION_EVENT,
-        ROTATE_EVENT,
-        STOP_EVENT,
-        GTID_LIST_EVENT,
-        BINLOG_CHECKPOINT_EVENT,
-        START_ENCRYPTION_EVENT,
-        HEARTBEAT_LOG_EVENT,
-    )
-)
-_END_QUERIES = frozenset((b"COMMIT", b"ROLLBACK"))
-
 
 class Group(NamedTuple):
     """The event group an event belongs to: its GTID, commit id, GTID-event time and flags,
@@ -142,16 +119,6 @@ class Item(NamedTuple):
     length: int
 
 
-def ends_group(event: Event) -> bool:
-    """True for the events that close a legacy event group (Xid, COMMIT/ROLLBACK, XA_prepare)."""
-    code = event.type_code
-    if code == XID_EVENT or code == XA_PREPARE_LOG_EVENT:
-        return True
-    if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
-        return event.query.strip().upper() in _END_QUERIES  # type: ignore[attr-defined]
-    return False
-
-
 class SplitReader:
     """The events a split owns, in order; ``decoder`` holds the table maps of the current group."""
 
@@ -188,17 +155,17 @@ class SplitReader:
         dec = self.decoder
         group: Group | None = None
         keep = False
-        left: int | None = None  # events left in a standalone group
+        boundary = GroupBoundary()
         entered = split.start <= 4  # a split inside the file starts at its first group
         try:
             for event in legacy_events(data, max(split.start, 4), split.end, dec, self.skip):
                 pos: int = event.position  # type: ignore[assignment]
                 code = event.type_code
-                if pos >= split.end and (group is None or code == GTID_EVENT or code in META_EVENTS):
+                if pos >= split.end and (group is None or code == GTID_EVENT or code in CONTROL_EVENTS):
                     break  # the next split owns what starts here; a group in progress is finished
                 if pos < split.start:
                     continue  # the Format_description read for its checksum setting
-                if code == GTID_EVENT or code in META_EVENTS:
+                if code == GTID_EVENT or code in CONTROL_EVENTS:
                     entered = True
                 elif not entered:
                     continue  # the tail of a group that started in the previous split
@@ -207,21 +174,20 @@ class SplitReader:
                     assert isinstance(event, GtidEvent)
                     group = group_of(event, split.file_no, pos)
                     keep = flt.accepts(group.domain, group.server, group.seq, group.timestamp)
-                    left = 1 if event.flags2 & FL_STANDALONE else None
+                    boundary.start(event.flags2)
                     if keep:
                         yield Item(pos, 0, event, self._legacy_raw(data, pos, length), group, length)
                     continue
-                if code in META_EVENTS:
+                if code in CONTROL_EVENTS:
                     group = None
+                    boundary.cut()
                 if group is None:
                     if self._keep_outside(event):
                         yield Item(pos, 0, event, self._legacy_raw(data, pos, length), None, length)
                     continue
                 if keep:
                     yield Item(pos, 0, event, self._legacy_raw(data, pos, length), group, length)
-                if left is not None:
-                    left -= 1
-                if left == 0 or ends_group(event):
+                if boundary.end_after(code, event.query if isinstance(event, QueryEvent) else None):
                     group = None
         except DecodeError as err:
             if isinstance(err, TruncatedError) and err.offset is not None and err.offset >= split.end:
@@ -283,7 +249,7 @@ class SplitReader:
     def _ibb_group(self, group_data: EventGroup, offset: int, source: PageSource) -> Iterator[Item]:
         split, dec, flt = self.split, self.decoder, self.options.filter
         name = source.name(split.file_no)
-        raws = group_data.events()
+        raws = group_data.raw_events()
         group: Group | None = None
         try:
             for index, raw in enumerate(raws):

@@ -26,8 +26,8 @@ from typing import Any
 from ..codec.events import CHECKSUM_OFF, FL_DDL, FL_STANDALONE
 from ..codec.gtid import Gtid
 from ..codec.events.stream import EventStreamDecoder
+from ..codec.groups import EventGroup
 from ..replication.apply import PositionTable, Replicator, TargetSession
-from ..replication.groups import EventGroup
 from ..replication.net import ConnectionOptions
 
 _ORDER = ("file_no", "position")
@@ -40,7 +40,7 @@ def event_group(row: Any) -> EventGroup:
     raw = [bytes(data) for data in row["events"]]
     events = [decoder.decode(data, 0) for data in raw]
     gtid = Gtid(row["domain_id"], row["gtid_server_id"], row["seq_no"])
-    return EventGroup(gtid, events, raw, None, row["source_file"], 0)
+    return EventGroup(gtid, raw=raw, events=events, source=row["source_file"])
 
 
 def apply_groups(rows: Iterable[Any], target: str, channel: str, preserve_gtids: bool) -> Iterator[tuple[int, int]]:

@@ -41,7 +41,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..codec.events import GTID_EVENT, GtidEvent
+from ..codec.events import GTID_EVENT, GtidEvent, QueryEvent
+from ..codec.groups import CONTROL_EVENTS, GroupBoundary
 from ..codec.gtid import BinlogState, Gtid, GtidList
 from ..codec.ibb import PAGE_SIZE, RecordReader, RecordType
 from ..codec.ibb.state import commit_gtid
@@ -53,7 +54,7 @@ from .fs import ByteWindow, Listing, Storage, discover, is_file, is_remote, loca
 from .options import ScanOptions
 from .plan import Split, pack
 from .partition import BinlogPartition, read_partition
-from .read import META_EVENTS, ends_group, history_source, history_text
+from .read import history_source, history_text
 
 Offset = dict[str, Any]
 
@@ -274,7 +275,7 @@ def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max
         complete = True
         try:
             pending: Gtid | None = None
-            left: int | None = None
+            boundary = GroupBoundary()
             for event in legacy_events(data, max(offset, 4), data.size, EventStreamDecoder(verify_checksum=False)):
                 pos, stop = event.position, event.end_position
                 assert pos is not None and stop is not None
@@ -284,15 +285,15 @@ def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max
                 if code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)
                     pending = Gtid(event.domain_id, event.server_id, event.seq_no)
-                    left = 1 if event.standalone else None
+                    boundary.start(event.flags2)
                     continue
-                if pending is not None and code not in META_EVENTS:
-                    left = None if left is None else left - 1
-                    if left != 0 and not ends_group(event):
+                if pending is not None and code not in CONTROL_EVENTS:
+                    if not boundary.end_after(code, event.query if isinstance(event, QueryEvent) else None):
                         continue
                     state.update(pending)
                     seen += 1
                 pending = None
+                boundary.cut()
                 moved += stop - pos
                 name, end = os.path.basename(f.path), stop
                 if (groups is not None and seen >= groups) or (max_bytes is not None and moved >= max_bytes):

@@ -52,6 +52,8 @@ from ..codec.events import (
     GTID_EVENT,
     GTID_LIST_EVENT,
     HEARTBEAT_LOG_EVENT,
+    QUERY_COMPRESSED_EVENT,
+    QUERY_EVENT,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     STOP_EVENT,
@@ -61,6 +63,7 @@ from ..codec.events import (
     RotateEvent,
     reframe,
 )
+from ..codec.groups import GroupBoundary
 from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
 from ..engine.redo import REDO_NAME, fsync_dir
@@ -344,6 +347,9 @@ class LegacyToIbb(EventSink):
         self.gtid_event: Any = None
         self.gtid_when = 0
         self.groups = 0
+        #: Where a group ends: the codec's one rule (a group cut off by the next GTID event or a
+        #: server restart is committed as far as it goes).
+        self.boundary = GroupBoundary()
 
     def print_event(self, ev: Any) -> None:
         code = ev.type_code
@@ -352,6 +358,7 @@ class LegacyToIbb(EventSink):
             self.gtid_event = ev.decoded()
             self.gtid_when = ev.when
             self.trx = self.engine.begin()
+            self.boundary.start(self.gtid_event.flags2)
             return
         if code == FORMAT_DESCRIPTION_EVENT:
             self._commit()
@@ -367,6 +374,9 @@ class LegacyToIbb(EventSink):
                 offset=ev.position,
             )
         self.out.append(_ibb_event(ev))
+        query = ev.decoded().query if code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT) else None
+        if self.boundary.end_after(code, query):
+            self._commit()
 
     def drain(self) -> None:
         """Hand the events gathered so far to the engine's transaction (spilled out-of-band when large)."""

@@ -34,19 +34,18 @@ from typing import Any
 from ..codec import columns as C
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
-    FL_STANDALONE,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
     ROWS_KIND,
     TABLE_MAP_EVENT,
-    XID_EVENT,
 )
+from ..codec.groups import GroupBoundary
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
-from .jsonout import TableView, json_value
+from .jsonout import TableView, TableViews, json_value
 from .dump.sink import EventSink
 
 log = logging.getLogger(__name__)
@@ -110,9 +109,10 @@ class DebeziumWriter:
         self.database = database
         self.table_filter = table
         self.tables: dict[int, tuple[TableView, Any]] = {}
+        self.views = TableViews()
         self.gtid: str | None = None
-        self.group_open = False
-        self.standalone = False
+        #: Where the current group ends: the codec's one rule.
+        self.boundary = GroupBoundary()
         self.query: str | None = None
         self.file = ""
         self.statements = 0
@@ -130,7 +130,7 @@ class DebeziumWriter:
             "sequence": None,
             "table": table,
             "server_id": ev.server_id,
-            "gtid": self.gtid if self.group_open else None,
+            "gtid": self.gtid if self.boundary.open else None,
             "file": self.file,
             "pos": ev.position,
             "row": row,
@@ -149,7 +149,8 @@ class DebeziumWriter:
         if code == GTID_EVENT:
             g = ev.decoded()
             self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
-            self.group_open, self.standalone, self.query = True, bool(g.flags2 & FL_STANDALONE), None
+            self.boundary.start(g.flags2)
+            self.query = None
             self.thread = g.thread_id  # logged by MariaDB 11.x+ GTID events; None before
             return []
         out: list[dict[str, Any]] = []
@@ -157,23 +158,24 @@ class DebeziumWriter:
             q = ev.decoded()
             self.thread = q.thread_id
             out = self._query(ev, q)
-            if self.standalone or bytes(q.query).upper() in (b"COMMIT", b"ROLLBACK"):
-                self.group_open = False
+            self.boundary.end_after(code, bytes(q.query))
         elif code == ANNOTATE_ROWS_EVENT:
             self.query = bytes(ev.decoded().query).decode("utf-8", "replace")
         elif code == TABLE_MAP_EVENT:
-            tm = self.schema.typed_map(ev.decoded(), self.gtid if self.group_open else None)
-            self.tables[tm.table_id] = (TableView(tm), tm)
+            decoded = ev.decoded()
+            tm = self.schema.typed_map(decoded, self.gtid if self.boundary.open else None)
+            view = self.views.view(ev.body(), tm, decoded)
+            self.tables[tm.table_id] = (view, view.event)
         elif code in ROWS_KIND:
             out = self._rows(ev)
-        elif code == XID_EVENT:
-            self.group_open, self.query = False, None
         elif code == FORMAT_DESCRIPTION_EVENT:
             self.tables.clear()
+        if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT and self.boundary.end_after(code):
+            self.query = None
         return out
 
     def _query(self, ev: Any, q: Any) -> list[dict[str, Any]]:
-        gtid = self.gtid if self.group_open else None
+        gtid = self.gtid if self.boundary.open else None
         changed = self.schema.observe_query(q, file=self.file, pos=ev.position, gtid=gtid)
         database = bytes(q.database).decode("utf-8", "replace")
         text = bytes(q.query).decode("utf-8", "replace")

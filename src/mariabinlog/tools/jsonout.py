@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import json
 import math
 import os
@@ -72,7 +73,6 @@ from ..codec.events import (
     FL_COMPLETED_XA,
     FL_GROUP_COMMIT_ID,
     FL_PREPARED_XA,
-    FL_STANDALONE,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     GTID_LIST_EVENT,
@@ -88,6 +88,7 @@ from ..codec.events import (
     XID_EVENT,
     event_type_name,
 )
+from ..codec.groups import GroupBoundary
 from ..codec.rows import (
     ABSENT,
     MysqlDate,
@@ -126,7 +127,9 @@ def text_or_bytes(value: bytes) -> str | dict[str, str]:
         return _bytes(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def _iso_time(epoch: int) -> str:
+    """``epoch`` as ISO 8601 UTC (cached: the events of a group, and groups, share their second)."""
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -184,6 +187,35 @@ def json_value(value: Any, column: _Column) -> Any:
         moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC)
         return moment.strftime("%Y-%m-%dT%H:%M:%S") + _frac(value.microsecond) + "Z"
     return str(value)
+
+
+class TableViews:
+    """The :class:`TableView` of each Table_map event, made once per distinct map: a binlog repeats
+    the same Table_map in every transaction, and a view (with its row decoder, compiled on
+    first use) costs more than the rows of a small one."""
+
+    __slots__ = ("_views",)
+
+    #: Distinct maps kept (a new one beyond that starts the cache afresh).
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._views: dict[tuple[bytes, int], tuple[Any, TableView]] = {}
+
+    def view(self, body: bytes, tm: Any, decoded: Any) -> TableView:
+        """The view of ``tm``: the map ``decoded`` from the event body ``body``, or the typed copy
+        a schema history made of it (whose metadata the history keeps, one object per table
+        version)."""
+        metadata = tm.optional_metadata if tm is not decoded else None
+        key = (body, id(metadata))
+        found = self._views.get(key)
+        if found is not None and found[0] is metadata:
+            return found[1]
+        if len(self._views) >= self.LIMIT:
+            self._views.clear()
+        view = TableView(tm)
+        self._views[key] = (metadata, view)
+        return view
 
 
 class TableView:
@@ -262,9 +294,10 @@ class JsonSink(EventSink):
         self.database = opts.database
         self.table_filter = opts.table
         self.tables: dict[int, TableView] = {}
+        self.views = TableViews()
         self.gtid: str | None = None
-        self.group_open = False
-        self.standalone = False
+        #: Where the current group ends: the codec's one rule.
+        self.boundary = GroupBoundary()
         self.current_db = ""
         self.display_name = ""
 
@@ -294,27 +327,23 @@ class JsonSink(EventSink):
         if code == GTID_EVENT:
             g = ev.decoded()
             self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
-            self.group_open = True
-            self.standalone = bool(g.flags2 & FL_STANDALONE)
+            self.boundary.start(g.flags2)
             obj["gtid"] = self.gtid
-            obj.update(domain_id=g.domain_id, seq_no=g.seq_no, standalone=self.standalone, flags2=g.flags2)
+            obj.update(domain_id=g.domain_id, seq_no=g.seq_no, standalone=self.boundary.standalone, flags2=g.flags2)
             if g.flags2 & FL_GROUP_COMMIT_ID:
                 obj["commit_id"] = g.commit_id
             if g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
                 obj["xid"] = _xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual)
             self._emit(obj)
             return
-        obj["gtid"] = self.gtid if self.group_open else None
-        ends_group = False
+        obj["gtid"] = self.gtid if self.boundary.open else None
         if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
             q = ev.decoded()
             database = q.database.decode("utf-8", "replace")
-            if self.standalone or q.query.upper() in (b"COMMIT", b"ROLLBACK"):
-                ends_group = True
+            self.boundary.end_after(code, q.query)
             if self.schema is not None:
                 self.schema.observe_query(q, file=self.display_name, pos=ev.position, gtid=obj["gtid"])
             if not self._accept(database):
-                self._after(ends_group)
                 return
             obj.update(
                 database=database,
@@ -324,10 +353,10 @@ class JsonSink(EventSink):
                 error_code=q.error_code,
             )
         elif code == TABLE_MAP_EVENT:
-            tm = ev.decoded()
+            decoded = tm = ev.decoded()
             if self.schema is not None:
                 tm = self.schema.typed_map(tm, obj["gtid"])
-            table = self.tables[tm.table_id] = TableView(tm)
+            table = self.tables[tm.table_id] = self.views.view(ev.body(), tm, decoded)
             if not self._accept(table.database, table.table):
                 return
             obj.update(table_id=tm.table_id, database=table.database, table=table.table, columns=table.describe())
@@ -358,11 +387,9 @@ class JsonSink(EventSink):
                 )
         elif code == XID_EVENT:
             obj["xid"] = ev.decoded().xid
-            ends_group = True
         elif code == XA_PREPARE_LOG_EVENT:
             x = ev.decoded()
             obj.update(xid=_xid(x.format_id, x.gtrid, x.bqual), one_phase=x.one_phase)
-            ends_group = True
         elif code == ANNOTATE_ROWS_EVENT:
             obj["query"] = text_or_bytes(ev.decoded().query)
         elif code == FORMAT_DESCRIPTION_EVENT:
@@ -373,7 +400,6 @@ class JsonSink(EventSink):
                 created=fd.create_timestamp,
             )
             self.tables.clear()
-            ends_group = True
         elif code == GTID_LIST_EVENT:
             obj["gtids"] = [f"{d}-{s}-{n}" for d, s, n in ev.decoded().gtids]
         elif code == BINLOG_CHECKPOINT_EVENT:
@@ -391,12 +417,8 @@ class JsonSink(EventSink):
             uv = ev.decoded()
             obj.update(name=text_or_bytes(uv.var_name), value=_user_var_value(uv))
         self._emit(obj)
-        self._after(ends_group)
-
-    def _after(self, ends_group: bool) -> None:
-        if ends_group:
-            self.group_open = False
-            self.standalone = False
+        if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
+            self.boundary.end_after(code)
 
     def _emit(self, obj: dict[str, Any]) -> None:
         self.out.append(_dumps(obj).encode("utf-8") + b"\n")

@@ -170,6 +170,7 @@ from .transaction import (
     GtidEvent,
     GtidListEvent,
     serialize_xid,
+    stored_gtid_event,
     XaPrepareEvent,
     XidEvent,
 )

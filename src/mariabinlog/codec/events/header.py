@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable
 from typing import ClassVar
 
-from ...errors import EncryptedBinlogError
+from ...errors import EncryptedBinlogError, TruncatedError
 from ..primitives import Buffer, U32
 
 HEADER = struct.Struct("<IBIIIH")
@@ -303,6 +303,22 @@ class UnknownEvent(Event):
     def encode_body(self) -> bytes:
         return self.body
 _ROWS_V2 = {WRITE_ROWS_EVENT, UPDATE_ROWS_EVENT, DELETE_ROWS_EVENT, WRITE_ROWS_COMPRESSED_EVENT, UPDATE_ROWS_COMPRESSED_EVENT, DELETE_ROWS_COMPRESSED_EVENT}
+
+def split_events(buf: Buffer, pos: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each event in a checksum-less event stream (e.g. an `.ibb` event group);
+    a stream the events do not frame raises :class:`TruncatedError` at the first bad event."""
+    end = len(buf) if end is None else end
+    spans = []
+    while pos < end:
+        if pos + HEADER_LEN > end:
+            raise TruncatedError("truncated event header", offset=pos, expected=f"{HEADER_LEN} header bytes")
+        length = U32.unpack_from(buf, pos + 9)[0]
+        if length < HEADER_LEN or pos + length > end:
+            raise TruncatedError(f"event length {length} overruns the data", offset=pos, expected=f"at most {end - pos} bytes")
+        spans.append((pos, pos + length))
+        pos += length
+    return spans
+
 
 def reframe(event: Buffer, *, log_pos: int | None = None, checksum: bool = False) -> bytes:
     """Event bytes (header + body, no CRC footer) with the length field fixed to what they

@@ -172,6 +172,22 @@ class GtidEvent(Event):
         return bytes(out)
 
 
+def stored_gtid_event(data: Buffer, length: int) -> bool:
+    """Whether the GTID event at the start of ``data`` (``length`` bytes, no footer) is, header
+    flags and ``log_pos`` aside, byte for byte what :meth:`GtidEvent.encode` makes of its own
+    decoding: the fixed layout (sequence number, domain, flags2, a commit id, zero padding; no
+    XA xid, no extra flags).  A writer that re-encodes GTID events may then copy it instead."""
+    if length < 19 + GTID_BODY_MIN or data[4] != GTID_EVENT:
+        return False
+    flags2 = data[31]
+    if flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
+        return False
+    used = 13 + (8 if flags2 & FL_GROUP_COMMIT_ID else 0)
+    if length != 19 + max(used, GTID_BODY_MIN):
+        return False
+    return not bytes(data[19 + used : length]).strip(b"\0")
+
+
 GTID_LIST_FLAG_UNTIL_REACHED = 1
 GTID_LIST_FLAG_IGN_GTIDS = 2
 _GTID_ENTRY = struct.Struct("<IIQ")

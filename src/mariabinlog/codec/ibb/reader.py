@@ -29,8 +29,11 @@ from .page import (
     chunk_at,
     decode_header_page,
 )
-from .records import CommitRecord, OobData, OobRef, RecordPayload, decode_record, iter_events
+from ..events import GTID_EVENT
+from ..framing import event_offsets
+from ..groups import EventGroup, gtid_of
 from ..primitives import Buffer
+from .records import CommitRecord, OobData, OobRef, RecordPayload, decode_record
 
 MAX_OOB_DEPTH = 4096
 """Traversal stack bound: a valid forest needs at most the sum of its tree heights (< 2100)."""
@@ -306,7 +309,8 @@ class RecordReader:
                 )
 
     def event_groups(self) -> Iterator[EventGroup]:
-        """The COMMIT records as event groups; other record types are skipped."""
+        """The COMMIT records as event groups; other record types are skipped.  A group's
+        ``gtid`` is None for a COMMIT record without a GTID event (a restart marker)."""
         for record in self:
             if record.type == RecordType.COMMIT:
                 yield self.group(record)
@@ -320,38 +324,30 @@ class RecordReader:
             raise _reanchor(
                 err, f"{err.reason} in COMMIT record header", self._pages.name(record.file_no), record.offset
             ) from None
-        return EventGroup(record, commit, self._pages)
+        data = commit.data
+        gtid = None
+        if len(data) >= 32 and data[4] == GTID_EVENT:
+            try:
+                gtid = gtid_of(data)[0]
+            except DecodeError as err:
+                raise err.located(self._pages.name(record.file_no), record.offset) from None
+        if not commit.forests:
+            return EventGroup(gtid, data, event_offsets(data), source=self._pages.name(record.file_no), record=record,
+                              commit=commit)
+        pages = self._pages
+        return EventGroup(gtid, pieces=lambda: _stored_pieces(pages, record, commit),
+                          source=self._pages.name(record.file_no), record=record, commit=commit)
 
 
-class EventGroup:
-    """One committed event group: its COMMIT record and lazily read OOB data.
-
-    Data order (§6.1): the commit record's event data, then the nodes of
-    forest 1 in node order, then those of forest 2.
-    """
-
-    __slots__ = ("record", "commit", "_pages")
-
-    def __init__(self, record: Record, commit: CommitRecord, pages: _Pages) -> None:
-        self.record = record
-        self.commit = commit
-        self._pages = pages
-
-    def pieces(self) -> Iterator[bytes]:
-        """The event stream in pieces; OOB nodes are read only as the iteration reaches them."""
-        if self.commit.data:
-            yield self.commit.data
-        bound = (self.record.file_no, self.record.offset)
-        for forest in self.commit.forests:
-            yield from _forest_pieces(self._pages, forest, bound)
-
-    def data(self) -> bytes:
-        """The whole event stream joined (for groups that fit in memory)."""
-        return b"".join(self.pieces())
-
-    def events(self) -> Iterator[bytes]:
-        """The events of the group, one bytes object each."""
-        return iter_events(self.pieces())
+def _stored_pieces(pages: _Pages, record: Record, commit: CommitRecord) -> Iterator[bytes]:
+    """A stored group's event data in pieces (§6.1): the commit record's event data, then the
+    nodes of forest 1 in node order, then those of forest 2; OOB nodes are read only as the
+    iteration reaches them."""
+    if commit.data:
+        yield commit.data
+    bound = (record.file_no, record.offset)
+    for forest in commit.forests:
+        yield from _forest_pieces(pages, forest, bound)
 
 
 def _dangling(pages: _Pages, file_no: int, offset: int, why: str) -> CorruptRecordError:

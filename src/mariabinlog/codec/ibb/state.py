@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from ...errors import DecodeError
 from ..events import GTID_EVENT, GtidEvent, decode_event
+from ..groups import gtid_of
 from ..gtid import BinlogState, ConnectState, Gtid
 from .page import FLAG_CONT, PAGE_SIZE_SHIFT, TYPE_MASK, IbbHeader, RecordType, chunk_at, decode_header_page
 from .reader import PageSource, RecordReader
@@ -135,9 +136,11 @@ def commit_gtid(payload: bytes | bytearray | memoryview) -> Gtid | None:
     data = CommitRecord.decode(payload).data
     if len(data) < _EVENT_HEADER or data[4] != GTID_EVENT:
         return None
-    event = decode_event(data, 0, int.from_bytes(data[9:13], "little"))
-    assert isinstance(event, GtidEvent)
-    return Gtid(event.domain_id, event.server_id, event.seq_no)
+    if len(data) < _EVENT_HEADER + 13 or int.from_bytes(data[9:13], "little") < _EVENT_HEADER + 13:
+        event = decode_event(data, 0, int.from_bytes(data[9:13], "little"))  # raises the decoder's error
+        assert isinstance(event, GtidEvent)
+        return Gtid(event.domain_id, event.server_id, event.seq_no)
+    return gtid_of(data)[0]
 
 
 def seek_gtid(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from ...errors import FramingError, MalformedPacketError, PacketTooLargeError
+from ..framing import SCAN_EVENT
 from ..primitives import Buffer
 
 # --------------------------------------------------------------------------- constants
@@ -190,6 +191,18 @@ class PacketFramer:
         self._pos = 0
         self._inspected = -1
         return data
+
+    def scan_events(self, scanner: Any, limit: int, expected: int) -> tuple[list[Any], int, int]:
+        """Event groups of the buffered dump-stream event packets, cut by a
+        :class:`~mariabinlog.codec.framing.Scanner` (the fast path): ``(groups, the sequence id
+        after the last packet taken or -1, why the scan stopped)``.  Only packets with the
+        ``expected`` sequence ids are taken; the rest stay buffered for :meth:`next_packet`,
+        whose caller names what is wrong with them."""
+        if self._parts:
+            return [], -1, SCAN_EVENT  # a multi-part packet in progress: the slow path's
+        groups, pos, following, stop = scanner.scan_packets(self._buf, self._pos, len(self._buf), expected, limit)
+        self._pos = pos
+        return groups, following, stop
 
     def next_packet(self) -> tuple[int, bytes] | None:
         """``(sequence id of the first part, payload)`` of the next complete packet, or None."""

@@ -46,7 +46,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from ...errors import (
     DecodeError,
@@ -60,6 +60,8 @@ from ...errors import (
 from .ed25519 import ED25519
 from .ed25519 import sign as ed25519_sign
 from .ed25519 import verify as ed25519_verify
+from ..framing import SCAN_EVENT, encode_dump
+from ..groups import EventGroup
 from .packets import (
     AuthMoreData,
     AuthSwitchRequest,
@@ -490,6 +492,17 @@ class ClientProtocol(_Machine[ClientState]):
     def next_event(self) -> ClientEvent | _NeedData:
         """The next protocol event, or :data:`NEED_DATA`."""
         return self._next()  # type: ignore[return-value]
+
+    def dump_groups(self, scanner: Any, limit: int = 256) -> tuple[list[Any], int]:
+        """The fast path of a dump: event groups straight from the buffered event packets (see
+        :class:`~mariabinlog.codec.framing.Scanner`), ``(group tuples, why the scan stopped)``.
+        What it leaves (a control event, an error, EOF) :meth:`next_event` reads as always."""
+        if self.state is not ClientState.DUMPING or self.semi_sync or self._own_sequence:
+            return [], SCAN_EVENT
+        groups, following, stop = self.framer.scan_events(scanner, limit, self._seq)
+        if following >= 0:
+            self._seq = following
+        return groups, stop
 
     def _interpret(self, payload: bytes) -> ClientEvent | None:
         """The event for ``payload``; None when the packet only continues a result set."""
@@ -924,6 +937,14 @@ class ServerProtocol(_Machine[ServerState]):
         else:
             prefix = b"\0"
         return self._packet(prefix + bytes(event))
+
+    def send_group(self, group: EventGroup, log_pos: int, checksum: bool, skip_annotate: bool) -> tuple[bytes, int]:
+        """A whole event group's event packets at once (:func:`~mariabinlog.codec.framing.encode_dump`:
+        each event's ``log_pos`` its end counted from ``log_pos``, 0 keeps 0; CRC32 footers when
+        ``checksum``; Annotate_rows left out when ``skip_annotate``), and the position after it."""
+        self._move("send_event")
+        packets, end, self._seq = encode_dump(group.data(), group.offsets, log_pos, checksum, self._seq, skip_annotate)
+        return packets, end
 
     def send_eof(self) -> bytes:
         """End a non-blocking dump."""

@@ -215,7 +215,9 @@ class Dumper:
         self.out_stream.write(data)
 
     def _writelines(self, items: list[bytes]) -> None:
-        self.out_stream.writelines(items)
+        # One join and one write: writelines() costs a buffered write call per item, and the
+        # printer's items are short lines (a fifth of an OLTP -v dump went to that).
+        self.out_stream.write(b"".join(items))
 
     # ------------------------------------------------------------------ main loop
 

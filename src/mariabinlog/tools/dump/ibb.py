@@ -151,7 +151,7 @@ class IbbStream:
                 loop.stop_reached = True
                 return OK_STOP
             try:
-                for raw in group.events():
+                for raw in group.raw_events():
                     if len(raw) < 19 or _U32.unpack_from(raw, 9)[0] != len(raw):
                         raise DecodeError(
                             "event length does not match its data",

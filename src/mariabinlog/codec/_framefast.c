@@ -1,0 +1,478 @@
+/* The compiled event path: framing, CRC32, GTID and group assembly in one pass.
+ *
+ * mariabinlog.codec.framing is the pure-Python twin with the same API and results (one test
+ * suite runs both; MARIABINLOG_PURE_PYTHON=1 forces the pure one).  A Scanner walks legacy
+ * events (a file's bytes) or a dump stream's event packets, checks each event's CRC32 footer,
+ * and cuts them into event groups by the codec's one rule (codec/groups.py ends_group): one
+ * Python object per group, none per event.  Anything it does not handle itself (a control
+ * event, a damaged event, a packet that is not an event, a group cut off) stops the scan at
+ * that event, so the caller's slow path deals with it exactly as before.
+ * encode_dump() is the way back: a group's events as dump-stream packets with positions and
+ * CRC32 footers, for the binlog server.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Bump with _FAST_VERSION in framing.py whenever the API or the results change. */
+#define FAST_VERSION 1
+
+enum {
+    START_EVENT_V3 = 1, QUERY_EVENT = 2, STOP_EVENT = 3, ROTATE_EVENT = 4, FORMAT_DESCRIPTION_EVENT = 15,
+    XID_EVENT = 16, HEARTBEAT_LOG_EVENT = 27, XA_PREPARE_LOG_EVENT = 38, ANNOTATE_ROWS_EVENT = 160,
+    BINLOG_CHECKPOINT_EVENT = 161, GTID_EVENT = 162, GTID_LIST_EVENT = 163, START_ENCRYPTION_EVENT = 164,
+    QUERY_COMPRESSED_EVENT = 165,
+};
+#define FL_STANDALONE 0x01
+#define FL_COMPLETED_XA 0x80
+#define HEADER_LEN 19
+#define GTID_BODY_LEN 13
+#define MAX_PAYLOAD 0xFFFFFF
+
+/* Why a scan returned (framing.py has the same names). */
+enum { SCAN_END = 0, SCAN_MORE = 1, SCAN_EVENT = 2, SCAN_CUT = 3, SCAN_LIMIT = 4 };
+
+/* ------------------------------------------------------------------------------- CRC-32 */
+
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = crc_table[0][n];
+        for (int t = 1; t < 8; t++) {
+            c = crc_table[0][c & 0xFF] ^ (c >> 8);
+            crc_table[t][n] = c;
+        }
+    }
+}
+
+/* zlib's crc32(): slicing by eight, little-endian loads. */
+static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n && ((uintptr_t)p & 7)) {
+        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+        n--;
+    }
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+        lo ^= c;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static inline uint32_t le16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static inline uint32_t le24(const unsigned char *p) { return le16(p) | (uint32_t)p[2] << 16; }
+static inline uint32_t le32(const unsigned char *p) { return le24(p) | (uint32_t)p[3] << 24; }
+static inline uint64_t le64(const unsigned char *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+static inline void put32(unsigned char *p, uint32_t v) {
+    p[0] = v & 0xFF; p[1] = (v >> 8) & 0xFF; p[2] = (v >> 16) & 0xFF; p[3] = v >> 24;
+}
+
+static PyObject *framefast_crc32(PyObject *Py_UNUSED(self), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t c = crc32_of(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+/* ------------------------------------------------------------------------------- Scanner */
+
+typedef struct {
+    PyObject_HEAD
+    int checksum;          /* events end with a CRC32 footer */
+    int verify;            /* check it */
+    int query_header_len;  /* Query post-header length (13 for binlog v4) */
+    int open;              /* a group is open */
+    int standalone, xa_complete;
+    uint64_t seq;
+    uint32_t domain, server, timestamp, end_log_pos;
+    unsigned flags2;
+    unsigned char *buf;    /* the open group's events as stored: no footers, log_pos 0 */
+    Py_ssize_t len, cap;
+    Py_ssize_t *offs;      /* their start offsets */
+    Py_ssize_t noffs, offcap;
+} Scanner;
+
+static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"checksum", "verify", "query_header_len", NULL};
+    int checksum = 0, verify = 1, qhl = 13;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|ppi", kwlist, &checksum, &verify, &qhl)) return -1;
+    if (qhl < 13) {
+        PyErr_SetString(PyExc_ValueError, "query_header_len must be at least 13 (binlog v4)");
+        return -1;
+    }
+    self->checksum = checksum;
+    self->verify = verify;
+    self->query_header_len = qhl;
+    self->open = 0;
+    self->len = 0;
+    self->noffs = 0;
+    return 0;
+}
+
+static void Scanner_dealloc(Scanner *self) {
+    PyMem_Free(self->buf);
+    PyMem_Free(self->offs);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Append one event (``n`` bytes without footer) to the open group: length fixed, log_pos 0. */
+static int append_event(Scanner *s, const unsigned char *ev, Py_ssize_t n) {
+    if (s->len + n > s->cap) {
+        Py_ssize_t cap = s->cap ? s->cap : 4096;
+        while (cap < s->len + n) cap *= 2;
+        unsigned char *grown = PyMem_Realloc(s->buf, cap);
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        s->buf = grown;
+        s->cap = cap;
+    }
+    if (s->noffs + 1 > s->offcap) {
+        Py_ssize_t cap = s->offcap ? s->offcap * 2 : 16;
+        Py_ssize_t *grown = PyMem_Realloc(s->offs, cap * sizeof(Py_ssize_t));
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        s->offs = grown;
+        s->offcap = cap;
+    }
+    unsigned char *dst = s->buf + s->len;
+    memcpy(dst, ev, n);
+    put32(dst + 9, (uint32_t)n);
+    memset(dst + 13, 0, 4);
+    s->offs[s->noffs++] = s->len;
+    s->len += n;
+    return 0;
+}
+
+/* The finished group: (data, offsets, domain, server, seq, flags2, timestamp, end_log_pos). */
+static PyObject *take_group(Scanner *s) {
+    PyObject *data = PyBytes_FromStringAndSize((const char *)s->buf, s->len);
+    PyObject *offsets = PyTuple_New(s->noffs + 1);
+    if (!data || !offsets) goto fail;
+    for (Py_ssize_t i = 0; i <= s->noffs; i++) {
+        PyObject *v = PyLong_FromSsize_t(i < s->noffs ? s->offs[i] : s->len);
+        if (!v) goto fail;
+        PyTuple_SET_ITEM(offsets, i, v);
+    }
+    PyObject *group = Py_BuildValue("(NNkkKIkk)", data, offsets, (unsigned long)s->domain, (unsigned long)s->server,
+                                    (unsigned long long)s->seq, s->flags2, (unsigned long)s->timestamp,
+                                    (unsigned long)s->end_log_pos);
+    s->open = 0;
+    s->len = 0;
+    s->noffs = 0;
+    return group;
+fail:
+    Py_XDECREF(data);
+    Py_XDECREF(offsets);
+    return NULL;
+}
+
+static int upper_is(const unsigned char *p, const char *word, int n) {
+    for (int i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c >= 'a' && c <= 'z') c -= 32;
+        if (c != (unsigned char)word[i]) return 0;
+    }
+    return 1;
+}
+
+/* One framed event of ``n`` bytes (footer included when the stream has one): 0 when taken
+ * (a finished group appended to ``groups``), a SCAN_* code to leave it to the caller, -1 on error. */
+static int take_event(Scanner *s, const unsigned char *ev, Py_ssize_t n, PyObject *groups) {
+    if (n < HEADER_LEN || le32(ev + 9) != (uint32_t)n) return SCAN_EVENT;
+    Py_ssize_t end = n;
+    if (s->checksum) {
+        if (n < HEADER_LEN + 4) return SCAN_EVENT;
+        end = n - 4;
+        if (s->verify && crc32_of(ev, end) != le32(ev + end)) return SCAN_EVENT;
+    }
+    unsigned code = ev[4];
+    switch (code) {
+    case START_EVENT_V3: case STOP_EVENT: case ROTATE_EVENT: case FORMAT_DESCRIPTION_EVENT:
+    case HEARTBEAT_LOG_EVENT: case BINLOG_CHECKPOINT_EVENT: case GTID_LIST_EVENT: case START_ENCRYPTION_EVENT:
+        return SCAN_EVENT;
+    }
+    if (code == GTID_EVENT) {
+        if (s->open) return SCAN_CUT;
+        if (end < HEADER_LEN + GTID_BODY_LEN) return SCAN_EVENT;
+        s->seq = le64(ev + 19);
+        s->domain = le32(ev + 27);
+        s->flags2 = ev[31];
+        s->server = le32(ev + 5);
+        s->timestamp = le32(ev);
+        s->standalone = (s->flags2 & FL_STANDALONE) != 0;
+        s->xa_complete = (s->flags2 & FL_COMPLETED_XA) != 0;
+        s->len = 0;
+        s->noffs = 0;
+        if (append_event(s, ev, end) < 0) return -1;
+        s->end_log_pos = le32(ev + 13);
+        s->open = 1;
+        return 0;
+    }
+    if (!s->open) return SCAN_EVENT;
+    int ends = 0;
+    if (code == XID_EVENT || code == XA_PREPARE_LOG_EVENT) {
+        ends = 1;
+    } else if (code == QUERY_EVENT || code == QUERY_COMPRESSED_EVENT) {
+        if (s->standalone) {
+            ends = 1;
+        } else {
+            if (code == QUERY_COMPRESSED_EVENT) return SCAN_EVENT; /* the slow path decompresses it */
+            Py_ssize_t post = HEADER_LEN + s->query_header_len;
+            if (end < post) return SCAN_EVENT;
+            Py_ssize_t db_len = ev[HEADER_LEN + 8];
+            Py_ssize_t q = post + (Py_ssize_t)le16(ev + HEADER_LEN + 11) + db_len;
+            if (q >= end || ev[q] != 0) return SCAN_EVENT;
+            q++;
+            const unsigned char *text = ev + q;
+            Py_ssize_t len = end - q;
+            ends = (len == 6 && memcmp(text, "COMMIT", 6) == 0) || (len == 8 && memcmp(text, "ROLLBACK", 8) == 0) ||
+                   (s->xa_complete && len >= 9 && (upper_is(text, "XA COMMIT", 9) || upper_is(text, "XA ROLLBA", 9)));
+        }
+    }
+    if (append_event(s, ev, end) < 0) return -1;
+    s->end_log_pos = le32(ev + 13);
+    if (!ends) return 0;
+    PyObject *group = take_group(s);
+    if (!group) return -1;
+    int rc = PyList_Append(groups, group);
+    Py_DECREF(group);
+    return rc < 0 ? -1 : 0;
+}
+
+/* scan_events(buf, pos, end, limit) -> (groups, pos, stop): legacy events one after another. */
+static PyObject *Scanner_scan_events(Scanner *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t pos, end, limit = PY_SSIZE_T_MAX;
+    if (!PyArg_ParseTuple(args, "Onn|n", &obj, &pos, &end, &limit)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *groups = PyList_New(0);
+    if (!groups) { PyBuffer_Release(&view); return NULL; }
+    if (end > view.len) end = view.len;
+    const unsigned char *buf = view.buf;
+    int stop = SCAN_END;
+    while (pos < end) {
+        if (PyList_GET_SIZE(groups) >= limit) { stop = SCAN_LIMIT; break; }
+        if (end - pos < HEADER_LEN) { stop = SCAN_MORE; break; }
+        uint32_t length = le32(buf + pos + 9);
+        if (length < HEADER_LEN) { stop = SCAN_EVENT; break; }
+        if ((Py_ssize_t)length > end - pos) { stop = SCAN_MORE; break; }
+        int rc = take_event(self, buf + pos, length, groups);
+        if (rc < 0) { Py_DECREF(groups); PyBuffer_Release(&view); return NULL; }
+        if (rc) { stop = rc; break; }
+        pos += length;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(Nni)", groups, pos, stop);
+}
+
+/* scan_packets(buf, pos, end, seq, limit) -> (groups, pos, seq, stop): the event packets of a
+ * dump stream (``00`` + event each).  ``seq`` is the sequence id the next packet must carry, -1
+ * to take any; the result's ``seq`` is the id after the last packet taken (-1 if none). */
+static PyObject *Scanner_scan_packets(Scanner *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t pos, end, limit = PY_SSIZE_T_MAX;
+    int seq;
+    if (!PyArg_ParseTuple(args, "Onni|n", &obj, &pos, &end, &seq, &limit)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *groups = PyList_New(0);
+    if (!groups) { PyBuffer_Release(&view); return NULL; }
+    if (end > view.len) end = view.len;
+    const unsigned char *buf = view.buf;
+    int stop = SCAN_END, next = -1;
+    while (pos < end) {
+        if (PyList_GET_SIZE(groups) >= limit) { stop = SCAN_LIMIT; break; }
+        if (end - pos < 4) { stop = SCAN_MORE; break; }
+        uint32_t length = le24(buf + pos);
+        int packet_seq = buf[pos + 3];
+        if (length >= MAX_PAYLOAD || length < 1 + HEADER_LEN) { stop = SCAN_EVENT; break; }
+        if ((Py_ssize_t)length + 4 > end - pos) { stop = SCAN_MORE; break; }
+        if ((seq >= 0 && packet_seq != seq) || buf[pos + 4] != 0x00) { stop = SCAN_EVENT; break; }
+        int rc = take_event(self, buf + pos + 5, (Py_ssize_t)length - 1, groups);
+        if (rc < 0) { Py_DECREF(groups); PyBuffer_Release(&view); return NULL; }
+        if (rc) { stop = rc; break; }
+        pos += 4 + length;
+        next = (packet_seq + 1) & 0xFF;
+        if (seq >= 0) seq = next;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(Nnii)", groups, pos, next, stop);
+}
+
+/* discard() -> the open group's events so far, as a group tuple, or None: the scan drops it (a
+ * group cut off), or hands it to the caller's slow path to go on with. */
+static PyObject *Scanner_discard(Scanner *self, PyObject *Py_UNUSED(unused)) {
+    if (!self->open) Py_RETURN_NONE;
+    return take_group(self);
+}
+
+static PyObject *Scanner_get_open(Scanner *self, void *Py_UNUSED(closure)) { return PyBool_FromLong(self->open); }
+
+static PyObject *Scanner_get_checksum(Scanner *self, void *Py_UNUSED(closure)) { return PyBool_FromLong(self->checksum); }
+
+static int Scanner_set_checksum(Scanner *self, PyObject *value, void *Py_UNUSED(closure)) {
+    if (value == NULL) { PyErr_SetString(PyExc_AttributeError, "cannot delete checksum"); return -1; }
+    int on = PyObject_IsTrue(value);
+    if (on < 0) return -1;
+    self->checksum = on;
+    return 0;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"scan_events", (PyCFunction)Scanner_scan_events, METH_VARARGS,
+     "scan_events(buf, pos, end, limit=...) -> (groups, pos, stop): groups of legacy events."},
+    {"scan_packets", (PyCFunction)Scanner_scan_packets, METH_VARARGS,
+     "scan_packets(buf, pos, end, seq, limit=...) -> (groups, pos, seq, stop): groups of dump packets."},
+    {"discard", (PyCFunction)Scanner_discard, METH_NOARGS, "Drop the open group; its events so far (a group tuple) or None."},
+    {NULL},
+};
+
+static PyGetSetDef Scanner_getset[] = {
+    {"open", (getter)Scanner_get_open, NULL, "True while a group is open.", NULL},
+    {"checksum", (getter)Scanner_get_checksum, (setter)Scanner_set_checksum, "Events end with CRC32.", NULL},
+    {NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mariabinlog.codec._framefast.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Cuts legacy events or dump packets into event groups (see framing.py).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+    .tp_getset = Scanner_getset,
+};
+
+/* ------------------------------------------------------------------------------- encode_dump */
+
+/* encode_dump(data, offsets, log_pos, checksum, seq, skip_annotate) -> (bytes, log_pos, seq):
+ * the group's events as dump packets (``00`` + event), each event's log_pos the end of the
+ * event in the virtual file that starts counting at ``log_pos`` (0: keep 0), with a CRC32
+ * footer when ``checksum``; Annotate_rows events left out when ``skip_annotate``. */
+static PyObject *framefast_encode_dump(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *offsets;
+    unsigned long long log_pos;
+    int checksum, seq, skip_annotate;
+    if (!PyArg_ParseTuple(args, "OO!Kpip", &obj, &PyTuple_Type, &offsets, &log_pos, &checksum, &seq, &skip_annotate))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t count = PyTuple_GET_SIZE(offsets) - 1, size = 0;
+    int foot = checksum ? 4 : 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i));
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i + 1));
+        if (PyErr_Occurred()) goto fail;
+        if (a < 0 || b > view.len || b - a < HEADER_LEN) {
+            PyErr_SetString(PyExc_ValueError, "offsets do not frame the data");
+            goto fail;
+        }
+        if (b - a + 1 + foot >= MAX_PAYLOAD) {
+            PyErr_SetString(PyExc_ValueError, "an event too large for one packet");
+            goto fail;
+        }
+        size += 4 + 1 + (b - a) + foot;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (!out) goto fail;
+    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_ssize_t used = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i));
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i + 1)) - a;
+        const unsigned char *ev = data + a;
+        if (skip_annotate && ev[4] == ANNOTATE_ROWS_EVENT) continue;
+        Py_ssize_t total = n + foot;
+        unsigned char *p = dst + used;
+        put32(p, (uint32_t)(total + 1));
+        p[3] = (unsigned char)seq;
+        seq = (seq + 1) & 0xFF;
+        p[4] = 0;
+        memcpy(p + 5, ev, n);
+        put32(p + 5 + 9, (uint32_t)total);
+        if (log_pos) log_pos += total;
+        put32(p + 5 + 13, (uint32_t)log_pos);
+        if (foot) put32(p + 5 + n, crc32_of(p + 5, n));
+        used += 5 + total;
+    }
+    PyBuffer_Release(&view);
+    if (used != size && _PyBytes_Resize(&out, used) < 0) return NULL;
+    return Py_BuildValue("(NKi)", out, log_pos, seq);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* event_offsets(data) -> the start offsets of the events of a stored group and its end, or None
+ * when the events do not frame the data (the pure split_events() then names the error). */
+static PyObject *framefast_event_offsets(PyObject *Py_UNUSED(self), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t count = 0, pos = 0;
+    while (pos < view.len) {
+        if (view.len - pos < HEADER_LEN) break;
+        uint32_t length = le32(data + pos + 9);
+        if (length < HEADER_LEN || (Py_ssize_t)length > view.len - pos) break;
+        pos += length;
+        count++;
+    }
+    if (pos != view.len) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyTuple_New(count + 1);
+    if (!out) { PyBuffer_Release(&view); return NULL; }
+    pos = 0;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        PyObject *v = PyLong_FromSsize_t(pos);
+        if (!v) { Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
+        PyTuple_SET_ITEM(out, i, v);
+        if (i < count) pos += le32(data + pos + 9);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"crc32", framefast_crc32, METH_O, "zlib's CRC-32 of a buffer."},
+    {"event_offsets", framefast_event_offsets, METH_O, "Start offsets of a stored group's events and its end, or None."},
+    {"encode_dump", framefast_encode_dump, METH_VARARGS,
+     "encode_dump(data, offsets, log_pos, checksum, seq, skip_annotate) -> (packets, log_pos, seq)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_framefast", "The compiled event path.", -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__framefast(void) {
+    crc_init();
+    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
+        PyModule_AddIntConstant(m, "FAST_VERSION", FAST_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

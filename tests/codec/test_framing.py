@@ -1,0 +1,349 @@
+"""The one fast event path (``codec/framing.py`` and its compiled twin ``_framefast.c``).
+
+One suite for both: every test runs each scanner in :data:`SCANNERS` (the compiled one unless
+``MARIABINLOG_PURE_PYTHON=1``) and checks it against the pure one and against the slow path
+(:class:`~mariabinlog.codec.groups.GroupAssembler` over decoded events, the one rule), on the
+real binlogs of the corpus (row, statement, mixed, XA, compressed, no checksums), whole, cut into
+random pieces, as dump-stream packets, and damaged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_data import corpus_glob
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mariabinlog.codec import framing
+from mariabinlog.codec.events.header import split_events
+from mariabinlog.codec.events import CHECKSUM_CRC32, FORMAT_DESCRIPTION_EVENT, QUERY_EVENT, decode_event
+from mariabinlog.codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler, clear_log_pos, strip_checksum
+from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
+
+PURE_PYTHON = os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0")
+SCANNERS: dict[str, Any] = {"python": framing.PyScanner}
+ENCODERS: dict[str, Any] = {"python": framing.py_encode_dump}
+OFFSETS: dict[str, Any] = {"python": framing.py_event_offsets}
+if framing._fast is not None:
+    SCANNERS["c"] = framing._fast.Scanner
+    ENCODERS["c"] = framing._fast.encode_dump
+    OFFSETS["c"] = framing._fast.event_offsets
+
+BINLOGS = corpus_glob("binlogs/*/*.0*")
+
+
+def test_compiled_path_is_built_and_the_default() -> None:
+    if PURE_PYTHON:
+        assert framing.Scanner is framing.PyScanner and framing.encode_dump is framing.py_encode_dump
+        return
+    assert "c" in SCANNERS, "the C extension is not built: pip install -e . (scripts/setup.sh)"
+    assert framing.Scanner is framing._fast.Scanner
+
+
+def test_pure_python_switch() -> None:
+    code = "from mariabinlog.codec import framing; print(framing.Scanner.__name__, framing._fast)"
+    env = {**os.environ, "MARIABINLOG_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["PyScanner", "None"]
+
+
+def _fd_of(data: bytes) -> tuple[bool, int]:
+    """(events end with CRC32, Query post-header length) of a legacy file."""
+    fd = next(iter_legacy_events(data))
+    return fd.checksum_alg == CHECKSUM_CRC32, fd.context().post_header_len(QUERY_EVENT)  # type: ignore[attr-defined]
+
+
+def scan_file(cls: Any, data: bytes, pieces: list[int] | None = None) -> list[Any]:
+    """What a reader sees: groups, and each stop with the event it stopped at (skipped as the slow
+    path would take it), reading ``data`` in the given piece sizes (default: at once)."""
+    checksum, query_len = _fd_of(data)
+    if query_len < 13:
+        return []
+    scanner = cls(checksum=checksum, query_header_len=query_len)
+    seen: list[Any] = []
+    pos, avail = 4, 4
+    cuts = iter(pieces or ())
+    while pos < len(data):
+        if avail <= pos:
+            avail = min(len(data), avail + next(cuts, len(data)))
+        found, pos, stop = scanner.scan_events(data, pos, avail, 3)
+        seen += [("group", g) for g in found]
+        if stop == framing.SCAN_MORE or (stop == framing.SCAN_END and pos < len(data)):
+            if avail >= len(data):
+                seen.append(("truncated", pos))
+                break
+            avail = min(len(data), avail + next(cuts, len(data)))
+        elif stop == framing.SCAN_EVENT:
+            seen.append(("event", pos, data[pos + 4], scanner.discard()))
+            pos += int.from_bytes(data[pos + 9 : pos + 13], "little")
+        elif stop == framing.SCAN_CUT:
+            seen.append(("cut", pos, scanner.discard()))
+    return seen
+
+
+def slow_groups(data: bytes) -> list[tuple[Any, ...]]:
+    """The groups the slow path (decoded events through GroupAssembler) cuts from ``data``."""
+    decoder = EventStreamDecoder()
+    assembler = GroupAssembler()
+    out = []
+    for event in iter_legacy_events(data, decoder=decoder):
+        if event.type_code in CONTROL_EVENTS:
+            continue
+        raw = bytes(data[event.position : event.end_position])
+        if decoder.checksum_alg == CHECKSUM_CRC32:
+            raw = strip_checksum(raw)
+        group = assembler.feed(event, raw)
+        if group is not None:
+            out.append((group.data(), group.gtid))
+    return out
+
+
+@pytest.mark.parametrize("path", BINLOGS, ids=lambda p: p.parent.name)
+def test_scanners_agree_with_each_other_and_the_slow_path(path: Path) -> None:
+    data = path.read_bytes()
+    want = scan_file(framing.PyScanner, data)
+    for name, cls in SCANNERS.items():
+        assert scan_file(cls, data) == want, name
+    groups = [framing.group_of(g) for kind, g in ((s[0], s[1]) for s in want) if kind == "group"]
+    checksum, query_len = _fd_of(data)
+    if query_len >= 13:
+        # every group the slow path makes, the fast one makes (or leaves whole to the slow path)
+        fast = {(g.data(), g.gtid) for g in groups}
+        slow = slow_groups(data)
+        taken = [item for item in slow if item in fast]
+        assert len(taken) == len(fast)
+        assert [kind for kind, *_ in want if kind == "cut"] == []
+        for group in groups:
+            assert group.offsets == tuple(s for s, _ in split_events(group.data())) + (group.size,)
+            assert all(raw[13:17] == bytes(4) for raw in group.raw)
+            assert group.gtid == (group.gtid_event.domain_id, group.gtid_event.server_id, group.gtid_event.seq_no)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_pieces_do_not_change_what_is_found(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(BINLOGS), label="binlog")
+    binlog = path.read_bytes()
+    pieces = data.draw(st.lists(st.integers(1, 5000), min_size=1, max_size=40), label="pieces")
+    want = scan_file(framing.PyScanner, binlog)
+    for name, cls in SCANNERS.items():
+        assert scan_file(cls, binlog, pieces) == want, name
+
+
+def as_packets(data: bytes, start_seq: int = 1) -> tuple[bytes, list[int]]:
+    """The events of a legacy file as dump packets (``00`` + event), and where each starts."""
+    out = bytearray()
+    starts = []
+    seq = start_seq
+    pos = 4
+    while pos < len(data):
+        length = int.from_bytes(data[pos + 9 : pos + 13], "little")
+        starts.append(len(out))
+        out += (length + 1).to_bytes(3, "little") + bytes((seq, 0)) + data[pos : pos + length]
+        seq = (seq + 1) & 0xFF
+        pos += length
+    return bytes(out), starts
+
+
+def scan_stream(cls: Any, data: bytes, stream: bytes, chunk: int, seq: int) -> list[Any]:
+    checksum, query_len = _fd_of(data)
+    scanner = cls(checksum=checksum, query_header_len=query_len)
+    seen: list[Any] = []
+    pos, avail = 0, 0
+    while pos < len(stream):
+        if avail <= pos:
+            avail = min(len(stream), avail + chunk)
+        found, pos, following, stop = scanner.scan_packets(stream, pos, avail, seq)
+        seen += found
+        if following >= 0 and seq >= 0:
+            seq = following
+        if stop in (framing.SCAN_MORE, framing.SCAN_END):
+            avail = min(len(stream), avail + chunk)
+        elif stop == framing.SCAN_EVENT:
+            seen.append(("event", pos, scanner.discard()))
+            packet_seq = stream[pos + 3]
+            pos += 4 + int.from_bytes(stream[pos : pos + 3], "little")
+            if seq >= 0:
+                seq = (packet_seq + 1) & 0xFF
+        else:
+            seen.append(("stop", stop, pos, scanner.discard()))
+            break
+    return seen
+
+
+@pytest.mark.parametrize("path", BINLOGS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("chunk", [7, 1000, 1 << 20])
+def test_dump_packets_give_the_file_groups(path: Path, chunk: int) -> None:
+    data = path.read_bytes()
+    stream, _ = as_packets(data)
+    want = [g for kind, g, *_ in scan_file(framing.PyScanner, data) if kind == "group"]
+    for name, cls in SCANNERS.items():
+        seen = scan_stream(cls, data, stream, chunk, 1)
+        assert [g for g in seen if not isinstance(g[0], str)] == want, name
+        assert seen == scan_stream(framing.PyScanner, data, stream, chunk, 1), name
+
+
+def test_packets_the_slow_path_must_see() -> None:
+    data = BINLOGS[0].read_bytes()
+    stream, starts = as_packets(data)
+    for cls in SCANNERS.values():
+        checksum, query_len = _fd_of(data)
+        # a wrong sequence id, an ERR packet, a multi-part packet header: left where they are
+        scanner = cls(checksum=checksum, query_header_len=query_len)
+        assert scanner.scan_packets(stream, starts[5], len(stream), 77)[1:] == (starts[5], -1, framing.SCAN_EVENT)
+        err = b"\x09\x00\x00\x05\xff\x48\x04#HY000x"
+        assert cls(checksum=checksum).scan_packets(err, 0, len(err), -1) == ([], 0, -1, framing.SCAN_EVENT)
+        big = b"\xff\xff\xff\x01\x00" + bytes(30)
+        assert cls(checksum=checksum).scan_packets(big, 0, len(big), -1) == ([], 0, -1, framing.SCAN_EVENT)
+        assert cls(checksum=checksum).scan_packets(stream[:3], 0, 3, -1) == ([], 0, -1, framing.SCAN_MORE)
+
+
+def first_group_span(data: bytes) -> tuple[int, int, int]:
+    """(GTID event start, its end, the group's end) of the first event group of a file."""
+    pos = 4
+    spans = []
+    while pos < len(data):
+        length = int.from_bytes(data[pos + 9 : pos + 13], "little")
+        spans.append((pos, length, data[pos + 4]))
+        pos += length
+    for i, (start, length, code) in enumerate(spans):
+        if code == 162:
+            scanner = framing.PyScanner(checksum=_fd_of(data)[0])
+            found, end, _ = scanner.scan_events(data, start, len(data), 1)
+            assert found
+            return start, start + length, end
+    raise AssertionError("no GTID event")
+
+
+@pytest.mark.parametrize("name", sorted(SCANNERS))
+def test_damage_stops_at_the_damaged_event(name: str) -> None:
+    cls = SCANNERS[name]
+    data = BINLOGS[0].read_bytes()
+    start, gtid_end, end = first_group_span(data)
+    checksum, _ = _fd_of(data)
+    assert checksum
+    bad = bytearray(data)
+    bad[gtid_end + 25] ^= 0x40  # inside the event after the GTID event: its CRC no longer matches
+    scanner = cls(checksum=True)
+    assert scanner.scan_events(bytes(bad), start, len(bad)) == ([], gtid_end, framing.SCAN_EVENT)
+    partial = scanner.discard()
+    assert partial is not None and partial[0] == clear_log_pos(strip_checksum(data[start:gtid_end]))
+    assert cls(checksum=True, verify=False).scan_events(bytes(bad), start, end, 1)[2] != framing.SCAN_EVENT
+    # a GTID event while a group is open: that group was cut off
+    cut = data[start:gtid_end] + data[start:end]
+    scanner = cls(checksum=True)
+    assert scanner.scan_events(cut, 0, len(cut)) == ([], gtid_end - start, framing.SCAN_CUT)
+    assert scanner.discard()[1] == (0, gtid_end - start - 4)
+
+
+def test_group_end_rules_on_crafted_events() -> None:
+    """COMMIT/ROLLBACK exactly; XA COMMIT only in a completed-XA group; stand-alone at the first Query."""
+    from mariabinlog.codec.events import GtidEvent, QueryEvent, XidEvent, IntvarEvent
+
+    def group(flags2: int, *events: Any) -> bytes:
+        return b"".join(e.encode() for e in (GtidEvent(seq_no=5, domain_id=1, flags2=flags2, server_id=9), *events))
+
+    cases = [
+        (group(0, QueryEvent(query=b"BEGIN"), QueryEvent(query=b"COMMIT")), True),
+        (group(0, QueryEvent(query=b"BEGIN"), QueryEvent(query=b"commit")), False),
+        (group(0, QueryEvent(query=b"BEGIN"), XidEvent(xid=3)), True),
+        (group(1, IntvarEvent(kind=2, value=7), QueryEvent(query=b"INSERT INTO t VALUES (NULL)")), True),
+        (group(0x80, QueryEvent(query=b"xa commit 'x'")), True),
+        (group(0, QueryEvent(query=b"BEGIN"), QueryEvent(query=b"XA COMMIT 'x'")), False),
+    ]
+    for data, ends in cases:
+        for cls in SCANNERS.values():
+            found, pos, stop = cls().scan_events(data, 0, len(data))
+            assert (len(found) == 1) == ends, (data, cls)
+            if ends:
+                assert found[0][0] == data and pos == len(data)
+                assert framing.group_of(found[0]).gtid == (1, 9, 5)
+        events = [decode_event(data, s, e) for s, e in split_events(data)]
+        assembler = GroupAssembler()
+        made = [assembler.feed(e, data[s:t]) for e, (s, t) in zip(events, split_events(data))]
+        assert (made[-1] is not None) == ends
+
+
+@pytest.mark.parametrize("path", BINLOGS[:4], ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("checksum", [False, True])
+@pytest.mark.parametrize("skip", [False, True])
+def test_encode_dump_frames_positions_and_checksums(path: Path, checksum: bool, skip: bool) -> None:
+    data = path.read_bytes()
+    groups = [framing.group_of(g) for kind, g, *_ in scan_file(framing.PyScanner, data) if kind == "group"]
+    assert groups
+    want = None
+    for name, encode in ENCODERS.items():
+        pos, seq, out = 4, 200, []
+        for group in groups:
+            packets, pos, seq = encode(group.data(), group.offsets, pos, checksum, seq, skip)
+            out.append(packets)
+        got = (b"".join(out), pos, seq)
+        want = want or got
+        assert got == want, name
+    stream, end, _ = want
+    position, at, n = 4, 0, 0
+    while at < len(stream):
+        length = int.from_bytes(stream[at : at + 3], "little")
+        event = stream[at + 5 : at + 4 + length]
+        assert stream[at + 4] == 0 and int.from_bytes(event[9:13], "little") == len(event)
+        position += len(event)
+        assert int.from_bytes(event[13:17], "little") == position
+        if checksum:
+            assert zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little")
+        assert not (skip and event[4] == 160)
+        at += 4 + length
+        n += 1
+    assert position == end
+    # 0 keeps log_pos 0 (an engine-style stream)
+    packets, pos, _ = framing.encode_dump(groups[0].data(), groups[0].offsets, 0, False, 0, False)
+    assert pos == 0 and int.from_bytes(packets[5 + 13 : 5 + 17], "little") == 0
+
+
+@pytest.mark.parametrize("name", sorted(OFFSETS))
+def test_event_offsets_of_stored_groups(name: str) -> None:
+    offsets_of = OFFSETS[name]
+    assert offsets_of(b"") == (0,)
+    for path in BINLOGS:
+        data = path.read_bytes()
+        for kind, item, *_ in scan_file(framing.PyScanner, data)[:50]:
+            if kind != "group":
+                continue
+            group = framing.group_of(item)
+            assert offsets_of(group.data()) == group.offsets == tuple(s for s, _ in split_events(group.data())) + (
+                group.size,)
+            assert offsets_of(group.data()[:-1]) is None
+            assert offsets_of(group.data() + bytes(5)) is None
+
+
+def test_crc32_is_zlibs() -> None:
+    if PURE_PYTHON:
+        assert framing._fast is None
+        return
+    for size in (0, 1, 7, 8, 9, 63, 64, 1000, 65537):
+        blob = os.urandom(size)
+        assert framing._fast.crc32(blob) == zlib.crc32(blob)
+        assert framing._fast.crc32(memoryview(blob)[1:]) == zlib.crc32(blob[1:])
+
+
+def test_event_group_views_agree() -> None:
+    data = BINLOGS[0].read_bytes()
+    found = [g for kind, g, *_ in scan_file(framing.Scanner, data) if kind == "group"]
+    for item in found[:20]:
+        group = framing.group_of(item)
+        twin = EventGroup(group.gtid, raw=list(group.raw))
+        assert twin.data() == group.data() and twin.offsets == group.offsets and twin.types() == group.types()
+        assert [e.type_code for e in group.events] == list(group.types())
+        assert group.body() == group.data()[group.offsets[1] :]
+        assert len(group) == len(group.raw) and group.size == len(group.data())
+        assert group.flags2 == group.gtid_event.flags2 and group.timestamp == group.gtid_event.timestamp
+        assert [q.query for q in group.statements()] == [
+            e.query for e in group.events if e.type_code == QUERY_EVENT and e.query not in (b"BEGIN", b"COMMIT")
+        ]
+    assert FORMAT_DESCRIPTION_EVENT in CONTROL_EVENTS
