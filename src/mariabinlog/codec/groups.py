@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import DecodeError
-from .events.header import reframe, split_events
+from .events.header import iter_events, reframe, split_events
 from .events import (
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_LEN,
@@ -51,7 +51,6 @@ from .events import (
     decode_event,
 )
 from .gtid import Gtid
-from .ibb.records import iter_events
 from .primitives import U32, U64, Buffer
 
 #: Event types that never belong to an event group.

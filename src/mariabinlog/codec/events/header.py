@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import ClassVar
 
-from ...errors import EncryptedBinlogError, TruncatedError
+from ...errors import CorruptRecordError, EncryptedBinlogError, TruncatedError
 from ..primitives import Buffer, U32
 
 HEADER = struct.Struct("<IBIIIH")
@@ -318,6 +318,43 @@ def split_events(buf: Buffer, pos: int = 0, end: int | None = None) -> list[tupl
         spans.append((pos, pos + length))
         pos += length
     return spans
+
+
+def iter_events(pieces: Iterable[Buffer]) -> Iterator[bytes]:
+    """Split an event stream given in pieces into events by the event_length at offset 9.
+
+    Events in `.ibb` files carry no CRC footer.  Pieces need not align with
+    events; data is copied only when an event spans pieces.  A stream ending
+    inside an event raises TruncatedError (offset relative to the stream).
+    """
+    carry = bytearray()
+    base = 0
+    for piece in pieces:
+        if carry:
+            carry += piece
+            if len(carry) < HEADER_LEN or len(carry) < U32.unpack_from(carry, 9)[0]:
+                continue
+            data: Buffer = bytes(carry)
+        else:
+            data = piece
+        pos, size = 0, len(data)
+        while size - pos >= HEADER_LEN:
+            length = U32.unpack_from(data, pos + 9)[0]
+            if length < HEADER_LEN:
+                raise CorruptRecordError(
+                    f"event length {length} is shorter than the event header",
+                    offset=base + pos + 9,
+                    expected=f"at least {HEADER_LEN}",
+                )
+            if pos + length > size:
+                break
+            yield bytes(data[pos : pos + length])
+            pos += length
+        base += pos
+        carry = bytearray(data[pos:])
+    if carry:
+        length = U32.unpack_from(carry, 9)[0] if len(carry) >= HEADER_LEN else HEADER_LEN
+        raise TruncatedError("truncated event", offset=base, expected=f"{length} bytes, {len(carry)} left")
 
 
 def reframe(event: Buffer, *, log_pos: int | None = None, checksum: bool = False) -> bytes:

@@ -10,6 +10,7 @@ Facade over the implementation modules:
 
 from __future__ import annotations
 
+from ..events.header import iter_events
 from .page import (
     FLAG_CONT,
     FLAG_LAST,
@@ -41,7 +42,6 @@ from .records import (
     XaPrepare,
     Xid,
     decode_record,
-    iter_events,
 )
 from .writer import OobForestBuilder, PageWriter, RecordSpan, WrittenPage
 

@@ -6,7 +6,7 @@ Each record type is a frozen slotted dataclass with ``encode() -> bytes`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import CorruptRecordError, DecodeError, TruncatedError
@@ -20,8 +20,6 @@ _pack_u32 = U32.pack
 XID_PART_MAX = 64
 XA_PREPARE_FLAGS = 42
 """First byte of XA_PREPARE as MariaDB writes it today (a "type/flag" placeholder)."""
-EVENT_HEADER_SIZE = 19
-EVENT_LENGTH_OFFSET = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,40 +275,3 @@ def decode_record(record_type: int, payload: Buffer) -> RecordPayload:
     if decoder is None:
         raise DecodeError(f"unknown .ibb record type {record_type}", offset=0, expected="a type 1..6")
     return decoder(payload)
-
-
-def iter_events(pieces: Iterable[Buffer]) -> Iterator[bytes]:
-    """Split an event stream given in pieces into events by the event_length at offset 9.
-
-    Events in `.ibb` files carry no CRC footer.  Pieces need not align with
-    events; data is copied only when an event spans pieces.  A stream ending
-    inside an event raises TruncatedError (offset relative to the stream).
-    """
-    carry = bytearray()
-    base = 0
-    for piece in pieces:
-        if carry:
-            carry += piece
-            if len(carry) < EVENT_HEADER_SIZE or len(carry) < _u32(carry, EVENT_LENGTH_OFFSET)[0]:
-                continue
-            data: Buffer = bytes(carry)
-        else:
-            data = piece
-        pos, size = 0, len(data)
-        while size - pos >= EVENT_HEADER_SIZE:
-            length = _u32(data, pos + EVENT_LENGTH_OFFSET)[0]
-            if length < EVENT_HEADER_SIZE:
-                raise CorruptRecordError(
-                    f"event length {length} is shorter than the event header",
-                    offset=base + pos + EVENT_LENGTH_OFFSET,
-                    expected=f"at least {EVENT_HEADER_SIZE}",
-                )
-            if pos + length > size:
-                break
-            yield bytes(data[pos : pos + length])
-            pos += length
-        base += pos
-        carry = bytearray(data[pos:])
-    if carry:
-        length = _u32(carry, EVENT_LENGTH_OFFSET)[0] if len(carry) >= EVENT_HEADER_SIZE else EVENT_HEADER_SIZE
-        raise TruncatedError("truncated event", offset=base, expected=f"{length} bytes, {len(carry)} left")
