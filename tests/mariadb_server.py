@@ -198,10 +198,15 @@ class MariaDBServer:
             if _option_name(option).startswith(_INSTALL_TIME_OPTIONS)
         ]
         user = ["--user=root"] if os.geteuid() == 0 else []
+        # A private tmpdir: bootstraps running side by side in /tmp can meet each other's
+        # temporary tables (#sql-temptable-PID-...) and abort.
+        tmpdir = self.basedir / "install-tmp"
+        tmpdir.mkdir(exist_ok=True)
         command = [
             program("mariadb-install-db"),
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={tmpdir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             # Grants for 127.0.0.1 and ::1, and no hostname look-up (--force skips it), so a

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mariabinlog.codec import framing
-from mariabinlog.codec.events.header import split_events
+from mariabinlog.codec.events.header import reframe, split_events
+from mariabinlog.codec.primitives import U32
 from mariabinlog.codec.events import CHECKSUM_CRC32, FORMAT_DESCRIPTION_EVENT, QUERY_EVENT, decode_event
 from mariabinlog.codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler, clear_log_pos, strip_checksum
 from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
@@ -236,11 +237,21 @@ def test_damage_stops_at_the_damaged_event(name: str) -> None:
     partial = scanner.discard()
     assert partial is not None and partial[0] == clear_log_pos(strip_checksum(data[start:gtid_end]))
     assert cls(checksum=True, verify=False).scan_events(bytes(bad), start, end, 1)[2] != framing.SCAN_EVENT
-    # a GTID event while a group is open: that group was cut off
-    cut = data[start:gtid_end] + data[start:end]
+    # a GTID event further on while a group is open: that group was cut off
+    later = reframe(data[start : gtid_end - 4], log_pos=end + 1000, checksum=True)
+    cut = data[start:gtid_end] + later + data[gtid_end:end]
     scanner = cls(checksum=True)
     assert scanner.scan_events(cut, 0, len(cut)) == ([], gtid_end - start, framing.SCAN_CUT)
     assert scanner.discard()[1] == (0, gtid_end - start - 4)
+    # the same GTID event again (a packet repeated on the way): the slow path names it
+    repeated = data[start:gtid_end] + data[start:end]
+    scanner = cls(checksum=True)
+    assert scanner.scan_events(repeated, 0, len(repeated)) == ([], gtid_end - start, framing.SCAN_EVENT)
+    # an event of the group repeated: likewise
+    first_event_end = gtid_end + U32.unpack_from(data, gtid_end + 9)[0]
+    twice = data[start:first_event_end] + data[gtid_end:end]
+    scanner = cls(checksum=True)
+    assert scanner.scan_events(twice, 0, len(twice))[1:] == (first_event_end - start, framing.SCAN_EVENT)
 
 
 def test_group_end_rules_on_crafted_events() -> None:

@@ -206,7 +206,12 @@ static int take_event(Scanner *s, const unsigned char *ev, Py_ssize_t n, PyObjec
         return SCAN_EVENT;
     }
     if (code == GTID_EVENT) {
-        if (s->open) return SCAN_CUT;
+        if (s->open) {
+            /* a GTID event that does not end after the open group's last event is a repeated
+               one, not a new group after a crash: the slow path names it */
+            uint32_t gtid_pos = le32(ev + 13);
+            return gtid_pos && s->end_log_pos && gtid_pos <= s->end_log_pos ? SCAN_EVENT : SCAN_CUT;
+        }
         if (end < HEADER_LEN + GTID_BODY_LEN) return SCAN_EVENT;
         s->seq = le64(ev + 19);
         s->domain = le32(ev + 27);
@@ -223,6 +228,10 @@ static int take_event(Scanner *s, const unsigned char *ev, Py_ssize_t n, PyObjec
         return 0;
     }
     if (!s->open) return SCAN_EVENT;
+    /* An event that does not end after the previous one of its group (a repeated or
+       reordered event): the slow path names it. */
+    uint32_t log_pos = le32(ev + 13);
+    if (log_pos && s->end_log_pos && log_pos <= s->end_log_pos) return SCAN_EVENT;
     int ends = 0;
     if (code == XID_EVENT || code == XA_PREPARE_LOG_EVENT) {
         ends = 1;

@@ -136,7 +136,10 @@ class PyScanner:
             return SCAN_EVENT
         if code == GTID_EVENT:
             if self._head is not None:
-                return SCAN_CUT
+                # a GTID event that does not end after the open group's last event is a
+                # repeated one, not a new group after a crash: the slow path names it
+                gtid_pos = U32.unpack_from(buf, pos + 13)[0]
+                return SCAN_EVENT if gtid_pos and self._end_log_pos and gtid_pos <= self._end_log_pos else SCAN_CUT
             if end - pos < _HEADER_LEN + _GTID_BODY_LEN:
                 return SCAN_EVENT
             flags2 = buf[pos + 31]
@@ -149,6 +152,9 @@ class PyScanner:
             return 0
         if self._head is None:
             return SCAN_EVENT
+        log_pos = U32.unpack_from(buf, pos + 13)[0]
+        if log_pos and self._end_log_pos and log_pos <= self._end_log_pos:
+            return SCAN_EVENT  # not after the previous event of its group: the slow path names it
         ends = False
         if code == XID_EVENT or code == XA_PREPARE_LOG_EVENT:
             ends = True

@@ -37,6 +37,7 @@ class BatchRoom:
     _after_write: Callable[[int, bool], None]
     _check_open: Callable[[], None]
     _note_gtid: Callable[[Gtid], None]
+    _record_room: Callable[[int], int]
     commit: Callable[..., Any]
     gtid_event: Callable[..., bytes]
 
@@ -61,10 +62,13 @@ class BatchRoom:
                 continue
             payloads: list[tuple[Gtid, bytes | bytearray]] = []
             size = 0
+            room = self._record_room(1)  # one append never begins two files (EngineConfig.record_room)
             while index < len(groups) and groups[index].size <= spill and size < bound:
                 group = groups[index]
                 assert group.gtid is not None
                 payload = self._stored_payload(group)
+                if payloads and size + len(payload) > room:
+                    break
                 payloads.append((group.gtid, payload))
                 size += len(payload)
                 index += 1

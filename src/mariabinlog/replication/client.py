@@ -423,7 +423,10 @@ class BinlogClient:
                         continue
                     partial = scanner.discard()
                     if partial is not None:  # the rest of this group goes the slow way
-                        assembler.resume(group_of(partial, fd, self.file))
+                        resumed = group_of(partial, fd, self.file)
+                        if resumed.end_position:  # where the slow path's order check goes on from
+                            self.file_position = resumed.end_position
+                        assembler.resume(resumed)
                 packet = conn.read_dump()
                 if isinstance(packet, EndOfStream):
                     self.idle = True

@@ -327,16 +327,19 @@ class Connection:
             proto.receive_data(data)
 
     def fill(self) -> None:
-        """Read more of the server's bytes into the protocol's buffer (for :meth:`dump_groups`)."""
+        """Read more of the server's bytes into the protocol's buffer (for :meth:`dump_groups`,
+        which leaves no whole packet unread when it asks for more); a lost connection raises
+        as :meth:`read_dump` would, naming the server and the stream's place."""
         try:
             data = self.sock.recv(RECV_SIZE)
         except TimeoutError:
-            raise ConnectionLostError(f"no data from {self.options.describe()} for {self.sock.gettimeout()} s") from None
+            raise ConnectionLostError(f"{self._peer()}: no data for {self.sock.gettimeout()} s") from None
         except OSError as err:
-            raise ConnectionLostError(f"lost connection to {self.options.describe()}: {err}") from None
-        if not data:
-            raise ConnectionLostError(f"{self.options.describe()} closed the connection")
+            raise ConnectionLostError(f"{self._peer()}: connection lost: {err}") from None
         self.proto.receive_data(data)
+        if not data:
+            self._receive()  # the close, told as read_dump tells it (inside a packet or not)
+            raise ConnectionLostError(f"{self._peer()}: the server closed the connection")
 
     def settimeout(self, seconds: float | None) -> None:
         """Read timeout for what follows (None: wait forever)."""

@@ -56,6 +56,7 @@ from ..codec.wire.ed25519 import ED25519
 from ..codec.wire.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
 from ..codec.wire.ed25519 import password_hash as ed25519_password_hash
 from ..codec.events import (
+    ANNOTATE_ROWS_EVENT,
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
     GTID_LIST_FLAG_UNTIL_REACHED,

@@ -31,6 +31,7 @@ from ..codec.events import (
     CHECKSUM_OFF,
     FL_GROUP_COMMIT_ID,
     GTID_EVENT,
+    GTID_LIST_EVENT,
     QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
     ROWS_KIND,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...errors import CorruptRecordError, DecodeError, TruncatedError
+from ...errors import CorruptRecordError, DecodeError
 from .compr import read_compr, write_compr
 from .page import RecordType
 from ..primitives import U32, Buffer, need
