@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import logging
 import os
 import pkgutil
 import sys
@@ -98,6 +99,7 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1].startswith("-"):
         raise SystemExit("usage: python -m fuzz.run TARGET [libFuzzer options] [corpus dirs]")
     name = argv[1]
+    logging.disable(logging.CRITICAL)  # the library logs what it skips; a campaign does not read it
     targets = load(name)
     if name not in targets.TARGETS:
         raise SystemExit(f"unknown target {name!r}; targets: {', '.join(targets.TARGETS)}")

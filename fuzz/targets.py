@@ -17,7 +17,6 @@ replication targets as a byte stream split into reads by the first byte.
 from __future__ import annotations
 
 import io
-import logging
 import os
 import struct
 import tempfile
@@ -28,8 +27,6 @@ from typing import Any
 from mariabinlog.errors import MariabinlogError
 
 from .checksums import fix_event_crcs, fix_legacy_file, seal_pages
-
-logging.disable(logging.CRITICAL)  # the library logs what it skips; a campaign does not read it
 
 PAGE_SIZE = 16384
 _U16 = struct.Struct("<H")
@@ -229,7 +226,7 @@ def _read_ibb(source: MemoryPages, first: int, start: int, skip_partial: bool) -
         record.decode()
         if record.type == RecordType.COMMIT and not record.nested:
             group = reader.group(record)
-            _consume(decoder, (decoder.decode(raw, 0) for raw in group.events()), budget)
+            _consume(decoder, (decoder.decode(raw, 0) for raw in group.raw_events()), budget)
 
 
 @target("ibb", max_len=1 << 17, native=True)

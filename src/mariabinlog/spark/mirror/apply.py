@@ -57,6 +57,7 @@ from ..tables import (
     joined,
     state_schema,
     state_table,
+    Uncarried,
     text_layout,
 )
 from .lake import CDC, KINDS, Evolution, Lake, LakeTable, Marker, same_type
@@ -240,10 +241,17 @@ class Mirror:
         if not rows.num_rows:
             return {}
         by_name: dict[str, list[Any]] = {}
-        for batch in carrier(history_text)(iter(rows.to_batches())):
+        uncarried: Uncarried = {}
+        for batch in carrier(history_text, uncarried)(iter(rows.to_batches())):
             if batch.num_rows:
                 name = f"{batch.column('database')[0].as_py()}.{batch.column('table')[0].as_py()}"
                 by_name.setdefault(name, []).append(batch)
+        if uncarried:  # never dropped: the stretch is not applied and the job stops naming them
+            named = "; ".join(f"{table} GTID {gtid or 'none'}: {n} row(s): {why}"
+                              for (table, gtid, why), n in sorted(uncarried.items(), key=str)[:10])
+            raise MirrorError(f"{sum(uncarried.values())} row change(s) cannot be carried to their typed tables"
+                              f" ({named}); give the schema history they were logged under"
+                              " (--option schemaHistory=FILE)")
         out = {}
         for name, batches in by_name.items():
             table = pa.Table.from_batches(batches).combine_chunks()
