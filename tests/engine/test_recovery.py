@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from engine_helpers import SMALL, gtid_groups, query, query_texts, run_child
 
 from mariabinlog.codec.ibb.page import PAGE_SIZE, ZERO_PAGE
@@ -329,3 +331,23 @@ os._exit(0)
     assert texts(engine_dir) == [b"kept0", b"kept1", b"kept2", b"logged"]
     report = check_directory(str(engine_dir))
     assert report.ok, report.summary()
+
+
+@pytest.mark.xfail(strict=True, reason="open finding of the crash soak (issue 27): a checkpoint whose end lies "
+                   "on a page that was never written")
+def test_a_directory_the_soak_left_with_a_checkpoint_past_the_written_pages_opens(tmp_path: Path) -> None:
+    """Found by ``scripts/crash_soak.py --seed 20261127`` after about 5,750 kills (batch 230, durability
+    mode 0; the suite's ``test_sigkill_under_concurrent_load[2]`` met it once in mode 2): the redo
+    log's last checkpoint says the binlog ends at (51, 138237), inside page 8 of
+    ``binlog-000051.ibb``, with no redo record after it, but page 8 is all zeros on disk; an
+    OOB_DATA record that begins on page 7 continues there.  Recovery cuts and re-seals page 8 and
+    then cannot read the GTID state back ("OOB_DATA record is incomplete"), so the engine does
+    not open.  The directory, exactly as the kill left it, is the archive beside this file."""
+    import tarfile
+
+    with tarfile.open(Path(__file__).parent / "data" / "soak-checkpoint-end-on-unwritten-page.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    directory = tmp_path / "repro-view"
+    engine = Engine.open(str(directory))
+    engine.close()
+    assert check_directory(str(directory)).ok

@@ -227,8 +227,13 @@ class DeltaLake(Lake):
 
     def commit_files(self, kind: str, name: str, location: str, schema: Any, files: list[str], marker: Marker,
                      partition_by: tuple[str, ...] = ()) -> LakeTable:
-        from deltalake import Field, Schema, convert_to_deltalake
+        """A new table at ``location``, its first commit the files (none: an empty table)."""
+        from deltalake import Field, Schema, convert_to_deltalake, write_deltalake
 
+        if not files:  # nothing changed yet (a mirror begun on a quiet source): convert finds no file
+            write_deltalake(location, schema.empty_table(), mode="error", partition_by=list(partition_by) or None,
+                            commit_properties=_commit(marker, applied=True))
+            return self._remember(DeltaLakeTable(kind, name, location))
         partitions = Schema([Field(p, "string", nullable=True) for p in partition_by]) if partition_by else None
         convert_to_deltalake(location, partition_by=partitions, partition_strategy="hive" if partitions else None,
                              commit_properties=_commit(marker, applied=True))
