@@ -8,13 +8,12 @@ would damage them), then reopens it and checks what recovery made of it.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
-
-import pytest
 
 from engine_helpers import SMALL, gtid_groups, query, query_texts, run_child
 
-from mariabinlog.codec.ibb.page import PAGE_SIZE, ZERO_PAGE
+from mariabinlog.codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT, ZERO_PAGE
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
 from mariabinlog.engine.redo import REDO_NAME, RecordBuilder, RedoLog
@@ -333,21 +332,31 @@ os._exit(0)
     assert report.ok, report.summary()
 
 
-@pytest.mark.xfail(strict=True, reason="open finding of the crash soak (issue 27): a checkpoint whose end lies "
-                   "on a page that was never written")
-def test_a_directory_the_soak_left_with_a_checkpoint_past_the_written_pages_opens(tmp_path: Path) -> None:
-    """Found by ``scripts/crash_soak.py --seed 20261127`` after about 5,750 kills (batch 230, durability
-    mode 0; the suite's ``test_sigkill_under_concurrent_load[2]`` met it once in mode 2): the redo
-    log's last checkpoint says the binlog ends at (51, 138237), inside page 8 of
-    ``binlog-000051.ibb``, with no redo record after it, but page 8 is all zeros on disk; an
-    OOB_DATA record that begins on page 7 continues there.  Recovery cuts and re-seals page 8 and
-    then cannot read the GTID state back ("OOB_DATA record is incomplete"), so the engine does
-    not open.  The directory, exactly as the kill left it, is the archive beside this file."""
-    import tarfile
 
-    with tarfile.open(Path(__file__).parent / "data" / "soak-checkpoint-end-on-unwritten-page.tar.gz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    directory = tmp_path / "repro-view"
-    engine = Engine.open(str(directory))
-    engine.close()
-    assert check_directory(str(directory)).ok
+def test_a_checkpoint_waits_for_its_end_page_completed_since_its_capture(open_engine, engine_dir: Path) -> None:
+    """Found by ``scripts/crash_soak.py --seed 20261127`` after about 5,750 kills (mode 0; the
+    suite's SIGKILL test met it once in mode 2): a checkpoint captures the end inside page K;
+    before it is written, more commits complete page K, which waits in the FIFO, so the
+    checkpoint did not write its partial image either, and named an end on a page that was not
+    on disk.  Killed then, the engine could not open ("OOB_DATA record is incomplete").  Now
+    the checkpoint waits for that page to be written."""
+    engine = open_engine()
+    engine.commit(query(b"first", 300))
+    with engine._lock:
+        capture = engine._capture()
+    end_file, end_offset = capture[1]
+    page_no = end_offset >> PAGE_SIZE_SHIFT
+    assert end_offset & (PAGE_SIZE - 1) and capture[2] is not None  # the end is inside a page
+    engine.fifo.wait_flushed((end_file, page_no))
+    engine.fifo.pause()  # page K, completed below, stays queued until resumed
+    engine.commit(query(b"fills page K", PAGE_SIZE), wait=False)
+    assert engine.fifo.get(end_file, page_no) is not None
+    resumer = threading.Timer(0.3, engine.fifo.resume)
+    resumer.start()
+    engine._checkpoint_now(capture)
+    on_disk = engine.files.read_page(end_file, page_no)  # as a kill right after the checkpoint finds it
+    resumer.join()
+    assert engine.redo.checkpoint.end == (end_file, end_offset)
+    in_page = end_offset & (PAGE_SIZE - 1)
+    assert on_disk is not None and on_disk[:in_page] == capture[2].data[:in_page], (
+        "the checkpoint named an end on a page whose data up to that end is not on disk")

@@ -643,8 +643,10 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
                 return
             redo.flush(lsn, sync=True)
             self.fifo.wait_flushed((end[0], end[1] >> PAGE_SIZE_SHIFT))
-            if partial is not None:
-                self.fifo.write_partial(partial)
+            if partial is not None and not self.fifo.write_partial(partial):
+                # the end page was completed since the capture and waits in the FIFO: the
+                # checkpoint must not name an end on a page that is not on disk yet
+                self.fifo.wait_flushed((partial.file_no, partial.page_no + 1))
             self.fifo.sync_dirty()
             # a FLUSH whose redo record this checkpoint drops must have cut its file first,
             # or a crash before the FLUSH gets to it would leave the file's empty tail for good
