@@ -556,16 +556,17 @@ class Bench:
         from mariabinlog.replication.net import ConnectionOptions
         from mariabinlog.replication.sources import FileSource
 
-        session = TargetSession(ConnectionOptions(), PositionTable())
-        scripts: dict[int, list[bytes]] = {}
+        sessions: dict[int, TargetSession] = {}  # one per domain, as replicate's workers: each
+        scripts: dict[int, list[bytes]] = {}      # script then begins with the format description
         packets: dict[int, list[bytes]] = {}
         for group in FileSource([str(p) for p in self.binlogs]).groups():
+            domain = group.gtid.domain
+            session = sessions.setdefault(domain, TargetSession(ConnectionOptions(), PositionTable()))
             statements = session.statements(group)
             if statements is None:
                 if not group.standalone:
                     raise SystemExit(f"{group} is not a plain group: the floor has no statements for it")
                 continue  # the tables: made beforehand
-            domain = group.gtid.domain
             packet = packets.setdefault(domain, [])
             packet.append(b";\n".join(statements))
             if len(packet) == BATCH_GROUPS:
