@@ -276,3 +276,14 @@ def test_type_parameter_that_is_not_a_number_makes_ddl_unreadable(ddl: str) -> N
     assert history.apply(ddl, "d", warn=False) == [("d", "t")]
     table = history.table("d", "t")
     assert table is not None and "is not a number" in (table.unknown or "")
+
+
+def test_add_column_after_a_column_the_history_does_not_know_is_unreadable_not_a_crash() -> None:
+    """``ALTER TABLE t ADD c INT AFTER x`` with no ``x`` in the history's table raised
+    StopIteration (found by the ddl fuzz target's 3-second campaign in the suite).  Now the
+    statement is unreadable DDL for that table."""
+    history = SchemaHistory()
+    history.apply("CREATE TABLE t (a INT)", "d", warn=False)
+    assert history.apply("ALTER TABLE t ADD COLUMN b INT AFTER nope", "d", warn=False) == [("d", "t")]
+    table = history.table("d", "t")
+    assert table is not None and "AFTER nope" in (table.unknown or "")

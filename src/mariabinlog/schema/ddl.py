@@ -300,7 +300,7 @@ class Catalog:
         for action in tree.args.get("actions") or ():
             if isinstance(action, exp.ColumnDef):
                 column = _column(action, table.charset, None)
-                _place(columns, column, action.args.get("position"), len(columns))
+                _place(columns, column, action.args.get("position"), len(columns), key)
                 if _has_constraint(action, exp.PrimaryKeyColumnConstraint):
                     primary = [column.name]
             elif isinstance(action, exp.ModifyColumn):
@@ -309,7 +309,7 @@ class Catalog:
                 index = _index(columns, old_name, key)
                 column = replace(_column(definition, table.charset, None), ident=columns[index].ident)
                 del columns[index]
-                _place(columns, column, definition.args.get("position"), index)
+                _place(columns, column, definition.args.get("position"), index, key)
                 primary = [column.name if p.lower() == old_name.lower() else p for p in primary]
             elif isinstance(action, exp.RenameColumn):
                 old, new = _ident(action.this), _ident(action.args["to"])
@@ -468,15 +468,21 @@ def _index(columns: list[Column], name: str, key: tuple[str, str]) -> int:
     raise UnparsedDDLError(f"no column {name} in {key[0]}.{key[1]} as the history knows it", (key,))
 
 
-def _place(columns: list[Column], column: Column, position: exp.Expression | None, default: int) -> None:
-    """Insert ``column`` at FIRST / AFTER x / ``default``."""
+def _place(columns: list[Column], column: Column, position: exp.Expression | None, default: int,
+           key: tuple[str, str]) -> None:
+    """Insert ``column`` at FIRST / AFTER x / ``default``; AFTER a column the history does not
+    know makes the statement unreadable for that table."""
     if position is None:
         columns.insert(default, column)
     elif (position.args.get("position") or "").upper() == "FIRST":
         columns.insert(0, column)
     else:
         after = _ident(position.this)
-        columns.insert(next(i for i, c in enumerate(columns) if c.name.lower() == after.lower()) + 1, column)
+        found = next((i for i, c in enumerate(columns) if c.name.lower() == after.lower()), None)
+        if found is None:
+            raise UnparsedDDLError(f"AFTER {after}: no such column in {key[0]}.{key[1]} as the history knows it",
+                                   (key,))
+        columns.insert(found + 1, column)
 
 
 def _has_constraint(definition: exp.ColumnDef, kind: type[exp.Expression]) -> bool:
