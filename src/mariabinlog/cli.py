@@ -272,7 +272,8 @@ def undo_main(args: argparse.Namespace) -> int:
     """Run ``undo``."""
     from mariabinlog.errors import OptionError, ServerError, UndoError
     from mariabinlog.replication.net import Connection, ConnectionOptions
-    from mariabinlog.tools.undo import format_description_statement, plan_undo
+    from mariabinlog.codec.events import format_description_statement
+    from mariabinlog.tools.undo import plan_undo
 
     if not args.dry_run and not args.target:
         raise OptionError("undo needs --to URL (or --dry-run)")

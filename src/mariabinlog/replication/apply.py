@@ -253,16 +253,7 @@ class TargetSession:
         if key == self._fd_key:
             return None
         self._fd_key = key
-        plain = E.FormatDescriptionEvent(
-            server_version=fd.server_version,
-            binlog_version=fd.binlog_version,
-            header_length=fd.header_length,
-            post_header_lengths=fd.post_header_lengths,
-            checksum_alg=E.CHECKSUM_OFF,
-            timestamp=fd.timestamp,
-            server_id=fd.server_id,
-        )
-        return b"BINLOG '" + base64.b64encode(plain.encode()) + b"'"
+        return E.format_description_statement(fd)
 
     def _set(self, name: str, value: bytes, out: list[bytes]) -> None:
         if self._session.get(name) != value:

@@ -50,6 +50,7 @@ from ..codec.events import (
     TableMapEvent,
     XidEvent,
 )
+from ..codec.groups import gtid_of
 from ..codec.gtid import Gtid
 from ..codec.rows import RowChange, encode_rows
 from ..engine import Engine, Transaction
@@ -67,20 +68,10 @@ SAMPLE_ENGINE = {
 }
 
 
-def gtid_of(gtid_event: bytes) -> Gtid:
-    """(domain, server, seq) of an encoded GTID event (server id from its header)."""
-    server = int.from_bytes(gtid_event[5:9], "little")
-    seq = int.from_bytes(gtid_event[19:27], "little")
-    domain = int.from_bytes(gtid_event[27:31], "little")
-    return Gtid(domain, server, seq)
-
-
 def commit_group(engine: Engine, events: Sequence[bytes], trx: Transaction | None = None) -> Gtid:
     """Commit an event group built by :class:`SampleBuilder` (the engine writes the GTID event
     again from its fields); ``trx`` holds the rest of the group when it was written out-of-band."""
-    gtid = gtid_of(events[0])
-    flags2 = events[0][31]
-    timestamp = int.from_bytes(events[0][0:4], "little")
+    gtid, flags2, timestamp = gtid_of(events[0])
     body = b"" if trx is not None else b"".join(events[1:])
     engine.commit(body, trx=trx, gtid=gtid, flags2=flags2, timestamp=timestamp)
     return gtid
@@ -395,4 +386,4 @@ def write_sample(directory: str, *, seed: int = 7, transactions: int = 600) -> S
     return SampleInfo(gtids, {f"{t.database}.{t.name}": dict(t.rows) for t in builder.tables})
 
 
-__all__ = ["SampleBuilder", "SampleInfo", "commit_group", "gtid_of", "many_tables", "write_many_tables", "write_sample"]
+__all__ = ["SampleBuilder", "SampleInfo", "commit_group", "many_tables", "write_many_tables", "write_sample"]

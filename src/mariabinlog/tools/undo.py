@@ -59,23 +59,6 @@ class UndoGroupLike(Protocol):
     def timestamp(self) -> int: ...
 
 
-def format_description_statement(fd: E.FormatDescriptionEvent | None) -> bytes:
-    """``BINLOG`` of the group's Format_description without checksums: what a session needs
-    before it takes row events in ``BINLOG`` statements."""
-    if fd is None:
-        fd = E.FormatDescriptionEvent(server_version="10.11.0-MariaDB")
-    plain = E.FormatDescriptionEvent(
-        server_version=fd.server_version,
-        binlog_version=fd.binlog_version,
-        header_length=fd.header_length,
-        post_header_lengths=fd.post_header_lengths,
-        checksum_alg=E.CHECKSUM_OFF,
-        timestamp=fd.timestamp,
-        server_id=fd.server_id,
-    )
-    return b"BINLOG '" + base64.b64encode(plain.encode()) + b"'"
-
-
 @dataclass
 class GroupUndo:
     """The inverse of one group: ``BINLOG`` statements, newest statement first."""

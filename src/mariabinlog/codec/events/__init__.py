@@ -84,6 +84,7 @@ from .header import (
 from .control import (
     AnnotateRowsEvent,
     description_checksum_alg,
+    format_description_statement,
     FormatDescriptionEvent,
     HeartbeatEvent,
     IncidentEvent,

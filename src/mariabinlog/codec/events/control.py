@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 
 from ...errors import TruncatedError
@@ -333,3 +334,20 @@ DECODERS: dict[int, Decoder] = {
     ANNOTATE_ROWS_EVENT: _dec_annotate,
     START_ENCRYPTION_EVENT: _dec_start_encryption,
 }
+
+
+def format_description_statement(fd: FormatDescriptionEvent | None) -> bytes:
+    """``BINLOG '...'`` of ``fd`` without checksums (a 10.11 one when None): what a server
+    session needs before it takes row events in ``BINLOG`` statements (replicate, undo)."""
+    if fd is None:
+        fd = FormatDescriptionEvent(server_version="10.11.0-MariaDB")
+    plain = FormatDescriptionEvent(
+        server_version=fd.server_version,
+        binlog_version=fd.binlog_version,
+        header_length=fd.header_length,
+        post_header_lengths=fd.post_header_lengths,
+        checksum_alg=CHECKSUM_OFF,
+        timestamp=fd.timestamp,
+        server_id=fd.server_id,
+    )
+    return b"BINLOG '" + base64.b64encode(plain.encode()) + b"'"
