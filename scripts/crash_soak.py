@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +48,14 @@ def _batch(work: str, index: int, mode: int, kills: int, seed: int, max_delay: f
     directory = os.path.join(work, f"batch{index:05d}-mode{mode}")
     try:
         stats = crash_harness.crash_loop(directory, mode, kills, seed, max_delay=max_delay, admin=admin)
-    except AssertionError as err:
-        return index, mode, f"{err} (directory kept: {directory})"
-    config = crash_harness.trial_config(crash_harness.FILE_SIZES[0], admin)
-    with Engine.open(directory, durability=mode, restart_marker=False, **config) as engine:
-        for pending in engine.pending_xa():
-            engine.xa_rollback(pending.xid)
-        engine.reset()
+        config = crash_harness.trial_config(crash_harness.FILE_SIZES[0], admin)
+        with Engine.open(directory, durability=mode, restart_marker=False, **config) as engine:
+            for pending in engine.pending_xa():
+                engine.xa_rollback(pending.xid)
+            engine.reset()
+    except Exception as err:  # any failure is a finding to report, never a crash of the soak
+        detail = "".join(traceback.format_exception_only(type(err), err)).strip()
+        return index, mode, f"{detail} (directory kept: {directory})\n{traceback.format_exc()}"
     shutil.rmtree(directory)
     return index, mode, stats
 
