@@ -112,7 +112,7 @@ find src -name "*.so" -delete
 "$venv/bin/python" -m pip install --disable-pip-version-check -q --use-pep517 \
   -c requirements/test.txt -e '.[test,spark,fuzz]' </dev/null
 if command -v cc >/dev/null 2>&1 &&
-  ! "$venv/bin/python" -c 'import mariabinlog.codec.rows._rowsfast, mariabinlog.codec._framefast, mariabinlog.tools.printer._dumpfast' 2>/dev/null; then
+  ! "$venv/bin/python" -c 'import mariabinlog.codec.rows._rowsfast, mariabinlog.spark._arrowfast, mariabinlog.codec._framefast, mariabinlog.tools.printer._dumpfast' 2>/dev/null; then
   # With a compiler at hand the C fast paths must build: the tests compare them with the pure ones.
   log "the C extensions did not compile; see: $venv/bin/pip install -v -e . (needs the Python headers)"
   exit 1

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _repr(x: float) -> str:
-    from mariabinlog.codec.rows._rowsfast import double_repr
+    from mariabinlog.spark._arrowfast import double_repr
 
     return double_repr(x)
 

@@ -2,7 +2,7 @@
 
 One suite for both paths: every case reads the same input through ``read_splits(...,
 columnar=False)`` (pure Python: decoded row tuples rendered by ``schema.render``) and through
-the compiled ``_rowsfast.MapBuilder`` (Arrow buffers filled in C), and the Arrow tables must be
+the compiled ``spark/_arrowfast.MapBuilder`` (Arrow buffers filled in C), and the Arrow tables must be
 equal, value for value.  Random tables of every column type (the row codec's own strategy),
 values at the rendering edges (DECIMAL in exponent form, invalid UTF-8, other charsets, zero
 TIMESTAMP, negative TIME), the real-server corpus and engine-written `.ibb` sets; a Spark read
@@ -38,7 +38,7 @@ MAP = pa.map_(pa.string(), pa.string())
 
 
 def _compiled() -> None:
-    assert rows.map_builder(render) is not None, (
+    assert read.map_builder(render) is not None, (
         "the compiled row decoder is not built or is disabled: run `bash scripts/setup.sh` "
         "(and unset MARIABINLOG_PURE_PYTHON)"
     )
@@ -56,7 +56,7 @@ def _pure_maps(tm: Any, event: Any) -> tuple[pa.Array, pa.Array]:
 
 
 def _compiled_maps(tm: Any, event: Any, max_rows: int = 1 << 30) -> tuple[pa.Array, pa.Array]:
-    builder = rows.map_builder(render)
+    builder = read.map_builder(render)
     kind, data, first, second = rows.FastRowDecoder(tm).programs(event)
     names = column_names(tm)
     befores, afters = [], []
@@ -337,7 +337,7 @@ def test_repeat_per_row_is_arrow_take(data: st.DataObject) -> None:
     events = data.draw(st.lists(st.tuples(*(_REPEAT_VALUES[k] for k in kinds)).map(list), min_size=1, max_size=8))
     index = data.draw(st.lists(st.integers(0, len(events) - 1), max_size=40))
     packed = pa.array(index, pa.int32())
-    parts = rows.repeat_per_row(events, kinds, packed.buffers()[1].to_pybytes())
+    parts = read.repeat_per_row(events, kinds, packed.buffers()[1].to_pybytes())
     for column, (kind, part) in enumerate(zip(kinds, parts)):
         expected = pa.array([e[column] for e in events], _REPEAT_TYPES[kind]).take(packed)
         got = read._repeated(_REPEAT_TYPES[kind], len(index), part)
@@ -349,17 +349,17 @@ def test_repeat_per_row_refuses_bad_input() -> None:
     _compiled()
     one = pa.array([0], pa.int32()).buffers()[1].to_pybytes()
     with pytest.raises(IndexError):
-        rows.repeat_per_row([["a"]], "s", pa.array([1], pa.int32()).buffers()[1].to_pybytes())
+        read.repeat_per_row([["a"]], "s", pa.array([1], pa.int32()).buffers()[1].to_pybytes())
     with pytest.raises(TypeError):
-        rows.repeat_per_row([[1]], "s", one)
+        read.repeat_per_row([[1]], "s", one)
     with pytest.raises(TypeError):
-        rows.repeat_per_row([["a"]], "l", one)
+        read.repeat_per_row([["a"]], "l", one)
     with pytest.raises(OverflowError):
-        rows.repeat_per_row([[2**31]], "i", one)
+        read.repeat_per_row([[2**31]], "i", one)
     with pytest.raises(ValueError):
-        rows.repeat_per_row([[1]], "x", one)
+        read.repeat_per_row([[1]], "x", one)
     with pytest.raises(TypeError):
-        rows.repeat_per_row([[1]], "qq", one)
+        read.repeat_per_row([[1]], "qq", one)
 
 
 def test_typed_columns_take_damaged_decimals_and_fractions_as_null() -> None:

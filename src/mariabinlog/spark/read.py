@@ -50,7 +50,9 @@ from ..codec.events import (
 from ..codec.events.header import reframe
 from ..codec.groups import CONTROL_EVENTS, GroupBoundary
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
-from ..codec.rows import FastRowDecoder, map_builder, repeat_per_row, row_decoder
+from ..codec.native import load_fast
+from ..codec.rows import FastRowDecoder, compiled_images, row_decoder
+from ..codec.rows.packed import FAST_PLAN_VERSION
 from ..codec.events.stream import EventStreamDecoder
 from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, SchemaHistoryError, TruncatedError
@@ -749,6 +751,36 @@ def _labelled(info: _TableInfo, image: tuple[Any, ...] | None) -> tuple[Any, ...
     if image is None or info.labels is None:
         return image
     return tuple(v if label is None or v is None or v is ABSENT else label(v) for v, label in zip(image, info.labels))
+
+
+def _load_arrowfast() -> Any:
+    """The compiled Arrow builder ``_arrowfast`` configured with the codec's compiled images, or
+    None (not built, stale, ``MARIABINLOG_PURE_PYTHON=1``, or no compiled row decoder)."""
+    images = compiled_images()
+    module = None if images is None else load_fast("mariabinlog.spark._arrowfast", "PLAN_VERSION",
+                                                   FAST_PLAN_VERSION, "codec/rows")
+    if module is not None:
+        module.configure(*images)
+    return module
+
+
+_arrowfast = _load_arrowfast()
+
+
+def map_builder(render: Any) -> Any:
+    """A compiled ``_arrowfast.MapBuilder`` (row images as Arrow map buffers, values rendered as
+    ``render`` renders them), or None where the compiled builder or row decoder is not in use:
+    the pure twin is :class:`MapColumn` (``columnar=False``)."""
+    return None if _arrowfast is None or compiled_images() is None else _arrowfast.MapBuilder(render)
+
+
+def repeat_per_row(events: list[Sequence[Any]], kinds: str, index: bytes) -> list[tuple[Any, ...]]:
+    """The per-event values of a :func:`map_builder` batch repeated for each of its rows (row
+    ``r`` takes ``events[index[r]]``; ``index``: the event numbers ``MapBuilder.take`` gives), as
+    the buffers of Arrow arrays: one per ``kinds`` letter, ``q`` int64, ``i`` int32, ``s`` str,
+    ``l`` list of str (see ``_arrowfast.repeat``).  Only with the compiled builder in use."""
+    assert _arrowfast is not None
+    return _arrowfast.repeat(events, kinds, index)  # type: ignore[no-any-return]
 
 
 def _map_array(kind: pa.MapType, parts: tuple[Any, ...]) -> pa.Array:

@@ -37,6 +37,10 @@ pair, merging runs of fixed-size columns into one precompiled
 :func:`row_decoder`: this pure-Python one and, when the C extension
 ``_rowsfast`` is built, :class:`FastRowDecoder`, which runs the same column
 plans in C (``MARIABINLOG_PURE_PYTHON=1`` turns it off).  Tests run every one.
+
+For compiled consumers of the same images (the Spark rows view's ``spark/_arrowfast.c``,
+which includes ``_rowimage.h``): :meth:`FastRowDecoder.programs` gives an event's compiled
+image programs and :func:`compiled_images` what such a module is configured with.
 """
 
 from __future__ import annotations
@@ -429,7 +433,7 @@ class FastRowDecoder(RowDecoder):
 
     def programs(self, rows_event: RowsEventLike) -> tuple[str, bytes, Any, Any]:
         """(kind, rows_data, first image program, second) of ``rows_event``, checked against the
-        table map, for ``_rowsfast.MapBuilder.add`` (columnar output of the typed images)."""
+        table map, for compiled readers of the images (``spark/_arrowfast.c``: columnar output)."""
         kind, data, first, second = self._images(rows_event, False)
         return kind, data, first.fast or first.compile_fast(), second.fast or second.compile_fast()
 
@@ -473,19 +477,15 @@ if _rowsfast is not None:
 DEFAULT_IMPLEMENTATION: type[RowDecoder] = FastRowDecoder if _rowsfast is not None else RowDecoder
 
 
-def map_builder(render: Callable[[Any], str | None]) -> Any:
-    """A compiled ``_rowsfast.MapBuilder`` (images as Arrow map buffers, values rendered as
-    ``render`` renders them), or None when the compiled decoder is not in use."""
-    return _rowsfast.MapBuilder(render) if DEFAULT_IMPLEMENTATION is FastRowDecoder else None
-
-
-def repeat_per_row(events: list[Sequence[Any]], kinds: str, index: bytes) -> list[tuple[Any, ...]]:
-    """The per-event values of a :func:`map_builder` batch repeated for each of its rows (row
-    ``r`` takes ``events[index[r]]``; ``index``: the event numbers ``MapBuilder.take`` gives), as
-    the buffers of Arrow arrays: one per ``kinds`` letter, ``q`` int64, ``i`` int32, ``s`` str,
-    ``l`` list of str (see ``_rowsfast.repeat``).  Only with the compiled decoder in use."""
-    assert _rowsfast is not None
-    return _rowsfast.repeat(events, kinds, index)  # type: ignore[no-any-return]
+def compiled_images() -> tuple[Any, ...] | None:
+    """What a compiled reader of the row images (``spark/_arrowfast.c``, built on
+    ``_rowimage.h``) is configured with: ``(Image, ABSENT, MysqlDate, MysqlTime, MysqlDateTime,
+    MysqlTimestamp, Decimal, error hook)``, ``Image`` being the compiled programs'
+    type; None when the compiled decoder is not in use (not built, disabled, or
+    :data:`DEFAULT_IMPLEMENTATION` set to the pure one)."""
+    if DEFAULT_IMPLEMENTATION is not FastRowDecoder:
+        return None
+    return (_rowsfast.Image, ABSENT, MysqlDate, MysqlTime, MysqlDateTime, MysqlTimestamp, Decimal, _fast_error)
 
 
 def row_decoder(table_map: TableMapLike) -> RowDecoder:
