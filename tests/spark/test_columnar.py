@@ -13,6 +13,9 @@ The planning scan's shortcut (rows events hopped over undecoded) is held to a fu
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -360,6 +363,24 @@ def test_repeat_per_row_refuses_bad_input() -> None:
         read.repeat_per_row([[1]], "x", one)
     with pytest.raises(TypeError):
         read.repeat_per_row([[1]], "qq", one)
+
+
+def test_builder_reads_only_the_codecs_images() -> None:
+    """``spark/_arrowfast`` reads the codec's compiled ``Image`` programs (``_rowimage.h``): it is
+    configured with the codec's own type and refuses another; without the compiled row decoder
+    (``MARIABINLOG_PURE_PYTHON=1``) there is no builder and the rows view takes the pure path."""
+    _compiled()
+    images = rows.compiled_images()
+    assert images is not None and images[0] is rows._rowsfast.Image
+    with pytest.raises(TypeError):
+        read._arrowfast.configure(tuple, *images[1:])
+    builder = read.map_builder(render)
+    with pytest.raises(TypeError):
+        builder.add(b"", 0, object(), None, "insert", (), 0, 0, 1, 1)
+    code = "from mariabinlog.spark import read, schema; print(read._arrowfast, read.map_builder(schema.render))"
+    env = {**os.environ, "MARIABINLOG_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["None", "None"]
 
 
 def test_typed_columns_take_damaged_decimals_and_fractions_as_null() -> None:
