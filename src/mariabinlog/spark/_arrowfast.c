@@ -432,8 +432,16 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
     Py_ssize_t size = c->size;
     switch (c->op) {
     case OP_INT: {
-        uint64_t v = int_bits(c, p);
-        o = c->flag ? fmt_i64(o, (int64_t)v) : fmt_u64(o, v);
+        uint64_t v = read_le(p, size);
+        if (c->flag) {
+            if (size < 8 && (v >> (8 * size - 1)) & 1) {
+                v |= ~(uint64_t)0 << (8 * size);
+            }
+            o = fmt_i64(o, (int64_t)v);
+        }
+        else {
+            o = fmt_u64(o, v);
+        }
         break;
     }
     case OP_UINT_BE:
@@ -461,23 +469,38 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
         PyMem_Free(r);
         return rc < 0 ? -1 : 1;
     }
-    case OP_DATE:
-    case OP_DATETIME:
-    case OP_DATETIME2: {
-        Fields f = c->op == OP_DATE ? date_fields(p) : c->op == OP_DATETIME ? datetime_fields(p) : datetime2_fields(c, p);
-        o = fmt_datetime(o, f.year, f.month, f.day, c->op != OP_DATE, f.hour, f.minute, f.second, f.micro);
+    case OP_DATE: {
+        uint32_t v = (uint32_t)read_le(p, 3);
+        o = fmt_datetime(o, v >> 9, v >> 5 & 15, v & 31, 0, 0, 0, 0, 0);
         break;
     }
-    case OP_TIME:
-    case OP_TIME2: {
-        Fields f = c->op == OP_TIME ? time_fields(p) : time2_fields(c, p);
-        o = fmt_time(o, f.negative, f.hour, f.minute, f.second, f.micro);
+    case OP_TIME: {
+        int64_t v = (int64_t)read_le(p, 3);
+        if (v & 0x800000) {
+            v -= 0x1000000;
+        }
+        uint64_t a = (uint64_t)(v < 0 ? -v : v);
+        o = fmt_time(o, v < 0, a / 10000, a / 100 % 100, a % 100, 0);
+        break;
+    }
+    case OP_DATETIME: {
+        uint64_t v = read_le(p, 8);
+        uint64_t d = v / 1000000, t = v % 1000000;
+        o = fmt_datetime(o, d / 10000, d / 100 % 100, d % 100, 1, t / 10000, t / 100 % 100, t % 100, 0);
         break;
     }
     case OP_TIMESTAMP:
     case OP_TIMESTAMP2: {
-        uint64_t seconds, micro;
-        timestamp_parts(c, p, &seconds, &micro);
+        uint64_t seconds, micro = 0;
+        if (c->op == OP_TIMESTAMP) {
+            seconds = read_le(p, 4);
+        }
+        else {
+            int shift = 8 * (int)c->a;
+            uint64_t v = read_be(p, size);
+            seconds = v >> shift;
+            micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        }
         if (!seconds && !micro) {
             return put_text(b, "0000-00-00 00:00:00") < 0 ? -1 : 1;
         }
@@ -489,6 +512,27 @@ render_fixed(Buf *b, const Column *c, const unsigned char *p)
         civil_from_days((int64_t)(seconds / 86400), &y, &m, &d);
         uint64_t s = seconds % 86400;
         o = fmt_datetime(o, (uint64_t)y, m, d, 1, s / 3600, s / 60 % 60, s % 60, micro);
+        break;
+    }
+    case OP_DATETIME2: {
+        int shift = 8 * (int)c->a;
+        uint64_t v = read_be(p, size);
+        int64_t intpart = (int64_t)(v >> shift) - INT64_C(0x8000000000);
+        if (intpart < 0) {
+            intpart = -intpart;
+        }
+        uint64_t ymd = (uint64_t)intpart >> 17, ym = ymd >> 5, hms = (uint64_t)intpart & 0x1FFFF;
+        uint64_t micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        o = fmt_datetime(o, ym / 13, ym % 13, ymd & 31, 1, hms >> 12, hms >> 6 & 63, hms & 63, micro);
+        break;
+    }
+    case OP_TIME2: {
+        int shift = 8 * (int)c->a;
+        int64_t v = (int64_t)read_be(p, size) - ((int64_t)0x800000 << shift);
+        uint64_t a = (uint64_t)(v < 0 ? -v : v);
+        uint64_t hms = a >> shift;
+        uint64_t micro = (a & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
+        o = fmt_time(o, v < 0, hms >> 12 & 1023, hms >> 6 & 63, hms & 63, micro);
         break;
     }
     default:

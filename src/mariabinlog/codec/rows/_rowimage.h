@@ -187,110 +187,6 @@ decimal_value(const Column *c, const unsigned char *p)
     return v;
 }
 
-/* Fixed-size values decoded to C: what fixed_value builds as Python values and
- * spark/_arrowfast.c renders as text (one reading of each stored form for both). */
-
-/* OP_INT: the value's 64 bits, sign-extended when the column is signed (c->flag). */
-static inline uint64_t
-int_bits(const Column *c, const unsigned char *p)
-{
-    Py_ssize_t size = c->size;
-    uint64_t v = read_le(p, size);
-    if (c->flag && size < 8 && (v >> (8 * size - 1)) & 1) {
-        v |= ~(uint64_t)0 << (8 * size);
-    }
-    return v;
-}
-
-/* The fields of a DATE, TIME or DATETIME value as stored (zero dates, negative and > 24 h times kept). */
-typedef struct {
-    int negative;
-    uint64_t year, month, day, hour, minute, second, micro;
-} Fields;
-
-static inline Fields
-date_fields(const unsigned char *p)  /* OP_DATE */
-{
-    uint32_t v = (uint32_t)read_le(p, 3);
-    return (Fields){0, v >> 9, v >> 5 & 15, v & 31, 0, 0, 0, 0};
-}
-
-static inline Fields
-time_fields(const unsigned char *p)  /* OP_TIME */
-{
-    int64_t v = (int64_t)read_le(p, 3);
-    if (v & 0x800000) {
-        v -= 0x1000000;
-    }
-    uint64_t a = (uint64_t)(v < 0 ? -v : v);
-    return (Fields){v < 0, 0, 0, 0, a / 10000, a / 100 % 100, a % 100, 0};
-}
-
-static inline Fields
-datetime_fields(const unsigned char *p)  /* OP_DATETIME */
-{
-    uint64_t v = read_le(p, 8);
-    uint64_t d = v / 1000000, t = v % 1000000;
-    return (Fields){0, d / 10000, d / 100 % 100, d % 100, t / 10000, t / 100 % 100, t % 100, 0};
-}
-
-static inline Fields
-datetime2_fields(const Column *c, const unsigned char *p)  /* OP_DATETIME2 */
-{
-    int shift = 8 * (int)c->a;
-    uint64_t v = read_be(p, c->size);
-    int64_t intpart = (int64_t)(v >> shift) - INT64_C(0x8000000000);
-    if (intpart < 0) {
-        intpart = -intpart;
-    }
-    uint64_t ymd = (uint64_t)intpart >> 17, ym = ymd >> 5, hms = (uint64_t)intpart & 0x1FFFF;
-    uint64_t micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
-    return (Fields){0, ym / 13, ym % 13, ymd & 31, hms >> 12, hms >> 6 & 63, hms & 63, micro};
-}
-
-static inline Fields
-time2_fields(const Column *c, const unsigned char *p)  /* OP_TIME2 */
-{
-    int shift = 8 * (int)c->a;
-    int64_t v = (int64_t)read_be(p, c->size) - ((int64_t)0x800000 << shift);
-    uint64_t a = (uint64_t)(v < 0 ? -v : v);
-    uint64_t hms = a >> shift;
-    uint64_t micro = (a & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
-    return (Fields){v < 0, 0, 0, 0, hms >> 12 & 1023, hms >> 6 & 63, hms & 63, micro};
-}
-
-/* OP_TIMESTAMP / OP_TIMESTAMP2: seconds since the epoch and microseconds. */
-static inline void
-timestamp_parts(const Column *c, const unsigned char *p, uint64_t *seconds, uint64_t *micro)
-{
-    if (c->op == OP_TIMESTAMP) {
-        *seconds = read_le(p, 4);
-        *micro = 0;
-        return;
-    }
-    int shift = 8 * (int)c->a;
-    uint64_t v = read_be(p, c->size);
-    *seconds = v >> shift;
-    *micro = (v & (((uint64_t)1 << shift) - 1)) * (uint64_t)c->b;
-}
-
-#define PY_U64 PyLong_FromUnsignedLongLong
-
-static PyObject *
-time_value(Fields f)
-{
-    PyObject *items[5] = {py_bool(f.negative), PY_U64(f.hour), PY_U64(f.minute), PY_U64(f.second), PY_U64(f.micro)};
-    return named(g_time, 5, items, 1);
-}
-
-static PyObject *
-datetime_value(Fields f)
-{
-    PyObject *items[7] = {PY_U64(f.year), PY_U64(f.month), PY_U64(f.day), PY_U64(f.hour), PY_U64(f.minute),
-                          PY_U64(f.second), PY_U64(f.micro)};
-    return named(g_datetime, 7, items, 1);
-}
-
 /* The value of fixed-size column c at p (c->size bytes, already bounds-checked). */
 static PyObject *
 fixed_value(const Column *c, const unsigned char *p)
@@ -298,14 +194,26 @@ fixed_value(const Column *c, const unsigned char *p)
     Py_ssize_t size = c->size;
     switch (c->op) {
     case OP_INT: {
-        uint64_t v = int_bits(c, p);
-        return c->flag ? PyLong_FromLongLong((long long)v) : PY_U64(v);
+        uint64_t v = read_le(p, size);
+        if (c->flag) {
+            if (size < 8 && (v >> (8 * size - 1)) & 1) {
+                v |= ~(uint64_t)0 << (8 * size);
+            }
+            return PyLong_FromLongLong((long long)v);
+        }
+        return PyLong_FromUnsignedLongLong(v);
     }
     case OP_UINT_BE:
-        return PY_U64(read_be(p, size));
-    case OP_FLOAT:
+        return PyLong_FromUnsignedLongLong(read_be(p, size));
+    case OP_FLOAT: {
+        double d = PyFloat_Unpack4((const char *)p, 1);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        return PyFloat_FromDouble(d);
+    }
     case OP_DOUBLE: {
-        double d = c->op == OP_FLOAT ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+        double d = PyFloat_Unpack8((const char *)p, 1);
         if (d == -1.0 && PyErr_Occurred()) {
             return NULL;
         }
@@ -314,31 +222,75 @@ fixed_value(const Column *c, const unsigned char *p)
     case OP_YEAR:
         return PyLong_FromLong(p[0] ? p[0] + 1900 : 0);
     case OP_DATE: {
-        Fields f = date_fields(p);
-        PyObject *items[3] = {PY_U64(f.year), PY_U64(f.month), PY_U64(f.day)};
+        uint32_t v = (uint32_t)read_le(p, 3);
+        PyObject *items[3] = {PyLong_FromLong(v >> 9), PyLong_FromLong(v >> 5 & 15), PyLong_FromLong(v & 31)};
         return named(g_date, 3, items, 1);
     }
-    case OP_TIME:
-        return time_value(time_fields(p));
-    case OP_TIME2:
-        return time_value(time2_fields(c, p));
-    case OP_DATETIME:
-        return datetime_value(datetime_fields(p));
-    case OP_DATETIME2:
-        return datetime_value(datetime2_fields(c, p));
-    case OP_TIMESTAMP:
-    case OP_TIMESTAMP2: {
-        uint64_t seconds, micro;
-        timestamp_parts(c, p, &seconds, &micro);
-        PyObject *items[2] = {PY_U64(seconds), PY_U64(micro)};
+    case OP_TIME: {
+        int64_t v = (int64_t)read_le(p, 3);
+        if (v & 0x800000) {
+            v -= 0x1000000;
+        }
+        int64_t a = v < 0 ? -v : v;
+        PyObject *items[5] = {py_bool(v < 0), PyLong_FromLongLong(a / 10000), PyLong_FromLongLong(a / 100 % 100),
+                              PyLong_FromLongLong(a % 100), PyLong_FromLong(0)};
+        return named(g_time, 5, items, 1);
+    }
+    case OP_DATETIME: {
+        uint64_t v = read_le(p, 8);
+        uint64_t d = v / 1000000, t = v % 1000000;
+        PyObject *items[7] = {
+            PyLong_FromUnsignedLongLong(d / 10000), PyLong_FromUnsignedLongLong(d / 100 % 100),
+            PyLong_FromUnsignedLongLong(d % 100), PyLong_FromUnsignedLongLong(t / 10000),
+            PyLong_FromUnsignedLongLong(t / 100 % 100), PyLong_FromUnsignedLongLong(t % 100), PyLong_FromLong(0),
+        };
+        return named(g_datetime, 7, items, 1);
+    }
+    case OP_TIMESTAMP: {
+        PyObject *items[2] = {PyLong_FromUnsignedLongLong(read_le(p, 4)), PyLong_FromLong(0)};
         return named(g_timestamp, 2, items, 1);
+    }
+    case OP_TIMESTAMP2: {
+        int shift = 8 * (int)c->a;
+        uint64_t v = read_be(p, size);
+        uint64_t frac = v & (((uint64_t)1 << shift) - 1);
+        PyObject *items[2] = {PyLong_FromUnsignedLongLong(v >> shift),
+                              PyLong_FromUnsignedLongLong(frac * (uint64_t)c->b)};
+        return named(g_timestamp, 2, items, 1);
+    }
+    case OP_DATETIME2: {
+        int shift = 8 * (int)c->a;
+        uint64_t v = read_be(p, size);
+        int64_t intpart = (int64_t)(v >> shift) - INT64_C(0x8000000000);
+        if (intpart < 0) {
+            intpart = -intpart;
+        }
+        int64_t ymd = intpart >> 17, ym = ymd >> 5, hms = intpart & 0x1FFFF;
+        uint64_t frac = v & (((uint64_t)1 << shift) - 1);
+        PyObject *items[7] = {
+            PyLong_FromLongLong(ym / 13), PyLong_FromLongLong(ym % 13), PyLong_FromLongLong(ymd & 31),
+            PyLong_FromLongLong(hms >> 12), PyLong_FromLongLong(hms >> 6 & 63), PyLong_FromLongLong(hms & 63),
+            PyLong_FromUnsignedLongLong(frac * (uint64_t)c->b),
+        };
+        return named(g_datetime, 7, items, 1);
+    }
+    case OP_TIME2: {
+        int shift = 8 * (int)c->a;
+        int64_t v = (int64_t)read_be(p, size) - ((int64_t)0x800000 << shift);
+        int64_t a = v < 0 ? -v : v;
+        int64_t hms = a >> shift;
+        int64_t frac = a & (((int64_t)1 << shift) - 1);
+        PyObject *items[5] = {py_bool(v < 0), PyLong_FromLongLong(hms >> 12 & 1023),
+                              PyLong_FromLongLong(hms >> 6 & 63), PyLong_FromLongLong(hms & 63),
+                              PyLong_FromLongLong(frac * c->b)};
+        return named(g_time, 5, items, 1);
     }
     case OP_DECIMAL:
         return decimal_value(c, p);
     case OP_CONV:
         return call_conv(c->obj, p, size);
     }
-    PyErr_SetString(PyExc_SystemError, "unknown opcode in an image program");
+    PyErr_SetString(PyExc_SystemError, "_rowsfast: unknown opcode");
     return NULL;
 }
 
