@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
-from ..errors import DecodeError, OptionError, TruncatedError
+from ..codec.ibb import PAGE_SIZE, decode_header_page, file_kind
+from ..errors import OptionError, TruncatedError
 
 IBB_NAME_RE = re.compile(r"binlog-(\d{6,})\.ibb")
 _LEGACY_NUMBER = re.compile(r"\.(\d+)$")
@@ -78,10 +78,7 @@ def binlog_kind(path: str) -> str | None:
             head = handle.read(4)
     except OSError:
         return None
-    try:
-        return sniff_file(head)
-    except DecodeError:
-        return None
+    return file_kind(head)
 
 
 def describe_binlog(path: str) -> BinlogFile | None:

@@ -34,12 +34,11 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..codec.ibb.page import (
-    IBB_MAGIC,
-    LEGACY_MAGIC,
     PAGE_SIZE,
     PAGE_SIZE_SHIFT,
     RecordType,
     decode_header_page,
+    file_kind,
 )
 from ..codec.ibb.reader import RecordReader
 from ..codec.events.stream import EventStreamDecoder, iter_legacy_events
@@ -419,10 +418,9 @@ def _sniff(path: str) -> str:
             magic = handle.read(4)
     except OSError as err:
         raise OptionError(f"cannot read {path}: {err.strerror}") from None
-    if magic == LEGACY_MAGIC:
-        return "legacy"
-    if magic == IBB_MAGIC:
-        return "ibb"
+    kind = file_kind(magic)
+    if kind in ("legacy", "ibb"):
+        return kind
     raise OptionError(f"{path}: not a binlog file (neither legacy nor .ibb magic)")
 
 

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
+from ..codec.ibb import PAGE_SIZE, decode_header_page, file_kind
 from ..engine.files import BinlogFile, IbbDirectory, MappedFile, binlog_name, legacy_file_no
 from ..errors import DecodeError, OptionError, TruncatedError
 
@@ -321,10 +321,7 @@ def describe(entry: Entry, storage: Storage) -> BinlogFile | None:
     """The :class:`BinlogFile` of a listed file from its first page (None for a file that is no
     binlog or an `.ibb` file nothing was written to yet)."""
     head = read_range(entry.path, 0, PAGE_SIZE, storage)
-    try:
-        kind = sniff_file(head[:4])
-    except DecodeError:
-        return None
+    kind = file_kind(head)
     if kind == "ibb":
         header = decode_header_page(head) if len(head) == PAGE_SIZE else None
         if header is None:

@@ -64,6 +64,7 @@ from ..codec.events import (
     reframe,
 )
 from ..codec.groups import GroupBoundary
+from ..codec.ibb.page import LEGACY_MAGIC
 from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
 from ..engine.redo import REDO_NAME, fsync_dir
@@ -78,7 +79,6 @@ DEFAULT_BASE = "legacy_log"
 MIN_MAX_SIZE = 4096
 MAX_MAX_SIZE = 1 << 32
 _LOG_POS = struct.Struct("<I")
-_BINLOG_MAGIC = b"\xfebin"
 
 
 def conversion_sink(
@@ -255,7 +255,7 @@ class IbbToLegacy(EventSink):
         self.position = 0
         self.copied = 0
         header = {"timestamp": ev.when, "server_id": ev.server_id}
-        self._append(_BINLOG_MAGIC)
+        self._append(LEGACY_MAGIC)
         fd = FormatDescriptionEvent(
             server_version=SERVER_VERSION, checksum_alg=CHECKSUM_OFF, **header
         ).encode(checksum=True, log_pos=0)
