@@ -39,6 +39,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
+from .. import server_version
 from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..codec.ibb.page import (
@@ -75,7 +76,7 @@ NODE_OVERHEAD = 45
 #: (domain, server) pairs the GTID state may gain between the sizing of a record and its append.
 STATE_SLACK = 16
 REDO_WRITE_AHEAD = 1 << 20
-SERVER_VERSION = "12.3.0-mariabinlog"
+SERVER_VERSION = server_version()
 
 
 class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):

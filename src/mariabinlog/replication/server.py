@@ -51,6 +51,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .. import server_version
 from ..codec.wire import protocol as P
 from ..codec.wire.ed25519 import ED25519
 from ..codec.wire.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
@@ -76,7 +77,8 @@ from .sources import ArchiveReader, ReadOnlyPages
 
 log = logging.getLogger(__name__)
 
-SERVER_VERSION = "10.11.19-MariaDB-mariabinlog"
+#: A 10.11 release as the prefix: what the replicas this server is tested with announce themselves.
+SERVER_VERSION = server_version("10.11.19")
 ENGINE_BINLOG_REQUIRES_GTID = "Slave must enable GTID mode when master uses --binlog-storage-engine"
 _ROTATE_AT = 0xF0000000  # synthesized positions stay below 2**32
 

@@ -45,6 +45,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from .. import server_version
 from ..codec.events import (
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_OFF,
@@ -73,7 +74,7 @@ from .dump.options import DumpOptions, write_line
 from .dump.sink import EventSink
 
 #: The server version this tool writes into the Format_description of converted files.
-SERVER_VERSION = "12.3.0-MariaDB-mariabinlog"
+SERVER_VERSION = server_version()
 DEFAULT_BASE = "legacy_log"
 #: --max-binlog-size range (IO_SIZE .. 4 GiB), as the C tool clamps it.
 MIN_MAX_SIZE = 4096
