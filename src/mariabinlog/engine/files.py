@@ -172,33 +172,53 @@ class MappedFile:
             self.data.close()
 
 
-class IbbDirectory:
-    """PageSource over the `.ibb` files of ``directory``.
+class IbbFiles:
+    """The `.ibb` files of ``directory`` by number: the one rule the page readers share.
 
-    ``paths`` maps file numbers to explicit paths (files named on a command
-    line need not follow the ``binlog-NNNNNN.ibb`` pattern); other numbers are
-    looked up by that pattern in ``directory``.  Pages are zero-copy
-    ``memoryview`` slices of the mappings, valid until :meth:`close`.
+    ``paths`` maps file numbers to explicit paths (files named on a command line need not
+    follow the ``binlog-NNNNNN.ibb`` pattern); other numbers are looked up by that pattern in
+    ``directory``.  Two readers build on it: :class:`IbbDirectory` maps files (zero-copy, for
+    reading whole files) and :class:`~mariabinlog.engine.storage.BinlogFiles` reads by
+    ``pread`` (for files a writer truncates or purges under the reader: nothing mapped can
+    fault).
+    """
+
+    def __init__(self, directory: str, paths: dict[int, str] | None = None) -> None:
+        self.directory = directory
+        self.paths = dict(paths or {})
+
+    def path(self, file_no: int) -> str:
+        """Path of file ``file_no``."""
+        return self.paths.get(file_no) or os.path.join(self.directory, binlog_name(file_no))
+
+    def name(self, file_no: int) -> str:
+        """The file's name (``PageSource``; as replicas see it in Master_Log_File)."""
+        return os.path.basename(self.path(file_no))
+
+    def list(self) -> list[int]:
+        """The file numbers present (those of ``paths`` when given), ascending."""
+        if self.paths:
+            return sorted(self.paths)
+        return list_binlogs(self.directory)
+
+
+class IbbDirectory(IbbFiles):
+    """PageSource over the `.ibb` files of ``directory``, memory-mapped (see :class:`IbbFiles`).
+
+    Pages are zero-copy ``memoryview`` slices of the mappings, valid until :meth:`close`.
     """
 
     #: True for a view of the files as recovery would leave them (``engine.view.RecoveredDirectory``)
     recovered = False
 
     def __init__(self, directory: str, paths: dict[int, str] | None = None, *, strict: bool = False) -> None:
-        self.directory = directory
-        self.paths = dict(paths or {})
+        super().__init__(directory, paths)
         self.strict = strict
         self._files: dict[int, MappedFile | None] = {}
         self._read = 0  # bytes of pages handed out since the mappings' pages were last released
 
-    def path(self, file_no: int) -> str:
-        """Path of file ``file_no``."""
-        return self.paths.get(file_no) or os.path.join(
-            self.directory, binlog_name(file_no)
-        )
-
     def name(self, file_no: int) -> str:
-        """File name for messages: the path of file ``file_no``."""
+        """File name for messages: the path of file ``file_no`` (as it was named)."""
         return self.path(file_no)
 
     def _file(self, file_no: int) -> MappedFile | None:

@@ -73,7 +73,7 @@ from ..errors import GtidError, QueryRefusedError, ReplicationError
 from ..codec.groups import EventGroup
 from .admission import Admission, Refusal, Ticket
 from .progress import Progress
-from .sources import ArchiveReader, ReadOnlyPages
+from .sources import ArchiveReader, archive_pages
 
 log = logging.getLogger(__name__)
 
@@ -599,7 +599,7 @@ class _Session(threading.Thread):
     # -- the dump -------------------------------------------------------------------------------
 
     def _reader(self, start: ConnectState) -> ArchiveReader:
-        return ArchiveReader(ReadOnlyPages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
+        return ArchiveReader(archive_pages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
 
     def _dump_error(self, message: str, code: int = P.ER_MASTER_FATAL_ERROR_READING_BINLOG) -> None:
         self._send(self.proto.send_error(P.ErrPacket(code, message, "HY000")))

@@ -213,7 +213,7 @@ class IbbToLegacy(EventSink):
     def begin_file(self, name: str = "") -> None:
         super().begin_file(name)
         if self.state is None:
-            self.state = BinlogState.from_list(Gtid(*g) for g in _initial_state(name))
+            self.state = _initial_state(name)
 
     def print_event(self, ev: Any) -> None:
         raw = bytes(ev.buf[ev.start : ev.start + ev.length])
@@ -293,33 +293,21 @@ class IbbToLegacy(EventSink):
         self._close()
 
 
-def _initial_state(name: str) -> tuple[tuple[int, int, int], ...]:
+def _initial_state(name: str) -> BinlogState:
     """The GTID state record at page 1 of `.ibb` file ``name`` (empty when it has none)."""
-    from ..codec.ibb import (
-        PAGE_SIZE,
-        GtidState,
-        RecordReader,
-        RecordType,
-        decode_header_page,
-    )
+    from ..codec.ibb import PAGE_SIZE, decode_header_page
+    from ..codec.ibb.state import state_at_page
     from ..engine.files import IbbDirectory
 
     try:
         with open(name, "rb") as f:
             header = decode_header_page(f.read(PAGE_SIZE))
     except (OSError, DecodeError):
-        return ()
+        return BinlogState()
     if header is None:
-        return ()
+        return BinlogState()
     with IbbDirectory(os.path.dirname(os.path.abspath(name)), {header.file_no: name}) as source:
-        try:
-            for record in RecordReader(source, header.file_no, PAGE_SIZE):
-                if record.type == RecordType.GTID_STATE and record.offset == PAGE_SIZE:
-                    return GtidState.decode(record.payload).gtids
-                return ()
-        except DecodeError:
-            return ()
-    return ()
+        return state_at_page(source, header.file_no, 1) or BinlogState()
 
 
 # ------------------------------------------------------------------------ legacy -> .ibb
