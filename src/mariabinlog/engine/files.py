@@ -1,7 +1,9 @@
 """Binlog files on disk: which files a path names, and the `.ibb` page source over them.
 
 :func:`discover_binlogs` turns a file, directory or glob into :class:`BinlogFile` s (kind by
-magic, number from the `.ibb` header or the legacy name), ordered as one stream per directory.
+magic, number from the `.ibb` header or the legacy name), ordered as one stream per directory
+by the one rule (:func:`binlog_streams`: a directory's ``.index`` where it has one, else by
+number) that the tools' directory listing and the Spark source's listing also apply.
 
 :class:`IbbDirectory` implements :class:`mariabinlog.codec.ibb.PageSource`
 (``page(file_no, page_no)`` and ``name(file_no)``) so the pure record reader
@@ -20,6 +22,7 @@ import glob
 import mmap
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
@@ -99,11 +102,58 @@ def describe_binlog(path: str) -> BinlogFile | None:
     return BinlogFile(os.path.dirname(path), kind, file_no, path, size)
 
 
-def discover_binlogs(spec: str) -> list[BinlogFile]:
-    """The binlog files ``spec`` names: a file, a directory (its binlog files) or a glob.
+def index_names(text: str) -> list[str]:
+    """The file names a binlog ``.index`` file lists (the server writes ``./mysql-bin.000001``
+    lines), in its order."""
+    return [os.path.basename(line.strip()) for line in text.splitlines() if line.strip()]
 
-    Files are ordered by directory, then kind, then number, so the files of one directory form
-    one stream in order.  A spec that names no binlog file is an :class:`OptionError`.
+
+def binlog_order(files: Iterable[BinlogFile], index: Sequence[str] | None = None) -> list[BinlogFile]:
+    """The binlog files of one directory in the order MariaDB lists them (SHOW BINARY LOGS).
+
+    With the names of the directory's ``.index`` file (:func:`index_names`), the files it names
+    in its order: files it does not name are not the server's logs.  Without one, the `.ibb`
+    files, then the legacy files, each by number (the `.ibb` header's, the legacy name's
+    extension: the server's sequence number, which outgrows six digits).
+    """
+    if index is None:
+        return sorted(files)
+    by_name = {os.path.basename(f.path): f for f in files}
+    return [by_name[name] for name in index if name in by_name]
+
+
+def binlog_streams(files: Iterable[BinlogFile], indexes: Mapping[str, Sequence[str]]) -> list[BinlogFile]:
+    """Binlog files as one stream per directory (directories in order), each in
+    :func:`binlog_order` with its directory's index names from ``indexes`` (by directory).
+    The one rule every discovery applies: local (:func:`discover_binlogs`), the tools'
+    directory listing and the Spark source's listing of any filesystem."""
+    by_directory: dict[str, list[BinlogFile]] = {}
+    for f in files:
+        by_directory.setdefault(f.directory, []).append(f)
+    return [f for d in sorted(by_directory) for f in binlog_order(by_directory[d], indexes.get(d))]
+
+
+def is_index(path: str) -> bool:
+    """Whether ``path`` names a binlog index file (``<base>.index``)."""
+    return path.endswith(".index")
+
+
+def local_indexes(paths: Iterable[str]) -> dict[str, list[str]]:
+    """The index names of the ``.index`` files among ``paths``, by directory (first per directory)."""
+    indexes: dict[str, list[str]] = {}
+    for path in paths:
+        if is_index(path) and os.path.isfile(path):
+            directory = os.path.dirname(os.path.abspath(path))
+            if directory not in indexes:
+                with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                    indexes[directory] = index_names(f.read())
+    return indexes
+
+
+def discover_binlogs(spec: str) -> list[BinlogFile]:
+    """The binlog files ``spec`` names: a file, a directory (its binlog files) or a glob, in
+    :func:`binlog_streams` order (a directory's ``.index`` file, where it lists one, rules).
+    A spec that names no binlog file is an :class:`OptionError`.
     """
     if any(ch in spec for ch in "*?["):
         candidates = sorted(glob.glob(spec))
@@ -116,9 +166,7 @@ def discover_binlogs(spec: str) -> list[BinlogFile]:
     files = [f for f in (describe_binlog(p) for p in candidates if os.path.isfile(p)) if f is not None]
     if not files:
         raise OptionError(f"no binlog files (legacy or .ibb) found at {spec!r}")
-    files.sort()
-    return files
-
+    return binlog_streams(files, local_indexes(candidates))
 
 
 #: Bytes read from a mapping between two releases of its resident pages: bounds what a reader of

@@ -30,7 +30,16 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from ..codec.ibb import PAGE_SIZE, decode_header_page, file_kind
-from ..engine.files import BinlogFile, IbbDirectory, MappedFile, binlog_name, legacy_file_no
+from ..engine.files import (
+    BinlogFile,
+    IbbDirectory,
+    MappedFile,
+    binlog_name,
+    binlog_streams,
+    index_names,
+    is_index,
+    legacy_file_no,
+)
 from ..errors import DecodeError, OptionError, TruncatedError
 
 log = logging.getLogger(__name__)
@@ -335,14 +344,20 @@ def describe(entry: Entry, storage: Storage) -> BinlogFile | None:
 
 
 def discover(specs: Iterable[str], listing: Listing) -> list[BinlogFile]:
-    """The binlog files ``specs`` name, ordered as one stream per directory (directory, kind,
-    number); naming no binlog file at all is an :class:`OptionError`."""
+    """The binlog files ``specs`` name, ordered as one stream per directory by the engine's
+    rule (``binlog_streams``: a listed ``.index`` where there is one, else kind and number);
+    naming no binlog file at all is an :class:`OptionError`."""
     specs = list(specs)
-    files = [f for f in (describe(e, listing.storage) for e in list_files(specs, listing)) if f is not None]
+    entries = list_files(specs, listing)
+    files = [f for f in (describe(e, listing.storage) for e in entries if not is_index(e.path)) if f is not None]
     if not files:
         raise OptionError(f"no binlog files (legacy or .ibb) found at {', '.join(map(repr, specs))}")
-    files.sort()
-    return files
+    indexes: dict[str, list[str]] = {}
+    for entry in entries:
+        if is_index(entry.path):
+            text = read_file(entry.path, listing.storage).decode("utf-8", "surrogateescape")
+            indexes.setdefault(_parent(entry.path), index_names(text))
+    return binlog_streams(files, indexes)
 
 
 class RemotePages:
