@@ -43,7 +43,7 @@ from .filters import GroupFilter
 from ..codec.groups import EventGroup
 from .mariadbd import PrivateServer, find_program, wait_gone
 from .net import Connection, sql_string
-from .progress import Progress
+from .progress import JobProgress
 from .sources import ArchiveReader, ArchiveSource, GroupSource, archive_pages
 
 log = logging.getLogger(__name__)
@@ -265,7 +265,7 @@ class Restore:
         stop: StopPoint,
         *,
         parallel: int = 4,
-        progress: Progress | None = None,
+        progress: JobProgress | None = None,
         server_options: tuple[str, ...] = (),
     ) -> None:
         self.backup = Path(backup).resolve()
@@ -273,7 +273,7 @@ class Restore:
         self.datadir = Path(datadir).resolve()
         self.stop = stop
         self.parallel = parallel
-        self.progress = progress or Progress("restore")
+        self.progress = progress or JobProgress("restore")
         self.server_options = server_options
         self.state: dict[str, Any] = {}
         self.server: PrivateServer | None = None

@@ -72,7 +72,7 @@ from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..errors import GtidError, QueryRefusedError, ReplicationError
 from ..codec.groups import EventGroup
 from .admission import Admission, Refusal, Ticket
-from .progress import Progress
+from .progress import JobProgress
 from .sources import ArchiveReader, archive_pages
 
 log = logging.getLogger(__name__)
@@ -146,9 +146,9 @@ def ed25519_key(password: str) -> str:
 class BinlogServer:
     """A listening binlog server; one thread per connection (see the module docstring)."""
 
-    def __init__(self, config: ServerConfig, *, progress: Progress | None = None) -> None:
+    def __init__(self, config: ServerConfig, *, progress: JobProgress | None = None) -> None:
         self.config = config
-        self.progress = progress or Progress("serve")
+        self.progress = progress or JobProgress("serve")
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -581,7 +581,7 @@ class _Session(threading.Thread):
             rows = tuple(
                 (name.encode(), value.encode()) for name, value in sorted(self._variables().items()) if pattern.match(name)
             )
-            return self.proto.send_result_set((P.Column("Variable_name"), P.Column("Value")), rows, more=more)
+            return self.proto.send_result_set((P.ColumnDefinition("Variable_name"), P.ColumnDefinition("Value")), rows, more=more)
         select = _SELECT.match(sql)
         if select:
             variables = self._variables()
@@ -590,7 +590,7 @@ class _Session(threading.Thread):
             for item in items:
                 alias = re.match(r"^(.*?)\s+AS\s+`?(\w+)`?$", item, re.I | re.S)
                 expr, name = (alias.group(1), alias.group(2)) if alias else (item, item)
-                names.append(P.Column(name))
+                names.append(P.ColumnDefinition(name))
                 value = self._value(expr, variables)
                 values.append(None if value is None else value.encode())
             return self.proto.send_result_set(tuple(names), (tuple(values),), more=more)

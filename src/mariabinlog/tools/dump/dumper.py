@@ -161,7 +161,7 @@ class Dumper:
             if sink is None
             else sink(self._write)
         )
-        #: A :class:`~mariabinlog.tools.dump.progress.Progress` bar on a terminal, else None.
+        #: A :class:`~mariabinlog.tools.dump.progress.ProgressBar` on a terminal, else None.
         self.progress = progress
         try:
             self.gtid_filter = GtidFilter(opts.gtid_options, verbose=opts.verbose)
