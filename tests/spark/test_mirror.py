@@ -201,9 +201,13 @@ def batch_tables(spark: Any, stepped: tuple[Any, list[list[Path]]], tmp_path_fac
 @pytest.mark.parametrize("table_format", FORMATS)
 def test_runs_on_a_growing_directory_follow_its_ddl(
         table_format: str, spark: Any, stepped: tuple[Any, list[list[Path]]], batch_tables: Path, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mariabinlog.spark import pipeline
     from mariabinlog.spark.mirror.job import Ledger, Settings, status, status_text
     from mariabinlog.spark.pipeline import run_pipeline
+
+    def no_session(*args: Any) -> Any:
+        raise AssertionError("an increment applied on the driver started a Spark session")
 
     server, steps = stepped
     source, out = tmp_path / "binlogs", tmp_path / "out"
@@ -211,9 +215,13 @@ def test_runs_on_a_growing_directory_follow_its_ddl(
     for number, files in enumerate(steps):
         _grow(source, files)
         # Step 2 is small enough to be applied on the driver; step 3 takes the streaming query.
+        # Step 1, on the driver, is given no session and must start none (no JVM).
         settings = Settings(local_bytes=0 if number == 2 else Settings().local_bytes)
-        with caplog.at_level(logging.WARNING, logger="mariabinlog.spark.mirror"):
-            result = run_pipeline(str(source), str(out), table_format=table_format, spark=spark, settings=settings)
+        with caplog.at_level(logging.WARNING, logger="mariabinlog.spark.mirror"), monkeypatch.context() as patch:
+            if number == 1:
+                patch.setattr(pipeline, "_session", no_session)
+            result = run_pipeline(str(source), str(out), table_format=table_format,
+                                  spark=None if number == 1 else spark, settings=settings)
         assert (out / "_mirror" / "checkpoint").is_dir() == (number == 2)
         assert result.position is not None
         positions.append(result.position)

@@ -130,3 +130,35 @@ def test_legacy_stream_over_rotated_files_with_torn_tail(spark: Any, corpus_dir:
     assert got == expected
     gtids = [r.gtid for r in spark.read.parquet(str(out)).filter("event_type = 'Gtid'").collect()]
     assert len(gtids) == len(set(gtids)) == 36  # w07's README: 36 transactions, three domains
+
+
+@pytest.mark.parametrize("kind", ["legacy", "ibb"])
+def test_read_max_bytes_bounds_the_bytes_a_micro_batch_moves(
+        kind: str, corpus_dir: Path, stress_ibb: tuple[Path, list[str]]) -> None:
+    """``ReadMaxBytes(n)`` ends an offset at the first group boundary at least ``n`` bytes on,
+    counting every byte of the groups (not only their last events), across files."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
+
+    from mariabinlog.spark.mirror.job import stream_reader
+
+    directory = corpus_dir / "binlogs" / "w02_types_full" if kind == "legacy" else stress_ibb[0]
+    reader = stream_reader(str(directory), {})
+    start = reader.initialOffset()
+    files = {f.name: f.stat().st_size for f in directory.iterdir() if f.name[-1].isdigit() or f.suffix == ".ibb"}
+    names = sorted(files)
+
+    def moved(end: dict[str, Any]) -> int:
+        """Bytes from the start offset to ``end``, across files."""
+        if end["file"] == start["file"]:
+            return int(end["offset"]) - int(start["offset"])
+        total = files[start["file"]] - int(start["offset"])
+        for name in names[names.index(start["file"]) + 1:names.index(end["file"])]:
+            total += files[name]
+        return total + int(end["offset"])
+
+    everything = moved(reader.latestOffset(start, ReadAllAvailable()))
+    for share in (0.1, 0.5, 0.99):
+        end = reader.latestOffset(start, ReadMaxBytes(int(everything * share)))
+        assert moved(end) >= everything * share, (share, end)
+        if share < 0.9:  # (the last group may take the rest)
+            assert moved(end) < everything, (share, end)

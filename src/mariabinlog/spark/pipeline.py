@@ -256,15 +256,10 @@ def run_pipeline(
                           "and --format delta or --format iceberg")
     if table_format == "parquet" and (full_refresh or catalog):
         raise OptionError("--full-refresh and --catalog are for mirrors (--format delta or iceberg)")
-    own = spark is None
-    if own:
-        spark = _session(master, table_format, spark_conf or {})
+    session = LazySession(spark, master, table_format, spark_conf or {})
     try:
-        from .source import register
-
-        register(spark)
         if mirrored:
-            return _mirror(spark, source, out, table_format, bucket, read_options or {}, full_refresh, catalog,
+            return _mirror(session, source, out, table_format, bucket, read_options or {}, full_refresh, catalog,
                            settings, skip_uncarried)
         full = None
         if table_format in MIRRORED:
@@ -273,24 +268,51 @@ def run_pipeline(
             lake = open_lake(out, table_format, catalog)
             lake.clear()
             full = FullRun(lake, source, read_options or {}, None)
-        return _run(spark, source, out, table_format, bucket, read_options or {}, full, skip_uncarried)
+        return _run(session(), source, out, table_format, bucket, read_options or {}, full, skip_uncarried)
     finally:
-        if own:
-            spark.stop()
+        session.stop()
 
 
-def _mirror(spark: Any, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
+class LazySession:
+    """The job's Spark session, started (and given the mariabinlog source) the first time a
+    step asks for it: a mirror's incremental run of a small increment is applied on the
+    driver and needs no JVM, whose start-up would be most of such a run's cost."""
+
+    def __init__(self, spark: Any, master: str, table_format: str, conf: dict[str, str]) -> None:
+        self._spark = spark
+        self._own = spark is None
+        self._registered = False
+        self._settings = (master, table_format, conf)
+
+    def __call__(self) -> Any:
+        """The session, started now if no step has needed it yet."""
+        if self._spark is None:
+            self._spark = _session(*self._settings)
+        if not self._registered:
+            from .source import register
+
+            register(self._spark)
+            self._registered = True
+        return self._spark
+
+    def stop(self) -> None:
+        """Stop the session if this job started it."""
+        if self._own and self._spark is not None:
+            self._spark.stop()
+
+
+def _mirror(session: LazySession, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
             full_refresh: bool, catalog: str | None, settings: Any, skip_uncarried: bool = False) -> PipelineResult:
     """A mirror's run: the first (or a full refresh), then with ``--follow`` the stream; a later
     run only the stream, over what is new."""
     from .mirror.job import locked
 
     with locked(out):
-        return _mirror_locked(spark, source, out, table_format, bucket, options, full_refresh, catalog, settings,
+        return _mirror_locked(session, source, out, table_format, bucket, options, full_refresh, catalog, settings,
                               skip_uncarried)
 
 
-def _mirror_locked(spark: Any, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
+def _mirror_locked(session: LazySession, source: str, out: str, table_format: str, bucket: str, options: dict[str, str],
                    full_refresh: bool, catalog: str | None, settings: Any,
                    skip_uncarried: bool = False) -> PipelineResult:
     from .mirror.job import FullRun, directory_end, follow, prepare, start_ledger
@@ -299,13 +321,13 @@ def _mirror_locked(spark: Any, source: str, out: str, table_format: str, bucket:
     result = None
     if ledger is None:
         end = directory_end(source, options)
-        result = _run(spark, source, out, table_format, bucket, options, FullRun(lake, source, options, end),
+        result = _run(session(), source, out, table_format, bucket, options, FullRun(lake, source, options, end),
                       skip_uncarried)
         ledger = start_ledger(out, source, table_format, catalog, options, end)
         result.position = end
         if not settings.follow:
             return result
-    done = follow(spark, out, ledger, lake, settings)
+    done = follow(session, out, ledger, lake, settings)
     if result is None:
         result = PipelineResult(cdc=os.path.join(out, "cdc"), history=os.path.join(out, SCHEMA_HISTORY_FILE))
         result.summary, result.rows = done.summary, done.rows

@@ -268,7 +268,7 @@ def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max
     index, offset = _position(start, files)
     state = _state_from(start["gtid_state"])
     name, end = os.path.basename(files[index].path), offset
-    seen = moved = 0
+    seen = before = 0  # groups taken; bytes of the files finished before this one
     while True:
         f = files[index]
         data = ByteWindow(f.path, storage)
@@ -294,9 +294,9 @@ def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max
                     seen += 1
                 pending = None
                 boundary.cut()
-                moved += stop - pos
                 name, end = os.path.basename(f.path), stop
-                if (groups is not None and seen >= groups) or (max_bytes is not None and moved >= max_bytes):
+                if (groups is not None and seen >= groups) or (max_bytes is not None
+                                                               and before + stop - offset >= max_bytes):
                     return {"stream": "legacy", "file": name, "offset": end, "gtid_state": _state_text(state)}
         except DecodeError as err:
             if not _tail_error(err, files, storage):
@@ -307,6 +307,7 @@ def _scan_legacy(files: list[BinlogFile], start: Offset, groups: int | None, max
         # A file is finished once a later one exists (the server rotates before creating it).
         if not complete or index + 1 >= len(files) or end < f.size:
             break
+        before += end - offset
         index, offset = index + 1, 4
         name, end = os.path.basename(files[index].path), 4
     return {"stream": "legacy", "file": name, "offset": end, "gtid_state": _state_text(state)}

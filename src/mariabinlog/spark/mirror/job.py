@@ -43,7 +43,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
@@ -271,9 +271,10 @@ def _commit_hook() -> Any:
 
 
 class MirrorStream:
-    """The Structured Streaming query of a mirror and its micro-batch function."""
+    """The Structured Streaming query of a mirror and its micro-batch function; ``spark`` gives
+    the session when the query starts (a catch-up on the driver starts none)."""
 
-    def __init__(self, spark: Any, out: str, ledger: Ledger, lake: Lake, settings: Settings) -> None:
+    def __init__(self, spark: Callable[[], Any], out: str, ledger: Ledger, lake: Lake, settings: Settings) -> None:
         self.spark = spark
         self.out = out
         self.ledger = ledger
@@ -402,7 +403,7 @@ class MirrorStream:
 
     def run(self) -> None:
         """Run the query: until stopped with ``--follow``, else until what is new is applied."""
-        reader = self.spark.readStream.format("mariabinlog").option("view", "rows")
+        reader = self.spark().readStream.format("mariabinlog").option("view", "rows")
         for key, value in self.options().items():
             reader = reader.option(key, value)
         writer = (reader.load(self.ledger.source).writeStream.foreachBatch(self.batch)
@@ -606,7 +607,7 @@ def bytes_after(source: str, options: dict[str, str], position: Offset) -> int:
     return total
 
 
-def follow(spark: Any, out: str, ledger: Ledger, lake: Lake, settings: Settings) -> MirrorResult:
+def follow(spark: Callable[[], Any], out: str, ledger: Ledger, lake: Lake, settings: Settings) -> MirrorResult:
     """Bring the mirror up to date: with ``--follow`` the streaming query (see
     :class:`MirrorStream`), which runs until stopped; else what is new, by the same query
     (``Trigger.AvailableNow``) or, for up to ``settings.local_bytes`` of it, on the driver
