@@ -292,6 +292,11 @@ def _dec_stop(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
     return StopEvent(body=bytes(buf[p:end]), **hdr)
 
 
+def rotate_position(buf: Buffer, pos: int) -> int:
+    """A Rotate body, unchecked: the position in the next file (its name follows at ``pos + 8``)."""
+    return U64.unpack_from(buf, pos)[0]  # type: ignore[no-any-return]
+
+
 def _dec_rotate(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
     need(buf, p, 8, "Rotate position")
     return RotateEvent(next_position=U64.unpack_from(buf, p)[0], next_file=bytes(buf[p + 8 : end]), **hdr)

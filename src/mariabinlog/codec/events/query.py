@@ -361,6 +361,20 @@ class UserVarEvent(Event):
 
 
 _QUERY_POST_V3 = struct.Struct("<IIBH")
+_QUERY_HEAD = struct.Struct("<IIBHH")
+_RAND = struct.Struct("<QQ")
+
+#: ``query_head(buf, pos)``: a Query post-header of 13 or more bytes, unchecked, as
+#: ``(thread_id, exec_time, db_len, error_code, status_len)`` (the printer's hot path).
+query_head = _QUERY_HEAD.unpack_from
+
+#: ``rand_seeds(buf, pos)``: a Rand body, unchecked, as ``(seed1, seed2)``.
+rand_seeds = _RAND.unpack_from
+
+
+def intvar_fields(buf: Buffer, pos: int) -> tuple[int, int]:
+    """An Intvar body, unchecked: ``(kind, value)`` with the value as the stored unsigned 64 bits."""
+    return buf[pos], U64.unpack_from(buf, pos + 1)[0]
 
 
 #: Execute_load_query's dup_handling values (sql/log_event.h enum_load_dup_handling).

@@ -42,6 +42,11 @@ from ..primitives import U32, Buffer
 
 
 
+
+def stored_crc(buf: Buffer, end: int) -> int:
+    """The CRC-32 footer of the event that ends at ``end``."""
+    return U32.unpack_from(buf, end - 4)[0]  # type: ignore[no-any-return]
+
 def footer_len(buf: Buffer, pos: int, length: int, stream_alg: int) -> int:
     """Bytes of CRC footer that the event at ``pos`` (``length`` bytes) ends with: 4 or 0.
 

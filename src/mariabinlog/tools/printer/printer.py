@@ -22,7 +22,6 @@ and their row-size plan is cached with them.
 
 from __future__ import annotations
 
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +52,10 @@ from ...codec.events import (
     QUERY_EVENT,
     RAND_EVENT,
     ROTATE_EVENT,
+    checkpoint_name,
+    intvar_fields,
+    rand_seeds,
+    rotate_position,
     serialize_xid,
     START_ENCRYPTION_EVENT,
     START_EVENT_V3,
@@ -60,8 +63,10 @@ from ...codec.events import (
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
     XA_PREPARE_LOG_EVENT,
+    xa_prepare_head,
     XID_EVENT,
 )
+from ...codec.events.session import FLAGS2_VERSIONED
 from ...errors import DecodeError
 from .base import (
     BASE64_DECODE_ROWS,
@@ -76,11 +81,9 @@ from .base import (
     OPTION_NOT_AUTOCOMMIT,
     OPTION_RELAXED_UNIQUE_CHECKS,
     PrintOptions,
-    _U32,
-    _U64,
 )
-from .gtid import GtidPrinter, _XA_PREPARE
-from .query import _MASKED_FLAGS2, LoadFiles, QueryPrinter
+from .gtid import GtidPrinter
+from .query import LoadFiles, QueryPrinter
 from .rows import ROW_EVENT_TYPES, RowsPrinter, TableInfo
 
 # Names callers use through this module (the rooms hold them).
@@ -179,7 +182,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         self.charset: bytes | None = None
         self.time_zone = b""
         self.flags2: int | None = None
-        self.sql_mode: int | None = None
+        self.sql_mode: bytes | None = None
         self.auto_increment = (0, 0)
         self.lc_time_names = -1
         self.charset_database = -1
@@ -209,7 +212,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             | OPTION_NOT_AUTOCOMMIT
             | OPTION_NO_FOREIGN_KEY_CHECKS
             | OPTION_RELAXED_UNIQUE_CHECKS
-            | _MASKED_FLAGS2
+            | FLAGS2_VERSIONED
         )
         self.common_header_len = 19
 
@@ -440,7 +443,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             if short:
                 return
             self.header(ev, h)
-            pos = _U64.unpack_from(ev.buf, ev.body_pos)[0]
+            pos = rotate_position(ev.buf, ev.body_pos)
             h.append(
                 b"\tRotate to %s  pos: %d\n"
                 % (bytes(ev.buf[ev.body_pos + 8 : ev.body_end]), pos)
@@ -459,19 +462,14 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         elif code == BINLOG_CHECKPOINT_EVENT:
             if short:
                 return
-            n = _U32.unpack_from(ev.buf, ev.body_pos)[0]
+            name = checkpoint_name(ev.buf, ev.body_pos)
             self.header(ev, h)
-            h.append(
-                b"\tBinlog checkpoint "
-                + bytes(ev.buf[ev.body_pos + 4 : ev.body_pos + 4 + n])
-                + b"\n"
-            )
+            h.append(b"\tBinlog checkpoint " + name + b"\n")
         elif code == INTVAR_EVENT:
             if not short:
                 self.header(ev, h)
                 h.append(b"\tIntvar\n")
-            kind = ev.buf[ev.body_pos]
-            value = _U64.unpack_from(ev.buf, ev.body_pos + 1)[0]
+            kind, value = intvar_fields(ev.buf, ev.body_pos)
             name = (
                 b"LAST_INSERT_ID"
                 if kind == 1
@@ -486,12 +484,12 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             if not short:
                 self.header(ev, h)
                 h.append(b"\tRand\n")
-            s1, s2 = struct.unpack_from("<QQ", ev.buf, ev.body_pos)
+            s1, s2 = rand_seeds(ev.buf, ev.body_pos)
             h.append(b"SET @@RAND_SEED1=%d, @@RAND_SEED2=%d%s\n" % (s1, s2, DELIM))
         elif code == USER_VAR_EVENT:
             self.user_var(ev, h)
         elif code == XA_PREPARE_LOG_EVENT:
-            _one_phase, fmt, glen, blen = _XA_PREPARE.unpack_from(ev.buf, ev.body_pos)
+            _one_phase, fmt, glen, blen = xa_prepare_head(ev.buf, ev.body_pos)
             q = ev.body_pos + 13
             xid = serialize_xid(
                 fmt,
