@@ -292,9 +292,9 @@ def _dec_stop(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
     return StopEvent(body=bytes(buf[p:end]), **hdr)
 
 
-def rotate_position(buf: Buffer, pos: int) -> int:
-    """A Rotate body, unchecked: the position in the next file (its name follows at ``pos + 8``)."""
-    return U64.unpack_from(buf, pos)[0]  # type: ignore[no-any-return]
+def rotate_fields(buf: Buffer, pos: int, end: int) -> tuple[int, bytes]:
+    """A Rotate body from ``pos`` to ``end``, unchecked: ``(position, next file name)``."""
+    return U64.unpack_from(buf, pos)[0], bytes(buf[pos + 8 : end])
 
 
 def _dec_rotate(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:

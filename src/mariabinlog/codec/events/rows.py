@@ -11,6 +11,7 @@ import struct
 from ...errors import DecodeError, TruncatedError
 from .. import columns
 from .header import (
+    reframe,
     DecodeContext,
     Decoder,
     DELETE_ROWS_COMPRESSED_EVENT,
@@ -320,6 +321,15 @@ def rows_head(buf: Buffer, pos: int, post: int) -> tuple[int, int, int]:
     if post == 6:
         return U32.unpack_from(buf, pos)[0], U16.unpack_from(buf, pos + 4)[0], pos + 4
     return read_u48(buf, pos), U16.unpack_from(buf, pos + 6)[0], pos + 6
+
+
+def with_table_map_database(event: Buffer, post_header_len: int, database: bytes) -> bytes:
+    """A whole Table_map event (19-byte header) with its database name replaced and its length
+    fixed; the CRC footer, if any, is kept as it was (``Table_map_log_event::rewrite_db``)."""
+    raw = bytes(event)
+    p = 19 + post_header_len
+    old_len = raw[p]
+    return reframe(raw[:p] + bytes((len(database),)) + database + b"\0" + raw[p + 2 + old_len :])
 
 
 def set_rows_flags(event: bytearray, flags_at: int, flags: int) -> None:

@@ -220,9 +220,14 @@ _XA_PREPARE_HEAD = struct.Struct("<BIII")
 #: ``(seq_no, domain_id, flags2)`` (the dump's and the printer's hot loops).
 gtid_head = _GTID_HEAD.unpack_from
 
-#: ``xa_prepare_head(buf, pos)``: an XA_prepare body's fixed 13 bytes, unchecked, as
-#: ``(one_phase, format_id, gtrid_len, bqual_len)`` (format id unsigned, as the printer shows it).
-xa_prepare_head = _XA_PREPARE_HEAD.unpack_from
+
+
+def xa_prepare_fields(buf: Buffer, pos: int) -> tuple[int, int, bytes, bytes]:
+    """An XA_prepare body, unchecked: ``(one_phase, format_id, gtrid, bqual)`` (the format id
+    unsigned, as the printer shows it)."""
+    one_phase, format_id, glen, blen = _XA_PREPARE_HEAD.unpack_from(buf, pos)
+    q = pos + 13
+    return one_phase, format_id, bytes(buf[q : q + glen]), bytes(buf[q + glen : q + glen + blen])
 
 
 def xid_value(buf: Buffer, pos: int) -> int:

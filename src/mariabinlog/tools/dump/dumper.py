@@ -57,7 +57,7 @@ from ...codec.events import (
 )
 from ...codec.checksum import crc32 as checksum_crc32
 from ...codec.gtid import Gtid
-from ...codec.events.stream import crc_mismatch, footer_len, stored_crc
+from ...codec.events.stream import crc_field, crc_mismatch, footer_len
 from ...errors import (
     ConnectFailedError,
     ConnectionLostError,
@@ -566,7 +566,7 @@ class Dumper:
         # The hot loop: framing and CRC inline, the slow path (_frame) for the
         # Format_description and for anything that is about to fail.
         hdr = header_fields
-        crc_at = stored_crc
+        crc_at = crc_field
         crc32 = checksum_crc32
         view = P.EventView
         process = self.process
@@ -611,7 +611,7 @@ class Dumper:
                         p.checksum_alg = alg
                         p.options_written = options_written(fde.server_version)
                 elif alg == CHECKSUM_CRC32:
-                    crc = crc_at(data, end)
+                    crc = crc_at(data, end - 4)[0]
                     if verify and crc != crc32(mv[pos : end - 4]):
                         try:
                             self._frame(name, data, pos, size, alg, verify, ctx)

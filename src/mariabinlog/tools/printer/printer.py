@@ -55,7 +55,7 @@ from ...codec.events import (
     checkpoint_name,
     intvar_fields,
     rand_seeds,
-    rotate_position,
+    rotate_fields,
     serialize_xid,
     START_ENCRYPTION_EVENT,
     START_EVENT_V3,
@@ -63,7 +63,7 @@ from ...codec.events import (
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
     XA_PREPARE_LOG_EVENT,
-    xa_prepare_head,
+    xa_prepare_fields,
     XID_EVENT,
 )
 from ...codec.events.session import FLAGS2_VERSIONED
@@ -150,7 +150,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         self.tail: list[bytes] = []
         self._ts_cache: dict[int, bytes] = {}
         self._table_cache: dict[bytes, TableInfo] = {}
-        self._status_cache: dict[bytes, dict[int, Any]] = {}
+        self._status_cache: dict[bytes, tuple[dict[int, Any], Any]] = {}
         self.printed_fd_event = False
         #: Format_description printed (as BINLOG only) when base64 output needs one and
         #: the file has none (`.ibb` files after the first); None = that is an error.
@@ -443,11 +443,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             if short:
                 return
             self.header(ev, h)
-            pos = rotate_position(ev.buf, ev.body_pos)
-            h.append(
-                b"\tRotate to %s  pos: %d\n"
-                % (bytes(ev.buf[ev.body_pos + 8 : ev.body_end]), pos)
-            )
+            pos, next_file = rotate_fields(ev.buf, ev.body_pos, ev.body_end)
+            h.append(b"\tRotate to %s  pos: %d\n" % (next_file, pos))
         elif code == GTID_LIST_EVENT:
             if short:
                 return
@@ -489,13 +486,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         elif code == USER_VAR_EVENT:
             self.user_var(ev, h)
         elif code == XA_PREPARE_LOG_EVENT:
-            _one_phase, fmt, glen, blen = xa_prepare_head(ev.buf, ev.body_pos)
-            q = ev.body_pos + 13
-            xid = serialize_xid(
-                fmt,
-                bytes(ev.buf[q : q + glen]),
-                bytes(ev.buf[q + glen : q + glen + blen]),
-            )
+            _one_phase, fmt, gtrid, bqual = xa_prepare_fields(ev.buf, ev.body_pos)
+            xid = serialize_xid(fmt, gtrid, bqual)
             if not short:
                 self.header(ev, h)
                 h.append(b"\tXID = %s\n" % xid)

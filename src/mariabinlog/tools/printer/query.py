@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 from ...codec.events import (
-    query_head,
+    query_sections,
+    query_status_bytes,
     LOAD_OPT_ENCLOSED_F,
     LOAD_IGNORE_F,
     LOAD_REPLACE_F,
@@ -152,15 +153,11 @@ class QueryPrinter:
         code = ev.type_code
         post = self.ctx.post_header_len(code)
         if post >= 13 and bp + post <= ev.body_end:
-            thread_id, exec_time, db_len, error_code, status_len = query_head(buf, bp)
-            s = bp + post
-            d = s + status_len
-            q = d + db_len + 1
-            if q <= ev.body_end and buf[q - 1] == 0:
-                key = bytes(buf[s:d])
+            sections = query_sections(buf, bp, post, ev.body_end)
+            if sections is not None:
+                thread_id, exec_time, error_code, key, db, q = sections
                 cached = self._status_cache.get(key)
                 if cached is not None:
-                    db = bytes(buf[d : q - 1])
                     if code == QUERY_COMPRESSED_EVENT:
                         text = decompress_block(buf, q, ev.body_end)
                     else:
@@ -174,8 +171,7 @@ class QueryPrinter:
         if len(self._status_cache) > 4096:
             self._status_cache.clear()
         if post >= 13:
-            p = bp + post
-            self._status_cache[bytes(buf[p : p + query_head(buf, bp)[4]])] = (status, session)
+            self._status_cache[query_status_bytes(buf, bp, post)] = (status, session)
         return _QueryParts(
             decoded.thread_id,
             decoded.exec_time,

@@ -14,6 +14,7 @@ from ...codec.events import (
     rows_extra_end,
     rows_head,
     set_rows_flags,
+    with_table_map_database,
     decompress_block,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
@@ -368,12 +369,9 @@ class RowsPrinter:
         info = self._table_cache.get(key)
         if info is None:
             tm = ev.decoded()
-            p = ev.body_pos + self.ctx.post_header_len(TABLE_MAP_EVENT)
-            n = ev.buf[p]
-            raw_schema = bytes(ev.buf[p + 1 : p + 1 + n])
-            p += n + 2
-            n = ev.buf[p]
-            raw_table = bytes(ev.buf[p + 1 : p + 1 + n])
+            # the names' bytes as logged (the decoder's surrogateescape round-trips them)
+            raw_schema = tm.schema.encode("utf-8", "surrogateescape")
+            raw_table = tm.table.encode("utf-8", "surrogateescape")
             info = TableInfo(tm, raw_schema, raw_table)
             if len(self._table_cache) > 10000:
                 self._table_cache.clear()
@@ -446,10 +444,7 @@ class RowsPrinter:
 
     def _rewrite_table_map(self, ev: EventView, new_db: bytes) -> bytes:
         """Table_map_log_event::rewrite_db on the raw event (the old CRC bytes are kept)."""
-        raw = bytes(ev.raw())
-        p = 19 + self.ctx.post_header_len(TABLE_MAP_EVENT)
-        old_len = raw[p]
-        return reframe(raw[:p] + bytes((len(new_db),)) + new_db + b"\0" + raw[p + 2 + old_len :])
+        return with_table_map_database(ev.raw(), self.ctx.post_header_len(TABLE_MAP_EVENT), new_db)
 
     def _print_annotate(self) -> None:
         view = self.annotate
