@@ -178,15 +178,15 @@ def test_close_while_an_automatic_purge_starts(open_engine) -> None:
     engine = open_engine(max_total_size=4 * 64 * 1024)
     fill_files(engine, 2)
     started = threading.Event()
-    purge = engine._auto_purge
+    purge = engine._purge.auto
 
     def slow_purge(explicit: bool = False) -> list[int]:
         started.set()
         time.sleep(0.3)  # close() begins meanwhile
         return purge(explicit)
 
-    engine._auto_purge = slow_purge
-    engine._purge_due = True
+    engine._purge.auto = slow_purge  # type: ignore[method-assign]
+    engine._purge.due = True
     engine._wake.set()
     assert started.wait(5)
     closer = threading.Thread(target=engine.close, daemon=True)

@@ -19,11 +19,12 @@ The handlerton methods of the binlog-in-engine design (seed 002) map to:
 
 Module map (rooms named after the design's concepts; docs/engine-crash-safety.md):
 :mod:`.engine` (writer, group commit, durable offset, checkpoints), :mod:`.transaction`
-(running groups and their OOB forest), :mod:`.xa`, :mod:`.purge`, :mod:`.redo` (redo log),
+(running groups and their OOB forest), the rooms the engine holds (:mod:`.xa`, :mod:`.purge`,
+:mod:`.backup`, :mod:`.batch`, :mod:`.gtids`; their interfaces :mod:`.host`), :mod:`.redo` (redo log),
 :mod:`.fifo` (page FIFO, flush and pre-allocation threads), :mod:`.storage` (file I/O),
 :mod:`.files` (file naming and discovery), :mod:`.recovery`, :mod:`.view` (look-only view),
-:mod:`.reader`, :mod:`.source` (durable-clipped page source), :mod:`.backup`, :mod:`.check`
-(offline verifier), :mod:`.cli`, :mod:`.config`.  The GTID state record and the GTID seek are
+:mod:`.reader`, :mod:`.source` (durable-clipped page source), :mod:`.check`
+(offline verifier), :mod:`.cli`, :mod:`.config`, :mod:`.dirlock` (one engine per directory).  The GTID state record and the GTID seek are
 the codec's (:mod:`mariabinlog.codec.ibb.state`).
 """
 

@@ -5,7 +5,7 @@ transactionally, so a copy taken while writers run is made consistent the way
 mariabackup does it: copy the files in any state, plus the redo log from a
 checkpoint up to an end LSN, then *prepare* = run crash recovery on the copy.
 
-:meth:`BackupRoom.backup` takes the engine's admin lock for its whole run, which blocks
+:meth:`Backup.backup` takes the engine's admin lock for its whole run, which blocks
 FLUSH / PURGE / RESET (the files must not be cut or removed under the copy)
 but never writers.  It checkpoints, then from that checkpoint's LSN on every
 redo write is also appended to a stream file in the destination (a tap in the
@@ -17,6 +17,10 @@ checkpoint is the backup's start, and :func:`prepare` replays it onto every
 copied file (not only the last two: the copy of an older file may predate its
 final pages) and starts a new epoch.  The result opens as a normal engine
 directory; host records found in the log are handed to ``on_recover``.
+
+:class:`Backup` holds no state between backups (a backup's redo tap is its own); the
+:class:`~mariabinlog.engine.engine.Engine` holds it and lends it a :class:`~.host.BackupHost`
+(its files and redo log, its locks, the write position, the checkpoint steps).
 """
 
 from __future__ import annotations
@@ -25,10 +29,8 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..codec.ibb.page import PAGE_SIZE
-from ..codec.ibb.writer import PageWriter
 from ..errors import EngineError
 from .recovery import HostRecords, Recovered, finish_recovery, recover
 from .redo import (
@@ -45,6 +47,7 @@ from .redo import (
     fsync_dir,
 )
 from .files import binlog_name
+from .host import BackupHost
 from .storage import BinlogFiles
 
 STREAM_NAME = "redo.stream"
@@ -87,17 +90,11 @@ class _Tap:
             self.next_lsn = end
 
 
-class BackupRoom:
-    """Online backup of the engine's own directory (mixed into the engine; module docstring)."""
+class Backup:
+    """Online backup of the engine's own directory (held by the engine; module docstring)."""
 
-    files: BinlogFiles
-    redo: RedoLog
-    _admin: threading.RLock
-    _lock: threading.Lock
-    _writer: PageWriter
-    _check_open: Callable[[], None]
-    _capture: Callable[[], Any]
-    _checkpoint_now: Callable[[Any], None]
+    def __init__(self, host: BackupHost) -> None:
+        self._host = host
 
     def backup(self, destination: str | os.PathLike[str]) -> BackupInfo:
         """Copy the directory consistently into ``destination`` (must be empty or new)."""
@@ -105,26 +102,27 @@ class BackupRoom:
         os.makedirs(destination, exist_ok=True)
         if os.listdir(destination):
             raise EngineError(f"backup destination {destination} is not empty")
-        redo = self.redo
-        with self._admin:
-            with self._lock:
-                self._check_open()
-                capture = self._capture()
+        host = self._host
+        redo = host.redo()
+        with host.admin:
+            with host.lock:
+                host.check_open()
+                capture = host.capture()
                 start_lsn, start_end, _, _ = capture
                 tap = _Tap(os.path.join(destination, STREAM_NAME), start_lsn)
                 redo.tap = tap
             try:
-                self._checkpoint_now(capture)
-                source = self.files
+                host.checkpoint_now(capture)
+                source = host.files
                 numbers = source.list()
                 copied = 0
                 target = BinlogFiles(destination)
                 try:
                     for file_no in numbers:
                         copied += _copy_file(source, target, file_no)
-                    with self._lock:
+                    with host.lock:
                         end_lsn = redo.buffered_lsn
-                        end = self._writer.position
+                        end = host.position()
                         with tap.lock:
                             tap.end_lsn = end_lsn
                     redo.flush(end_lsn, sync=False)

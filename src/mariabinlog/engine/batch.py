@@ -3,14 +3,15 @@ under their own GTIDs in as few appends (redo records) as possible.
 
 Why a room of its own: the archive has no client waiting on each commit, so it writes every
 group the socket delivered at once and makes the batch durable with one group commit
-(docs/commands/archive.md, "Durability"); the engine's own :meth:`commit` is one group, one
-append.  :class:`BatchRoom` is mixed into the :class:`~mariabinlog.engine.engine.Engine`,
-which lends it the write lock, the page writer and the append path.
+(docs/commands/archive.md, "Durability"); the engine's own :meth:`Engine.commit` is one group, one
+append.  :class:`Batch` holds no state between calls; the
+:class:`~mariabinlog.engine.engine.Engine` holds it and lends it the append path
+(:class:`~.host.WritePath`), its own :meth:`Engine.commit` for groups that go out-of-band, and the
+sizes an append may lay out.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,45 +19,50 @@ from ..codec.events import stored_gtid_event
 from ..codec.groups import EventGroup
 from ..codec.gtid import Gtid
 from ..codec.ibb.page import PAGE_SIZE, RecordType
-from ..codec.ibb.writer import PageWriter
 from .config import EngineConfig
+from .host import WritePath
 
-#: Bytes of small groups :meth:`BatchRoom.commit_groups` writes in one append (one redo record).
+#: Bytes of small groups :meth:`Batch.commit_groups` writes in one append (one redo record).
 BATCH_BYTES = 1 << 20
 
 
-class BatchRoom:
-    """:meth:`commit_groups` (mixed into the engine)."""
+class Batch:
+    """:meth:`commit_groups` (held by the engine)."""
 
-    _lock: threading.Lock
-    _writer: PageWriter
-    _entered: Any
-    config: EngineConfig
-    redo: Any
-    _append: Callable[..., Any]
-    _after_write: Callable[[int, bool], None]
-    _check_open: Callable[[], None]
-    _note_gtid: Callable[[Gtid], None]
-    _record_room: Callable[[int], int]
-    commit: Callable[..., Any]
-    gtid_event: Callable[..., bytes]
+    def __init__(
+        self,
+        path: WritePath,
+        config: EngineConfig,
+        redo_capacity: Callable[[], int],
+        record_room: Callable[[int], int],
+        commit: Callable[..., Any],
+    ) -> None:
+        self._path = path
+        self._config = config
+        #: bytes of the redo log (a batch is at most an eighth of it)
+        self._redo_capacity = redo_capacity
+        #: ``record_room(slack)``: bytes one append may lay out (``Engine._record_room``)
+        self._record_room = record_room
+        #: the engine's :meth:`~mariabinlog.engine.engine.Engine.commit`, for out-of-band groups
+        self._commit = commit
 
     def commit_groups(self, groups: Sequence[EventGroup]) -> int:
         """Write whole event groups received from elsewhere (an archiver's batch) in commit order
         under their own GTIDs, in as few appends as possible: one redo record for consecutive
         groups up to :data:`BATCH_BYTES` (cut where a new file begins); a group larger than the
-        spill size goes out-of-band through :meth:`commit`.  Each group's GTID event is stored as
-        :meth:`commit` would write it (:func:`stored_gtid_event`).  Nothing waits for durability
-        (:meth:`group_commit`); returns the LSN after the last append."""
+        spill size goes out-of-band through :meth:`Engine.commit`.  Each group's GTID event is stored as
+        :meth:`Engine.commit` would write it (:func:`stored_gtid_event`).  Nothing waits for durability
+        (:meth:`Engine.group_commit`); returns the LSN after the last append."""
+        path = self._path
         end_lsn = 0
-        spill = self.config.spill
-        bound = max(PAGE_SIZE, min(BATCH_BYTES, self.redo.capacity // 8))
+        spill = self._config.spill
+        bound = max(PAGE_SIZE, min(BATCH_BYTES, self._redo_capacity() // 8))
         index = 0
         while index < len(groups):
             group = groups[index]
             if group.size > spill:
                 head = group.gtid_event
-                end_lsn = self.commit(group.body(), gtid=group.gtid, flags2=group.flags2, timestamp=group.timestamp,
+                end_lsn = self._commit(group.body(), gtid=group.gtid, flags2=group.flags2, timestamp=group.timestamp,
                                       wait=False, gtid_fields=head.optional_fields()).lsn
                 index += 1
                 continue
@@ -72,9 +78,9 @@ class BatchRoom:
                 payloads.append((group.gtid, payload))
                 size += len(payload)
                 index += 1
-            with self._lock:
-                self._check_open()
-                writer = self._writer
+            with path.lock:
+                path.check_open()
+                writer = path.writer()
                 done = 0
                 while done < len(payloads):
                     first = done
@@ -84,17 +90,17 @@ class BatchRoom:
                         while taken < len(payloads):
                             gtid, payload = payloads[taken]
                             writer.prepare()
-                            self._note_gtid(gtid)
+                            path.note_gtid(gtid)
                             writer.write_record(RecordType.COMMIT, payload)
                             taken += 1
-                            if self._entered is not None:
+                            if path.entered() is not None:
                                 break  # a new file: its redo record must be a separate one
                         return taken
 
                     left = sum(len(p) for _, p in payloads[first:])
-                    done, end_lsn = self._append(op, size=left)
+                    done, end_lsn = path.append(op, size=left)
         if end_lsn:
-            self._after_write(end_lsn, False)
+            path.after_write(end_lsn, False)
         return end_lsn
 
     def _stored_payload(self, group: EventGroup) -> bytes | bytearray:
@@ -109,5 +115,5 @@ class BatchRoom:
             return payload
         head = group.gtid_event
         assert group.gtid is not None
-        event = self.gtid_event(group.gtid, flags2=head.flags2, timestamp=head.timestamp, **head.optional_fields())
+        event = self._path.gtid_event(group.gtid, flags2=head.flags2, timestamp=head.timestamp, **head.optional_fields())
         return b"\0" + event + group.body()

@@ -30,7 +30,6 @@ Why this shape:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import time
@@ -39,7 +38,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
-from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent, GtidEvent
+from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent
+from ..codec.groups import EventGroup
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..codec.ibb.page import (
     NO_FILE_REF, PAGE_DATA_END, PAGE_SIZE, PAGE_SIZE_SHIFT, IbbHeader, RecordType, decode_header_page, page_crc,
@@ -48,12 +48,15 @@ from ..codec.ibb.records import CommitRecord, GtidState, Xid
 from ..codec.ibb.state import read_header, state_at_page
 from ..codec.ibb.writer import PageWriter, RecordSpan, WrittenPage
 from ..errors import EngineError
-from .backup import BackupRoom
-from .batch import BatchRoom
+from .backup import Backup, BackupInfo
+from .batch import Batch
 from .config import EngineConfig, recorded_settings
+from .dirlock import in_use, lock_directory
 from .fifo import PageFifo
 from .files import binlog_name
-from .purge import PurgeRoom
+from .gtids import Gtids, gtid_event
+from .host import BackupHost, PurgeHost, WritePath
+from .purge import Purge
 from .reader import EngineReader
 from .recovery import HostRecords, PendingXa, Recovered, adopt, finish_recovery, recover, restore_state
 from .redo import REDO_NAME, RecordBuilder
@@ -61,7 +64,7 @@ from .source import ClippedSource
 from .storage import BinlogFiles
 from .transaction import BinlogListEntry, CommitInfo, EngineStatus, Transaction
 from .view import require_engine
-from .xa import XaRoom
+from .xa import Xa
 
 T = TypeVar("T")
 
@@ -77,7 +80,7 @@ REDO_WRITE_AHEAD = 1 << 20
 SERVER_VERSION = "12.3.0-mariabinlog"
 
 
-class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
+class Engine:
     """A crash-safe binlog storage engine over one directory (see the module docstring).
 
     Open with :meth:`open`; every method is thread-safe.  ``on_checkpoint(lsn)`` is
@@ -85,6 +88,10 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
     ``host_redo`` records must make the data they describe durable there.
     ``on_recover(records)`` receives the host records found after the last
     checkpoint by crash recovery (before the engine checkpoints them away).
+
+    XA, purge, backup, an archiver's batches and the GTID state are rooms the engine holds
+    (``_xa``, ``_purge``, ``_backup``, ``_batch``, ``_gtids``); each owns its state and sees
+    the engine only through the interface it is given here (``engine/host.py``).
     """
 
     def __init__(self, directory: str, config: EngineConfig, *, server_id: int = 1,
@@ -103,17 +110,12 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         self._pending: deque[tuple[int, tuple[int, int]]] = deque()
         self._synced_seen = 0
         self._data_waiters = 0
-        self._state = BinlogState()
-        self._changed: set[tuple[int, int]] = set()
-        self._next_seq: dict[int, int] = {}
+        self._gtids = Gtids(server_id)
         self._oob_active: weakref.WeakKeyDictionary[Transaction, int] = weakref.WeakKeyDictionary()
-        self._pending_xa: dict[Xid, PendingXa] = {}
-        self._oob_hold: list[int] = []
         self._scratch = bytearray()
         self._full_image: set[tuple[int, int]] = set()
         self._file_pages: dict[int, int] = {}
         self._headers: dict[int, IbbHeader] = {}
-        self._readers: weakref.WeakSet[EngineReader] = weakref.WeakSet()
         self._entered: int | None = None
         self._written_end = (0, 0)
         self._durable_end = (0, 0)
@@ -122,7 +124,6 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         self.recovered: Recovered | None = None
         self.host_records: HostRecords = []
         self._wake = threading.Event()
-        self._purge_due = False
         self._background: threading.Thread | None = None
         self._dir_fd = -1
         #: Recovery of a clean directory writes nothing; its new epoch starts with the first append.
@@ -130,6 +131,18 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         #: FLUSHed files not cut yet: file_no -> pages to keep
         self._truncate_due: dict[int, int] = {}
         self._grow_due = False
+        path = WritePath(self._lock, lambda: self._writer, self._check_open, self._append, lambda: self._entered,
+                         self._after_write, self._gtids.assign, self._gtids.note, self.gtid_event)
+        self._xa = Xa(path, self._drop_oob_guard)
+        self._batch = Batch(path, config, lambda: self.redo.capacity, self._record_room, self.commit)
+        self._purge = Purge(PurgeHost(
+            config, self.files, self._admin, self._lock, lambda: self.closed, lambda: self._writer.position[0],
+            self._held_files, self.header, self.fifo.wait_synced, self._forget_file,
+        ))
+        self._backup = Backup(BackupHost(
+            self.files, lambda: self.redo, self._admin, self._lock, self._check_open,
+            lambda: self._writer.position, self._capture, self._checkpoint_now,
+        ))
 
     # ================================================================== opening
 
@@ -164,7 +177,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             config = config.with_options(**options)
         os.makedirs(directory, exist_ok=True)
         engine = cls(directory, config, server_id=server_id, on_checkpoint=on_checkpoint)
-        engine._lock_directory()
+        engine._dir_fd = lock_directory(directory)
         try:
             engine._start(on_recover)
             if restart_marker:
@@ -175,27 +188,9 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         return engine
 
     init = open
-
-    @staticmethod
-    def in_use(directory: str | os.PathLike[str]) -> bool:
-        """True while another engine (another process, or this one) has ``directory`` open."""
-        fd = os.open(os.fspath(directory), os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
-
-    def _lock_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise EngineError(f"{self.directory}: the binlog directory is in use by another engine") from None
-        self._dir_fd = fd
+    in_use = staticmethod(in_use)
+    #: the GTID event that starts an event group (no checksum, ``log_pos`` 0)
+    gtid_event = staticmethod(gtid_event)
 
     def _start(self, on_recover: Callable[[HostRecords], None] | None) -> None:
         config = self.config
@@ -218,10 +213,8 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         self.redo.barrier = self._barrier
         end = recovered.end
         restored = restore_state(files, end)
-        self._state = restored.state
-        self._changed = restored.changed
-        self._pending_xa = restored.pending_xa
-        self._reset_next_seq()
+        self._gtids.restore(restored.state, restored.changed)
+        self._xa.restore(restored.pending_xa)
         end_file, end_offset = end
         if end_file >= 1 and files.exists(end_file - 1):
             files.sync(end_file - 1)
@@ -273,25 +266,18 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         self.redo.flush(end_lsn)
         self.checkpoint()
 
-    def _reset_next_seq(self) -> None:
-        self._next_seq = {}
-        for domain, _, seq in self._state.to_list():
-            if seq + 1 > self._next_seq.get(domain, 0):
-                self._next_seq[domain] = seq + 1
-
     # ================================================================== callbacks of the codec writer
 
     def _pages_for_file(self, file_no: int) -> int:
         return self._file_pages.get(file_no, self.config.pages_per_file)
 
     def _oob_ref(self, file_no: int) -> int:
-        refs = list(self._oob_active.values()) + self._oob_hold
-        refs += [p.oob.first_file_no for p in self._pending_xa.values() if p.oob is not None]
+        refs = list(self._oob_active.values()) + self._xa.oob_refs()
         return min(refs + [file_no])
 
     def _header(self, file_no: int, page_count: int) -> IbbHeader:
         """Header of a file the writer begins (start LSN = LSN of the record that writes it)."""
-        xa_ref = self._xa_ref()
+        xa_ref = self._xa.ref()
         header = IbbHeader(
             file_no,
             page_count,
@@ -307,13 +293,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
 
     def _state_payload(self, file_no: int, page_no: int) -> bytes:
         """Full state at page 1, differential (pairs changed in this file) at interval pages."""
-        gtids = list(self._state.to_list())
-        if page_no == 1:
-            self._changed = set()
-        else:
-            changed = self._changed
-            gtids = [g for g in gtids if (g.domain, g.server) in changed]
-        return GtidState(tuple(gtids), self._xa_ref()).encode()
+        return GtidState(tuple(self._gtids.record_gtids(page_no)), self._xa.ref()).encode()
 
     # ================================================================== appending
 
@@ -347,7 +327,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             if file_no in self._file_pages:  # a file cut by close(trim=True) grows back here
                 self.files.create(file_no, self._file_pages[file_no])
             self.fifo.preallocate(file_no + 1)
-        needed = size + sum(map(len, host_redo)) + 3 * PAGE_SIZE + 64 * (len(self._state) + 8) + REDO_RESERVE
+        needed = size + sum(map(len, host_redo)) + 3 * PAGE_SIZE + 64 * (len(self._gtids.state) + 8) + REDO_RESERVE
         if redo.free() < needed:
             self._checkpoint_now(self._capture())
         writer = self._writer
@@ -371,7 +351,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             if entered >= 2:
                 self.fifo.wait_synced(entered - 2)
             if self.config.expire_seconds or self.config.max_total_size:
-                self._purge_due = True
+                self._purge.due = True
                 self._wake.set()
         if redo.free() < len(body):
             raise EngineError(f"redo record of {len(body)} bytes does not fit in the redo log")
@@ -463,32 +443,6 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             raise EngineError("the binlog engine is closed")
         self.fifo.check()
 
-    # ================================================================== GTIDs
-
-    def _assign(self, gtid: Gtid | None, domain_id: int, server_id: int | None) -> Gtid:
-        if gtid is None:
-            gtid = Gtid(domain_id, self.server_id if server_id is None else server_id,
-                        self._next_seq.get(domain_id, 1))
-        return gtid
-
-    def _note_gtid(self, gtid: Gtid) -> None:
-        self._state.update(gtid)
-        self._changed.add((gtid.domain, gtid.server))
-        if gtid.seq + 1 > self._next_seq.get(gtid.domain, 0):
-            self._next_seq[gtid.domain] = gtid.seq + 1
-
-    @staticmethod
-    def gtid_event(gtid: Gtid, *, flags2: int = FL_TRANSACTIONAL, timestamp: int | None = None, **fields: Any) -> bytes:
-        """The GTID event that starts an event group (no checksum, ``log_pos`` 0)."""
-        return GtidEvent(
-            seq_no=gtid.seq,
-            domain_id=gtid.domain,
-            flags2=flags2,
-            server_id=gtid.server,
-            timestamp=int(time.time()) if timestamp is None else timestamp,
-            **fields,
-        ).encode()
-
     # ================================================================== writing
 
     def begin(self) -> Transaction:
@@ -531,7 +485,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             trx._spill_rest(force=len(trx._buf) > self.spill_size)
         with self._lock:
             self._check_open()
-            gtid = self._assign(gtid, domain_id, server_id)
+            gtid = self._gtids.assign(gtid, domain_id, server_id)
             event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp, **(gtid_fields or {}))
             if trx is not None and trx.forest is not None:
                 ref = trx.forest.ref
@@ -543,7 +497,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
 
             def op() -> RecordSpan:
                 writer.prepare()
-                self._note_gtid(gtid)
+                self._gtids.note(gtid)
                 return writer.write_record(RecordType.COMMIT, payload)
 
             span, end_lsn = self._append(op, host_redo, size=len(payload))
@@ -595,7 +549,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
 
     def _record_room(self, slack: int = STATE_SLACK) -> int:
         """Bytes one append may lay out and begin at most one new file (``EngineConfig.record_room``)."""
-        return self.config.record_room(len(self._state) + slack)
+        return self.config.record_room(len(self._gtids.state) + slack)
 
     @property
     def spill_size(self) -> int:
@@ -616,6 +570,56 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         """Drop a rolled-back transaction's purge guard."""
         with self._lock:
             self._oob_active.pop(trx, None)
+
+    def _drop_oob_guard(self, trx: Transaction) -> None:
+        """A prepared transaction's OOB data is held by its XA from now on; write lock held."""
+        self._oob_active.pop(trx, None)
+
+    def _held_files(self) -> list[int]:
+        """Files running transactions and pending XA need (purge guards); write lock held."""
+        return list(self._oob_active.values()) + self._xa.held_files()
+
+    def _forget_file(self, file_no: int) -> None:
+        """A purged file leaves the header and page-count caches."""
+        self._headers.pop(file_no, None)
+        self._file_pages.pop(file_no, None)
+
+    # ================================================================== XA (engine/xa.py)
+
+    def xa_prepare(self, trx: Transaction, xid: Xid, engine_count: int, host_redo: Sequence[bytes]) -> None:
+        """XA PREPARE (:meth:`Transaction.prepare`): spill everything, write a durable XA_PREPARE."""
+        self._xa.prepare(trx, xid, engine_count, host_redo)
+
+    def xa_commit(
+        self,
+        xid: Xid,
+        *,
+        gtid: Gtid | None = None,
+        domain_id: int = 0,
+        server_id: int | None = None,
+        flags2: int = FL_TRANSACTIONAL,
+        timestamp: int | None = None,
+        host_redo: Sequence[bytes] = (),
+        wait: bool = True,
+    ) -> CommitInfo:
+        """XA COMMIT of a prepared transaction: XA_COMPLETE then its COMMIT record (forest of the prepare)."""
+        return self._xa.commit(xid, gtid=gtid, domain_id=domain_id, server_id=server_id, flags2=flags2,
+                               timestamp=timestamp, host_redo=host_redo, wait=wait)
+
+    def xa_rollback(self, xid: Xid, *, host_redo: Sequence[bytes] = (), wait: bool = True) -> None:
+        """XA ROLLBACK of a prepared transaction: an XA_COMPLETE record, nothing visible to readers."""
+        self._xa.rollback(xid, host_redo=host_redo, wait=wait)
+
+    def pending_xa(self) -> list[PendingXa]:
+        """Prepared XA transactions waiting for commit or rollback (after a crash: for the host)."""
+        return self._xa.prepared()
+
+    # ================================================================== batches (engine/batch.py)
+
+    def commit_groups(self, groups: Sequence[EventGroup]) -> int:
+        """Write whole event groups received from elsewhere (an archiver's batch) under their own
+        GTIDs in few appends, without waiting for durability (:meth:`Batch.commit_groups`)."""
+        return self._batch.commit_groups(groups)
 
     # ================================================================== durability
 
@@ -679,9 +683,9 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
                     self.redo.flush(sync=True)
                 if self.redo.buffered_lsn - self.redo.checkpoint.lsn > threshold:
                     self.checkpoint()
-                if self._purge_due:
-                    self._purge_due = False
-                    self._auto_purge()
+                if self._purge.due:
+                    self._purge.due = False
+                    self._purge.auto()
             except BaseException as err:  # noqa: BLE001 - the engine is unusable now; operations report it
                 if not self.closed:
                     self.fifo.fail(err)
@@ -703,8 +707,8 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         """SHOW MASTER STATUS: current file and offset, plus durability and GTID position."""
         with self._lock:
             file_no, offset = self._writer.position
-            state = self._state.copy()
-            xa = len(self._pending_xa)
+            state = self._gtids.state.copy()
+            xa = len(self._xa.pending)
             oob = len(self._oob_active)
         durable = self._durable_end
         return EngineStatus(
@@ -724,7 +728,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
     def gtid_state(self) -> BinlogState:
         """``@@gtid_binlog_state`` as of the last write."""
         with self._lock:
-            return self._state.copy()
+            return self._gtids.state.copy()
 
     def filename(self, file_no: int) -> str:
         """``get_filename``: the name of binlog file ``file_no``."""
@@ -790,8 +794,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
 
     def register_reader(self, reader: EngineReader) -> None:
         """Let purge see ``reader``'s guard (:meth:`EngineReader.holds`) while it lives."""
-        with self._admin:
-            self._readers.add(reader)
+        self._purge.register_reader(reader)
 
     def wait_data(self, position: tuple[int, int], durable: bool, timeout: float | None) -> bool:
         """Wait until the (durable) end passes ``position``; a reader at the durable end
@@ -832,7 +835,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             initial = self.initial_state() if domains else None
             with self._lock:
                 self._check_open()
-                warnings = self._delete_domains(domains, initial) if domains else []
+                warnings = self._gtids.delete_domains(domains, initial) if domains else []
                 writer = self._writer
                 file_no = writer.position[0]
 
@@ -846,7 +849,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             self.files.sync(file_no)
             self._truncate(file_no, pages)
             self._file_pages[file_no] = pages
-        self._auto_purge()
+        self._purge.auto()
         return warnings
 
     def _truncate(self, file_no: int, pages: int) -> None:
@@ -855,28 +858,17 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
             self.files.truncate(file_no, pages)
         self._truncate_due.pop(file_no, None)
 
-    def _delete_domains(self, domains: list[int], initial: BinlogState | None) -> list[str]:
-        warnings = []
-        gone = set()
-        current = self._state.to_list()
-        start = initial.to_list() if initial is not None else ()
-        for domain in domains:
-            mine = [g for g in current if g.domain == domain]
-            if not mine:
-                warnings.append(f"The gtid domain being deleted ('{domain}') is not in the current binlog state")
-                continue
-            if sorted(mine) != sorted(g for g in start if g.domain == domain):
-                raise EngineError(
-                    "Could not delete gtid domain. Reason: binlog files may contain gtids from the domain"
-                    f" ('{domain}') being deleted. Make sure to first purge those files."
-                )
-            gone.add(domain)
-        if gone:
-            self._state = BinlogState.from_list(g for g in current if g.domain not in gone)
-            self._changed = {pair for pair in self._changed if pair[0] not in gone}
-            for domain in gone:
-                self._next_seq.pop(domain, None)
-        return warnings
+    # ================================================================== PURGE (engine/purge.py)
+
+    def purge(self, to_file: int | str | None = None, *, before: float | None = None) -> list[int]:
+        """PURGE BINARY LOGS TO / BEFORE; with no argument the automatic rules (:meth:`Purge.purge`)."""
+        return self._purge.purge(to_file, before=before)
+
+    # ================================================================== backup (engine/backup.py)
+
+    def backup(self, destination: str | os.PathLike[str]) -> BackupInfo:
+        """Copy the directory consistently into ``destination`` (must be empty or new; :meth:`Backup.backup`)."""
+        return self._backup.backup(destination)
 
     # ================================================================== RESET MASTER
 
@@ -885,7 +877,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
         with self._admin:
             with self._lock:
                 self._check_open()
-                if self._pending_xa or len(self._oob_active):
+                if self._xa.pending or len(self._oob_active):
                     raise EngineError(RESET_REFUSED)
                 with self._ckpt_lock:
                     redo = self.redo
@@ -902,9 +894,7 @@ class Engine(XaRoom, PurgeRoom, BackupRoom, BatchRoom):
                         self._file_pages.clear()
                         self._truncate_due.clear()
                         self._full_image.clear()
-                        self._state = BinlogState()
-                        self._changed = set()
-                        self._next_seq = {}
+                        self._gtids.clear()
                         self._writer = self._new_writer(0)
                         with self._dur_cond:
                             self._pending.clear()

@@ -15,28 +15,26 @@ deleted.  K <= L always (the files from L on satisfy the rule), so the effect of
 interrupted purge is exactly "the binlog now starts at file K", and no visible group
 points into a missing file.  The rule reads headers only, needs no intent record, and is
 idempotent: a crash while completing it is completed by the next open.
+
+:class:`Purge` owns the readers' purge guards and whether an automatic purge is due; the
+:class:`~mariabinlog.engine.engine.Engine` holds it and lends it a :class:`~.host.PurgeHost`
+(its locks, files and header cache, the active file, the files running transactions and
+pending XA hold).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 import weakref
-from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
-from ..codec.ibb.page import IbbHeader
-from ..codec.ibb.records import Xid
 from ..codec.ibb.state import read_header
-from ..codec.ibb.writer import PageWriter
 from ..errors import EngineError, LogInUseError
-from .config import EngineConfig
-from .fifo import PageFifo
 from .files import ibb_file_no
+from .host import PurgeHost
 from .storage import BinlogFiles
-from .transaction import PendingXa
 
 LOG_IN_USE = "A purgeable log is in use, will not purge"
 
@@ -69,22 +67,30 @@ def complete_purge(files: BinlogFiles, end_file: int) -> list[int]:
     return gone
 
 
-class PurgeRoom:
-    """PURGE BINARY LOGS TO / BEFORE and the automatic purge (mixed into the engine)."""
+class PurgeGuard(Protocol):
+    """A reader, as purge sees it (:class:`~mariabinlog.engine.reader.EngineReader`)."""
 
-    config: EngineConfig
-    files: BinlogFiles
-    fifo: PageFifo
     closed: bool
-    _admin: threading.RLock
-    _lock: threading.Lock
-    _writer: PageWriter
-    _oob_active: Any
-    _pending_xa: dict[Xid, PendingXa]
-    _readers: weakref.WeakSet[Any]
-    _headers: dict[int, IbbHeader]
-    _file_pages: dict[int, int]
-    header: Callable[[int], IbbHeader | None]
+
+    def holds(self) -> int | None:
+        """The oldest file the reader still needs, or None."""
+        ...
+
+
+class Purge:
+    """PURGE BINARY LOGS TO / BEFORE and the automatic purge (held by the engine)."""
+
+    def __init__(self, host: PurgeHost) -> None:
+        self._host = host
+        #: live readers: purge keeps the files they are on (and counts them for the replica rule)
+        self._readers: weakref.WeakSet[PurgeGuard] = weakref.WeakSet()
+        #: a file switch asked the background thread for an automatic purge
+        self.due = False
+
+    def register_reader(self, reader: PurgeGuard) -> None:
+        """Keep the files ``reader`` is on while it lives."""
+        with self._host.admin:
+            self._readers.add(reader)
 
     def purge(self, to_file: int | str | None = None, *, before: float | None = None) -> list[int]:
         """PURGE BINARY LOGS TO / BEFORE; with no argument the automatic rules
@@ -97,9 +103,10 @@ class PurgeRoom:
         what it may and raises LogInUseError("A purgeable log is in use, will not purge").
         """
         if to_file is None and before is None:
-            return self._auto_purge(explicit=True)
-        with self._admin:
-            existing = self.files.list()
+            return self.auto(explicit=True)
+        host = self._host
+        with host.admin:
+            existing = host.files.list()
             if to_file is not None:
                 target = self._parse_file(to_file)
                 if target not in existing:
@@ -108,7 +115,7 @@ class PurgeRoom:
                 assert before is not None
                 target = existing[-1] if existing else 0
                 for file_no in existing:
-                    if os.stat(self.files.path(file_no)).st_mtime >= before:
+                    if os.stat(host.files.path(file_no)).st_mtime >= before:
                         target = file_no
                         break
             purged, limited = self._purge_to(target)
@@ -131,26 +138,23 @@ class PurgeRoom:
 
     def _purge_limit(self, target: int) -> int:
         """The highest file number purge may go up to (exclusive) given every guard."""
-        with self._lock:
-            active = self._writer.position[0]
+        host = self._host
+        with host.lock:
+            active = host.active_file()
             limit = min(target, active)
-            guards = list(self._oob_active.values())
-            for prepared in self._pending_xa.values():
-                guards.append(prepared.file_no)
-                if prepared.oob is not None:
-                    guards.append(prepared.oob.first_file_no)
+            guards = host.held_files()
         for reader in list(self._readers):
             position = reader.holds()
             if position is not None:
                 guards.append(position)
         if guards:
             limit = min(limit, min(guards))
-        existing = self.files.list()
+        existing = host.files.list()
         while True:
             lowest = limit
             for file_no in existing:
                 if file_no >= limit:
-                    header = self.header(file_no)
+                    header = host.header(file_no)
                     if header is not None:
                         lowest = min(lowest, header.oob_ref_file_no)
             if lowest >= limit:
@@ -159,45 +163,46 @@ class PurgeRoom:
 
     def _purge_to(self, target: int) -> tuple[list[int], bool]:
         """Delete files below ``min(target, guards)``; return (purged, limited)."""
+        host = self._host
         limit = self._purge_limit(target)
-        existing = [n for n in self.files.list() if n < limit]
+        existing = [n for n in host.files.list() if n < limit]
         if existing:
-            self.fifo.wait_synced(existing[-1])
+            host.wait_synced(existing[-1])
         for file_no in existing:
-            self.files.delete(file_no)
-            self._headers.pop(file_no, None)
-            self._file_pages.pop(file_no, None)
+            host.files.delete(file_no)
+            host.forget_file(file_no)
         if existing:
-            self.files.sync_dir()
+            host.files.sync_dir()
         return existing, limit < target
 
-    def _auto_purge(self, explicit: bool = False) -> list[int]:
+    def auto(self, explicit: bool = False) -> list[int]:
         """Purge by age and total size, if the replica-count rule allows it."""
-        config = self.config
+        host = self._host
+        config = host.config
         if not config.expire_seconds and not config.max_total_size:
             return []
-        with self._admin:
-            if self.closed:
+        with host.admin:
+            if host.closed():
                 return []
             if sum(not reader.closed for reader in list(self._readers)) < config.slave_connections_needed_for_purge:
                 return []
-            existing = self.files.list()
+            existing = host.files.list()
             target = existing[0] if existing else 0
             if config.expire_seconds:
                 cutoff = time.time() - config.expire_seconds
                 for file_no in existing:
-                    if os.stat(self.files.path(file_no)).st_mtime >= cutoff:
+                    if os.stat(host.files.path(file_no)).st_mtime >= cutoff:
                         break
                     target = file_no + 1
             if config.max_total_size:
-                sizes = {n: self.files.size(n) for n in existing}
+                sizes = {n: host.files.size(n) for n in existing}
                 total = sum(sizes.values())
                 for file_no in existing:
                     if total <= config.max_total_size:
                         break
                     total -= sizes[file_no]
                     target = max(target, file_no + 1)
-            with self._lock:
-                target = min(target, self._writer.position[0])
+            with host.lock:
+                target = min(target, host.active_file())
             purged, _ = self._purge_to(target)
             return purged

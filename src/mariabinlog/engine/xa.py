@@ -4,71 +4,86 @@ file references that keep them readable (ibb-format.md §6.4, seed 002 "XA").
 Why a room of its own: a prepared XA transaction outlives the file it was prepared in, so
 three other concepts depend on the set of pending transactions: the GTID state record
 (its ``xa_ref_file_no``), the file header (``xa_ref_file_no``, ``oob_ref_file_no``) and
-purge (which must not remove a file a pending XA needs).  :class:`XaRoom` owns that set;
-the :class:`~mariabinlog.engine.engine.Engine` inherits it and lends it the write lock,
-the page writer and the append path.
+purge (which must not remove a file a pending XA needs).  :class:`Xa` owns that set (and
+the OOB files an XA COMMIT holds while it writes); the
+:class:`~mariabinlog.engine.engine.Engine` holds it and lends it the append path
+(:class:`~.host.WritePath`) and a way to drop a running transaction's OOB purge guard.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..codec.events import FL_TRANSACTIONAL
 from ..codec.gtid import Gtid
 from ..codec.ibb.page import RecordType
 from ..codec.ibb.records import CommitRecord, XaComplete, XaPrepare, Xid
-from ..codec.ibb.writer import PageWriter, RecordSpan
+from ..codec.ibb.writer import RecordSpan
 from ..errors import EngineError
+from .host import WritePath
 from .transaction import CommitInfo, PendingXa, Transaction
 
 
-class XaRoom:
-    """XA PREPARE / COMMIT / ROLLBACK and the pending set (mixed into the engine)."""
+class Xa:
+    """XA PREPARE / COMMIT / ROLLBACK and the pending set (held by the engine)."""
 
-    _lock: threading.Lock
-    _pending_xa: dict[Xid, PendingXa]
-    _oob_active: Any
-    _oob_hold: list[int]
-    _writer: PageWriter
-    _append: Callable[..., Any]
-    _after_write: Callable[[int, bool], None]
-    _check_open: Callable[[], None]
-    _assign: Callable[[Gtid | None, int, int | None], Gtid]
-    _note_gtid: Callable[[Gtid], None]
-    gtid_event: Callable[..., bytes]
+    def __init__(self, path: WritePath, drop_oob_guard: Callable[[Transaction], None]) -> None:
+        self._path = path
+        #: ``drop_oob_guard(trx)``: a prepared transaction's OOB data is held by its XA now (write lock held)
+        self._drop_oob_guard = drop_oob_guard
+        #: prepared transactions not yet committed or rolled back
+        self.pending: dict[Xid, PendingXa] = {}
+        #: first OOB files of prepared transactions an XA COMMIT is writing (no longer pending)
+        self._oob_hold: list[int] = []
 
-    def _xa_ref(self) -> int | None:
-        refs = [p.file_no for p in self._pending_xa.values()]
+    def restore(self, pending: dict[Xid, PendingXa]) -> None:
+        """The pending set recovery found (at open)."""
+        self.pending = pending
+
+    def ref(self) -> int | None:
+        """The oldest file holding an XA_PREPARE of a pending XA (``xa_ref_file_no``); write lock held."""
+        refs = [p.file_no for p in self.pending.values()]
         return min(refs) if refs else None
 
+    def oob_refs(self) -> list[int]:
+        """First OOB files of prepared transactions (pending or being committed); write lock held."""
+        return self._oob_hold + [p.oob.first_file_no for p in self.pending.values() if p.oob is not None]
 
-    def xa_prepare(self, trx: Transaction, xid: Xid, engine_count: int, host_redo: Sequence[bytes]) -> None:
+    def held_files(self) -> list[int]:
+        """Files purge must keep for pending XA: the prepare's file and its OOB data; write lock held."""
+        held = []
+        for prepared in self.pending.values():
+            held.append(prepared.file_no)
+            if prepared.oob is not None:
+                held.append(prepared.oob.first_file_no)
+        return held
+
+    def prepare(self, trx: Transaction, xid: Xid, engine_count: int, host_redo: Sequence[bytes]) -> None:
         """XA PREPARE (:meth:`Transaction.prepare`): spill everything, write a durable XA_PREPARE."""
+        path = self._path
         if trx.state != "active":
             raise EngineError(f"transaction is {trx.state}")
-        with self._lock:
-            if xid in self._pending_xa:
+        with path.lock:
+            if xid in self.pending:
                 raise EngineError(f"XA transaction {xid!r} is already prepared")
         trx._spill_rest(force=True)
-        with self._lock:
-            self._check_open()
+        with path.lock:
+            path.check_open()
             ref = trx.forest.ref if trx.forest is not None else None
             record = XaPrepare(xid, engine_count, ref).encode()
-            writer = self._writer
+            writer = path.writer()
 
             def op() -> RecordSpan:
                 file_no = writer.prepare()[0]
-                self._pending_xa[xid] = PendingXa(xid, file_no, ref, engine_count)
+                self.pending[xid] = PendingXa(xid, file_no, ref, engine_count)
                 return writer.write_record(RecordType.XA_PREPARE, record)
 
-            _, end_lsn = self._append(op, host_redo, size=len(record))
-            self._oob_active.pop(trx, None)
+            _, end_lsn = path.append(op, host_redo, size=len(record))
+            self._drop_oob_guard(trx)
             trx.state = "prepared"
-        self._after_write(end_lsn, True)
+        path.after_write(end_lsn, True)
 
-    def xa_commit(
+    def commit(
         self,
         xid: Xid,
         *,
@@ -81,54 +96,56 @@ class XaRoom:
         wait: bool = True,
     ) -> CommitInfo:
         """XA COMMIT of a prepared transaction: XA_COMPLETE then its COMMIT record (forest of the prepare)."""
-        with self._lock:
-            self._check_open()
-            prepared = self._pending_xa.get(xid)
+        path = self._path
+        with path.lock:
+            path.check_open()
+            prepared = self.pending.get(xid)
             if prepared is None:
                 raise EngineError(f"XAER_NOTA: Unknown XID {xid!r}")
-            gtid = self._assign(gtid, domain_id, server_id)
-            event = self.gtid_event(gtid, flags2=flags2, timestamp=timestamp)
+            gtid = path.assign(gtid, domain_id, server_id)
+            event = path.gtid_event(gtid, flags2=flags2, timestamp=timestamp)
             payload = CommitRecord((prepared.oob,) if prepared.oob is not None else (), event).encode()
             complete = XaComplete(xid, False).encode()
-            writer = self._writer
+            writer = path.writer()
 
             def op() -> RecordSpan:
                 writer.prepare()
-                del self._pending_xa[xid]
+                del self.pending[xid]
                 writer.write_record(RecordType.XA_COMPLETE, complete)
                 writer.prepare()
-                self._note_gtid(gtid)
+                path.note_gtid(gtid)
                 return writer.write_record(RecordType.COMMIT, payload)
 
             hold = prepared.oob.first_file_no if prepared.oob is not None else None
             if hold is not None:
                 self._oob_hold.append(hold)
             try:
-                span, end_lsn = self._append(op, host_redo, size=len(payload) + len(complete))
+                span, end_lsn = path.append(op, host_redo, size=len(payload) + len(complete))
             finally:
                 if hold is not None:
                     self._oob_hold.remove(hold)
-        self._after_write(end_lsn, wait)
+        path.after_write(end_lsn, wait)
         return CommitInfo(gtid, span.file_no, span.offset, span.end_file_no, span.end_offset, end_lsn)
 
-    def xa_rollback(self, xid: Xid, *, host_redo: Sequence[bytes] = (), wait: bool = True) -> None:
+    def rollback(self, xid: Xid, *, host_redo: Sequence[bytes] = (), wait: bool = True) -> None:
         """XA ROLLBACK of a prepared transaction: an XA_COMPLETE record, nothing visible to readers."""
-        with self._lock:
-            self._check_open()
-            if xid not in self._pending_xa:
+        path = self._path
+        with path.lock:
+            path.check_open()
+            if xid not in self.pending:
                 raise EngineError(f"XAER_NOTA: Unknown XID {xid!r}")
             record = XaComplete(xid, True).encode()
-            writer = self._writer
+            writer = path.writer()
 
             def op() -> RecordSpan:
                 writer.prepare()
-                del self._pending_xa[xid]
+                del self.pending[xid]
                 return writer.write_record(RecordType.XA_COMPLETE, record)
 
-            _, end_lsn = self._append(op, host_redo, size=len(record))
-        self._after_write(end_lsn, wait)
+            _, end_lsn = path.append(op, host_redo, size=len(record))
+        path.after_write(end_lsn, wait)
 
-    def pending_xa(self) -> list[PendingXa]:
+    def prepared(self) -> list[PendingXa]:
         """Prepared XA transactions waiting for commit or rollback (after a crash: for the host)."""
-        with self._lock:
-            return list(self._pending_xa.values())
+        with self._path.lock:
+            return list(self.pending.values())

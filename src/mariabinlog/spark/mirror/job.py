@@ -250,7 +250,9 @@ class Settings:
     compact_every: float = 900.0
     retention: float = 86400.0
     progress_json: str | None = None
-    #: Without ``follow``: what is new up to this many bytes is applied on the driver, no Spark.
+    #: What is new up to this many bytes is read on the driver: without ``follow`` with no
+    #: Spark at all; a micro-batch of the streaming query that small is read there instead of
+    #: through a Spark job (whose planning and Python workers are most of a small batch's time).
     local_bytes: int = 128 << 20
 
 
@@ -287,6 +289,7 @@ class MirrorStream:
         self.applied: list[dict[str, Any]] = []
         self.touched: set[tuple[str, str]] = set()
         self._own: SchemaHistory | None = None
+        self._reader: BinlogStreamReader | None = None
 
     def options(self) -> dict[str, str]:
         """The stream's read options: the user's, the ledger's position to start from, the
@@ -341,7 +344,9 @@ class MirrorStream:
             if not end.get("file"):
                 return
             history = self._history(start, end)
-            self._apply(batch, frame.toArrow(), end, history)
+            small = bytes_after(self.ledger.source, self.ledger.options, start) - bytes_after(
+                self.ledger.source, self.ledger.options, end) <= self.settings.local_bytes
+            self._apply(batch, self._read_here(start, end) if small else frame.toArrow(), end, history)
         except BaseException as error:
             self.failure = error
             raise
@@ -369,20 +374,29 @@ class MirrorStream:
         ``--follow`` starts a new one at the ledger's position."""
         from pyspark.sql.streaming.datasource import ReadMaxRows
 
-        options = self.options()
-        reader = stream_reader(self.ledger.source, options)
-        limit = int(options["maxGroupsPerTrigger"])
+        reader = self._driver_reader()
+        limit = int(self.options()["maxGroupsPerTrigger"])
         start, batch = self.ledger.position, 0
         while True:
             end = reader.latestOffset(start, ReadMaxRows(limit))
             if version(end) <= version(start):
                 break
             history = self._history(start, end)
-            batches = [b for p in reader.partitions(start, end) for b in reader.read(p)]
-            rows = pa.Table.from_batches(batches) if batches else arrow_schema(reader.schema).empty_table()
-            self._apply(batch, rows, end, history)
+            self._apply(batch, self._read_here(start, end), end, history)
             start, batch = end, batch + 1
         shutil.rmtree(self.checkpoint, ignore_errors=True)
+
+    def _driver_reader(self) -> BinlogStreamReader:
+        """The streaming source's reader on the driver, made once."""
+        if self._reader is None:
+            self._reader = stream_reader(self.ledger.source, self.options())
+        return self._reader
+
+    def _read_here(self, start: Offset, end: Offset) -> pa.Table:
+        """The rows view of a stretch read on the driver, as the query's partitions give it."""
+        reader = self._driver_reader()
+        batches = [b for p in reader.partitions(start, end) for b in reader.read(p)]
+        return pa.Table.from_batches(batches) if batches else arrow_schema(reader.schema).empty_table()
 
     def _maintain(self) -> None:
         """Compaction and vacuum on the schedule set."""
