@@ -54,7 +54,7 @@ from hostile_peers import (  # noqa: E402
 from mariadb_server import MariaDBServer  # noqa: E402
 
 from mariabinlog.codec.wire import protocol as P  # noqa: E402
-from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages  # noqa: E402
+from mariabinlog.replication.sources import ArchiveReader, archive_pages  # noqa: E402
 
 USER, PASSWORD = "repl", "replpw"
 PRIMARY_OPTIONS = ("--log-bin", "--binlog-format=ROW", "--binlog-checksum=CRC32", "--server-id=1",
@@ -81,7 +81,7 @@ def gtids(server: MariaDBServer) -> list[str]:
 
 
 def archived(directory: Path) -> list[str]:
-    return [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()] if directory.is_dir() else []
+    return [str(g.gtid) for g in ArchiveReader(archive_pages(str(directory)), None).groups()] if directory.is_dir() else []
 
 
 def mariabinlog(*args: str, **popen: Any) -> subprocess.Popen[bytes]:

@@ -269,9 +269,9 @@ def ibb_gtids(directory: Path) -> list[tuple[int, int, int]]:
     from mariabinlog.codec.ibb import RecordReader, RecordType
     from mariabinlog.codec.ibb.state import commit_gtid
     from mariabinlog.engine.files import list_binlogs
-    from mariabinlog.replication.sources import ReadOnlyPages
+    from mariabinlog.replication.sources import archive_pages
 
-    pages = ReadOnlyPages(str(directory))
+    pages = archive_pages(str(directory))
     files = list_binlogs(str(directory))
     out = []
     if files:

@@ -131,7 +131,7 @@ def _archive_groups(directory: str) -> tuple[Iterator[EventGroup], SchemaHistory
     """Every group of the ``.ibb`` archive ``directory``, oldest first, and its schema history
     (``schema-history.json`` beside the files) when it has one."""
     from mariabinlog.errors import OptionError
-    from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+    from mariabinlog.replication.sources import ArchiveReader, archive_pages
     from mariabinlog.schema import SchemaHistory
     from mariabinlog.schema.history import SCHEMA_HISTORY_FILE
 
@@ -139,7 +139,7 @@ def _archive_groups(directory: str) -> tuple[Iterator[EventGroup], SchemaHistory
         raise OptionError(f"--archive {directory}: not a directory")
     path = os.path.join(directory, SCHEMA_HISTORY_FILE)
     history = SchemaHistory.load(path) if os.path.exists(path) else None
-    return ArchiveReader(ReadOnlyPages(directory), None).groups(), history
+    return ArchiveReader(archive_pages(directory), None).groups(), history
 
 
 def _gtid(option: str, text: str) -> Gtid:

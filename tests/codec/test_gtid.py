@@ -514,3 +514,21 @@ def test_filter_runs_on_any_stream(options: list[tuple[str, str | None]], stream
     diagnostics = f.finish()
     assert f.stopped and not f.accept(Gtid(0, 1, 99)) and f.finish() is diagnostics
     assert all(line.startswith(("ERROR: ", "WARNING: ")) for line in diagnostics.lines)
+
+
+def test_one_policy_in_order_and_stateless() -> None:
+    """GtidPolicy: MariaDB's window in binlog order (an out-of-order group behind the start
+    passes once the window is open), the same bounds statelessly, and unlisted domains after
+    a stop list."""
+    from mariabinlog.codec.gtid import Gtid, GtidPolicy, IdFilter
+
+    policy = GtidPolicy([Gtid(0, 1, 5)], [Gtid(0, 1, 9), Gtid(1, 1, 3)], IdFilter(ignore_servers=frozenset({7})))
+    seen = [g.seq for g in (Gtid(0, 1, s) for s in (4, 5, 7, 6, 9, 10)) if not policy.exclude(g)]
+    assert seen == [7, 6, 9]
+    assert policy.unreached() == [Gtid(1, 1, 3)] and not policy.all_stops_reached
+    assert [policy.passes(Gtid(0, 1, s)) for s in (5, 6, 9, 10)] == [False, True, True, False]
+    assert not policy.passes(Gtid(2, 1, 1)) and not policy.passes(Gtid(1, 7, 1))
+    assert policy.bounds(0) == (5, 9) and policy.finite_domains() == frozenset({0, 1})
+    import pickle
+
+    assert pickle.loads(pickle.dumps(policy)) == policy

@@ -61,3 +61,16 @@ def test_mapped_file_releases_after_the_release_size_and_views_stay_valid(tmp_pa
     nothing.release()
     nothing.close()
     assert os.path.getsize(path) == 4 * PAGE_SIZE
+
+
+def test_binlog_order_is_the_index_else_kind_and_number() -> None:
+    """MariaDB's order: the .index's names in its order; else .ibb then legacy files by number
+    (a seven-digit sequence number comes after six digits, unlike a name sort)."""
+    from mariabinlog.engine.files import BinlogFile, binlog_order, binlog_streams, index_names
+
+    files = [BinlogFile("/d", "legacy", n, f"/d/mysql-bin.{n:06d}", 1) for n in (1000000, 999999, 2)]
+    assert [f.file_no for f in binlog_order(files)] == [2, 999999, 1000000]
+    names = index_names("./mysql-bin.999999\n\n./mysql-bin.000002\n./mysql-bin.000404\n")
+    assert [f.file_no for f in binlog_order(files, names)] == [999999, 2]
+    other = BinlogFile("/c", "ibb", 1, "/c/binlog-000001.ibb", 1)
+    assert [f.directory for f in binlog_streams([*files, other], {"/d": names})] == ["/c", "/d", "/d"]

@@ -39,7 +39,7 @@ from mariabinlog.engine import Engine
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.replication.net import ConnectionOptions
 from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
-from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+from mariabinlog.replication.sources import ArchiveReader, archive_pages
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def archive(*args: str) -> int:
 
 def archived_gtids(directory: Path) -> list[str]:
     """GTIDs of every group in an archive, in order."""
-    return [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
+    return [str(g.gtid) for g in ArchiveReader(archive_pages(str(directory)), None).groups()]
 
 
 def engine_state(directory: Path) -> BinlogState:

@@ -35,7 +35,7 @@ from replication_helpers import (
 
 from mariabinlog.codec.gtid import ConnectState
 from mariabinlog.engine import Engine
-from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+from mariabinlog.replication.sources import ArchiveReader, archive_pages
 from mariabinlog.schema import SchemaHistory
 from mariabinlog.schema.history import SCHEMA_HISTORY_FILE
 
@@ -139,7 +139,7 @@ def test_archiver_survives_sigkill(busy_primary, tmp_path: Path) -> None:  # typ
             assert reported is None
             return
         Engine.open(str(directory), restart_marker=False).close()  # recovery, as the next run does
-        archived = [g.gtid for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
+        archived = [g.gtid for g in ArchiveReader(archive_pages(str(directory)), None).groups()]
         assert len(set(archived)) == len(archived), "a group was stored twice"
         if reported is None:
             return
@@ -157,7 +157,7 @@ def test_archiver_survives_sigkill(busy_primary, tmp_path: Path) -> None:  # typ
                                    lambda: progress.exists() and progress.stat().st_size > 0)
     assert checked, "no kill came after a reported durable position"
     # Then compare with the primary's binlog.
-    archived = [str(g.gtid) for g in ArchiveReader(ReadOnlyPages(str(directory)), None).groups()]
+    archived = [str(g.gtid) for g in ArchiveReader(archive_pages(str(directory)), None).groups()]
     assert not [g for g, n in Counter(archived).items() if n > 1], "a group was stored twice"
     assert archived == binlog_gtids(primary)
     # The schema history survived the kills: every table DDL of the primary once, in order, each

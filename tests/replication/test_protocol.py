@@ -217,7 +217,7 @@ def test_query_result_set_with_nulls_and_multi_results() -> None:
     server.receive_data(client.send_query("SELECT 1; SET @a=1"))
     (query,) = _drain(server)
     assert query == P.Query(b"SELECT 1; SET @a=1")
-    columns = (P.Column("a"), P.Column("b", type=MYSQL_TYPE_LONGLONG))
+    columns = (P.ColumnDefinition("a"), P.ColumnDefinition("b", type=MYSQL_TYPE_LONGLONG))
     rows = ((b"x", None), (b"", b"12"), (b"y" * 300, b"0"))
     wire = server.send_result_set(columns, rows)
     client.receive_data(wire)
@@ -248,7 +248,7 @@ def test_result_set_of_many_rows_needs_no_recursion() -> None:
     server.receive_data(client.send_query("SELECT n"))
     _drain(server)
     rows = tuple((str(i).encode(),) for i in range(20000))
-    client.receive_data(server.send_result_set((P.Column("n"),), rows))
+    client.receive_data(server.send_result_set((P.ColumnDefinition("n"),), rows))
     (result,) = _drain(client)
     assert isinstance(result, P.ResultSet) and len(result.rows) == 20000
 

@@ -42,7 +42,7 @@ from mariabinlog.replication.archive import Archiver
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.codec.groups import clear_log_pos
 from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
-from mariabinlog.replication.sources import ArchiveReader, ReadOnlyPages
+from mariabinlog.replication.sources import ArchiveReader, archive_pages
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,7 +77,7 @@ def proxies() -> Iterator[list[Proxy]]:
 
 
 def _archived(directory: Path) -> list:  # type: ignore[type-arg]
-    return list(ArchiveReader(ReadOnlyPages(str(directory)), None).groups())
+    return list(ArchiveReader(archive_pages(str(directory)), None).groups())
 
 
 def _assert_intact_prefix(origin: MariaDBServer, directory: Path) -> int:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mariabinlog.tools.dump.progress import Progress, progress_for
+from mariabinlog.tools.dump.progress import ProgressBar, progress_for
 
 
 def _run_with_pty(args: list[str], env: dict[str, str], *, stdout_on_tty: bool = False) -> tuple[int, bytes, bytes]:
@@ -74,7 +74,7 @@ def test_no_bar_in_pipes(corpus_dir: Path, tool_env: dict[str, str]) -> None:
 def test_bar_waits_and_rate_limits() -> None:
     now = [0.0]
     stream = io.StringIO()
-    bar = Progress(stream, delay=1.0, clock=lambda: now[0])
+    bar = ProgressBar(stream, delay=1.0, clock=lambda: now[0])
     bar.start(["/dev/null"])
     bar.sizes = [1000]
     bar.total = 1000

@@ -437,3 +437,184 @@ class IdFilter:
         if do_servers is not None:
             servers = frozenset(do_servers) if servers is None else servers & frozenset(do_servers)
         return IdFilter(domains, self.ignore_domains, servers, self.ignore_servers)
+
+
+class GtidWindow:
+    """One domain's GTIDs in (start, stop]: MariaDB's ``Window_gtid_event_filter`` (rpl_gtid.cc).
+
+    Stateful: it expects the domain's GTIDs in binlog order.  Before the start GTID nothing
+    passes; from a group at or after the start on everything passes (an out-of-order group
+    behind the start included) up to the stop; a group at or after the stop closes it.  Only
+    sequence numbers are compared, as MariaDB does.
+    """
+
+    __slots__ = ("active", "passed", "start", "stop")
+
+    def __init__(self, start: Gtid | None = None, stop: Gtid | None = None) -> None:
+        self.start = start
+        self.stop = stop
+        self.active = False
+        self.passed = False
+
+    @property
+    def finished(self) -> bool:
+        """A window with a stop that has been passed: its domain passes nothing more."""
+        return self.stop is not None and self.passed
+
+    def exclude(self, seq: int) -> bool:
+        """Whether the group with this seq_no is outside the window; moves the window along."""
+        start, stop = self.start, self.stop
+        if self.passed:
+            return True
+        if self.active:
+            if stop is not None and seq >= stop.seq:
+                self.active, self.passed = False, True
+                return seq > stop.seq
+            return False
+        if start is None:
+            if stop is None or seq > stop.seq:
+                return True
+            include = True
+        elif seq >= start.seq and (stop is None or seq <= stop.seq):
+            include = seq != start.seq  # the start GTID itself is already applied
+        else:
+            return True
+        self.active = True
+        if stop is not None and seq == stop.seq:
+            self.passed = True
+        return not include
+
+
+class GtidPolicy:
+    """Which event groups pass, given start and stop GTID positions and domain/server id rules:
+    the one policy of ``mariadb-binlog``'s GTID options, the command-line replica and the Spark
+    source (their option texts and reports stay theirs).
+
+    Per domain the start is exclusive and the stop inclusive (a :class:`GtidWindow` each);
+    once a stop position is given, domains it does not list pass nothing (as mariadb-binlog);
+    ``ids`` (an :class:`IdFilter`) then filters by the GTID's domain and server id.  Domains
+    keep the order they were added in (``order``: MariaDB's ``HASH`` order derives from it).
+
+    Two ways to ask it:
+
+    * in binlog order (:meth:`exclude`): the windows move along as MariaDB's do, so an
+      out-of-order group behind the start still passes (non-strict mode);
+    * statelessly (:meth:`passes`, :meth:`bounds`, :meth:`allows_domain`): the window as
+      seq_no bounds, for readers that see only a part of the stream (Spark partitions); exact
+      where seq_nos grow per domain (``gtid_strict_mode``).
+    """
+
+    __slots__ = ("ids", "stop_given", "windows")
+
+    def __init__(
+        self,
+        starts: Iterable[Gtid] = (),
+        stops: Iterable[Gtid] = (),
+        ids: IdFilter | None = None,
+        *,
+        stop_given: bool | None = None,
+        order: Iterable[int] = (),
+    ) -> None:
+        self.windows: dict[int, GtidWindow] = {domain: GtidWindow() for domain in order}
+        for gtid in starts:
+            self.windows.setdefault(gtid.domain, GtidWindow()).start = gtid
+        stops = list(stops)
+        for gtid in stops:
+            self.windows.setdefault(gtid.domain, GtidWindow()).stop = gtid
+        self.windows = {d: w for d, w in self.windows.items() if w.start is not None or w.stop is not None}
+        self.ids = ids if ids is not None else IdFilter()
+        #: True once a stop position was given (even one that lists no domain)
+        self.stop_given = bool(stops) if stop_given is None else stop_given
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_policy, (self.starts, self.stops, self.ids, self.stop_given, tuple(self.windows)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GtidPolicy) and self.__reduce__()[1] == other.__reduce__()[1]
+
+    def __hash__(self) -> int:
+        return hash(self.__reduce__()[1])
+
+    @property
+    def starts(self) -> GtidList:
+        """The start GTIDs (exclusive), domain by domain."""
+        return GtidList(w.start for w in self.windows.values() if w.start is not None)
+
+    @property
+    def stops(self) -> GtidList:
+        """The stop GTIDs (inclusive), domain by domain."""
+        return GtidList(w.stop for w in self.windows.values() if w.stop is not None)
+
+    @property
+    def by_gtid(self) -> bool:
+        """True if positions or id rules are set (events outside groups then do not pass)."""
+        return bool(self.windows) or self.stop_given or self.ids.active
+
+    def with_ids(self, ids: IdFilter) -> GtidPolicy:
+        """The same positions with other id rules."""
+        return GtidPolicy(self.starts, self.stops, ids, stop_given=self.stop_given, order=self.windows)
+
+    # -- stateless --------------------------------------------------------------------------
+
+    def allows_domain(self, domain: int) -> bool:
+        """Whether groups of ``domain`` can pass at all."""
+        if not self.ids.allows_domain(domain):
+            return False
+        return not self.stop_given or self._stop_seq(domain) is not None
+
+    def _stop_seq(self, domain: int) -> int | None:
+        window = self.windows.get(domain)
+        return None if window is None or window.stop is None else window.stop.seq
+
+    def bounds(self, domain: int) -> tuple[int | None, int | None]:
+        """(exclusive lower, inclusive upper) seq_no bound of ``domain`` (None: unbounded)."""
+        window = self.windows.get(domain)
+        if window is None:
+            return None, None
+        return (window.start.seq if window.start is not None else None, self._stop_seq(domain))
+
+    def passes(self, gtid: Gtid) -> bool:
+        """Statelessly: whether the group ``gtid`` is inside its domain's bounds and the id rules."""
+        if not self.allows_domain(gtid.domain) or not self.ids.allows_server(gtid.server):
+            return False
+        low, high = self.bounds(gtid.domain)
+        return (low is None or gtid.seq > low) and (high is None or gtid.seq <= high)
+
+    def finite_domains(self) -> frozenset[int] | None:
+        """The domains that can pass, when that set is finite (a stop list or a do-domain rule)."""
+        if self.stop_given:
+            listed = frozenset(d for d in self.windows if self._stop_seq(d) is not None)
+            only = self.ids.do_domains
+            return listed if only is None else only & listed
+        return self.ids.do_domains
+
+    # -- in binlog order ----------------------------------------------------------------------
+
+    def exclude_position(self, gtid: Gtid) -> bool:
+        """Whether the positions exclude the group ``gtid`` (the id rules not asked); moves the
+        domain's window along (every GTID must be shown, in binlog order)."""
+        window = self.windows.get(gtid.domain)
+        if self.stop_given and (window is None or window.stop is None):
+            return True
+        return window is not None and window.exclude(gtid.seq)
+
+    def exclude(self, gtid: Gtid) -> bool:
+        """Whether the group ``gtid`` does not pass, in binlog order (see the class)."""
+        excluded = self.exclude_position(gtid)
+        return excluded or not self.ids.allows(gtid.domain, gtid.server)
+
+    @property
+    def all_stops_reached(self) -> bool:
+        """True once every stop position has been passed (nothing more will pass)."""
+        stops = [w for w in self.windows.values() if w.stop is not None]
+        return bool(stops) and all(w.finished for w in stops)
+
+    def unreached(self) -> list[Gtid]:
+        """The stop GTIDs not reached yet, in the order the domains were added."""
+        return [w.stop for w in self.windows.values() if w.stop is not None and not w.passed]
+
+
+def _policy(
+    starts: GtidList, stops: GtidList, ids: IdFilter, stop_given: bool, order: tuple[int, ...]
+) -> GtidPolicy:
+    return GtidPolicy(starts, stops, ids, stop_given=stop_given, order=order)

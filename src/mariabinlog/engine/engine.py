@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
+from .. import server_version
 from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent
 from ..codec.groups import EventGroup
 from ..codec.gtid import BinlogState, ConnectState, Gtid
@@ -77,7 +78,7 @@ NODE_OVERHEAD = 45
 #: (domain, server) pairs the GTID state may gain between the sizing of a record and its append.
 STATE_SLACK = 16
 REDO_WRITE_AHEAD = 1 << 20
-SERVER_VERSION = "12.3.0-mariabinlog"
+SERVER_VERSION = server_version()
 
 
 class Engine:

@@ -1,7 +1,9 @@
 """Binlog files on disk: which files a path names, and the `.ibb` page source over them.
 
 :func:`discover_binlogs` turns a file, directory or glob into :class:`BinlogFile` s (kind by
-magic, number from the `.ibb` header or the legacy name), ordered as one stream per directory.
+magic, number from the `.ibb` header or the legacy name), ordered as one stream per directory
+by the one rule (:func:`binlog_streams`: a directory's ``.index`` where it has one, else by
+number) that the tools' directory listing and the Spark source's listing also apply.
 
 :class:`IbbDirectory` implements :class:`mariabinlog.codec.ibb.PageSource`
 (``page(file_no, page_no)`` and ``name(file_no)``) so the pure record reader
@@ -20,12 +22,13 @@ import glob
 import mmap
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
-from ..errors import DecodeError, OptionError, TruncatedError
+from ..codec.ibb import PAGE_SIZE, decode_header_page, file_kind
+from ..errors import OptionError, TruncatedError
 
 IBB_NAME_RE = re.compile(r"binlog-(\d{6,})\.ibb")
 _LEGACY_NUMBER = re.compile(r"\.(\d+)$")
@@ -78,10 +81,7 @@ def binlog_kind(path: str) -> str | None:
             head = handle.read(4)
     except OSError:
         return None
-    try:
-        return sniff_file(head)
-    except DecodeError:
-        return None
+    return file_kind(head)
 
 
 def describe_binlog(path: str) -> BinlogFile | None:
@@ -102,11 +102,58 @@ def describe_binlog(path: str) -> BinlogFile | None:
     return BinlogFile(os.path.dirname(path), kind, file_no, path, size)
 
 
-def discover_binlogs(spec: str) -> list[BinlogFile]:
-    """The binlog files ``spec`` names: a file, a directory (its binlog files) or a glob.
+def index_names(text: str) -> list[str]:
+    """The file names a binlog ``.index`` file lists (the server writes ``./mysql-bin.000001``
+    lines), in its order."""
+    return [os.path.basename(line.strip()) for line in text.splitlines() if line.strip()]
 
-    Files are ordered by directory, then kind, then number, so the files of one directory form
-    one stream in order.  A spec that names no binlog file is an :class:`OptionError`.
+
+def binlog_order(files: Iterable[BinlogFile], index: Sequence[str] | None = None) -> list[BinlogFile]:
+    """The binlog files of one directory in the order MariaDB lists them (SHOW BINARY LOGS).
+
+    With the names of the directory's ``.index`` file (:func:`index_names`), the files it names
+    in its order: files it does not name are not the server's logs.  Without one, the `.ibb`
+    files, then the legacy files, each by number (the `.ibb` header's, the legacy name's
+    extension: the server's sequence number, which outgrows six digits).
+    """
+    if index is None:
+        return sorted(files)
+    by_name = {os.path.basename(f.path): f for f in files}
+    return [by_name[name] for name in index if name in by_name]
+
+
+def binlog_streams(files: Iterable[BinlogFile], indexes: Mapping[str, Sequence[str]]) -> list[BinlogFile]:
+    """Binlog files as one stream per directory (directories in order), each in
+    :func:`binlog_order` with its directory's index names from ``indexes`` (by directory).
+    The one rule every discovery applies: local (:func:`discover_binlogs`), the tools'
+    directory listing and the Spark source's listing of any filesystem."""
+    by_directory: dict[str, list[BinlogFile]] = {}
+    for f in files:
+        by_directory.setdefault(f.directory, []).append(f)
+    return [f for d in sorted(by_directory) for f in binlog_order(by_directory[d], indexes.get(d))]
+
+
+def is_index(path: str) -> bool:
+    """Whether ``path`` names a binlog index file (``<base>.index``)."""
+    return path.endswith(".index")
+
+
+def local_indexes(paths: Iterable[str]) -> dict[str, list[str]]:
+    """The index names of the ``.index`` files among ``paths``, by directory (first per directory)."""
+    indexes: dict[str, list[str]] = {}
+    for path in paths:
+        if is_index(path) and os.path.isfile(path):
+            directory = os.path.dirname(os.path.abspath(path))
+            if directory not in indexes:
+                with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                    indexes[directory] = index_names(f.read())
+    return indexes
+
+
+def discover_binlogs(spec: str) -> list[BinlogFile]:
+    """The binlog files ``spec`` names: a file, a directory (its binlog files) or a glob, in
+    :func:`binlog_streams` order (a directory's ``.index`` file, where it lists one, rules).
+    A spec that names no binlog file is an :class:`OptionError`.
     """
     if any(ch in spec for ch in "*?["):
         candidates = sorted(glob.glob(spec))
@@ -119,9 +166,7 @@ def discover_binlogs(spec: str) -> list[BinlogFile]:
     files = [f for f in (describe_binlog(p) for p in candidates if os.path.isfile(p)) if f is not None]
     if not files:
         raise OptionError(f"no binlog files (legacy or .ibb) found at {spec!r}")
-    files.sort()
-    return files
-
+    return binlog_streams(files, local_indexes(candidates))
 
 
 #: Bytes read from a mapping between two releases of its resident pages: bounds what a reader of
@@ -175,33 +220,53 @@ class MappedFile:
             self.data.close()
 
 
-class IbbDirectory:
-    """PageSource over the `.ibb` files of ``directory``.
+class IbbFiles:
+    """The `.ibb` files of ``directory`` by number: the one rule the page readers share.
 
-    ``paths`` maps file numbers to explicit paths (files named on a command
-    line need not follow the ``binlog-NNNNNN.ibb`` pattern); other numbers are
-    looked up by that pattern in ``directory``.  Pages are zero-copy
-    ``memoryview`` slices of the mappings, valid until :meth:`close`.
+    ``paths`` maps file numbers to explicit paths (files named on a command line need not
+    follow the ``binlog-NNNNNN.ibb`` pattern); other numbers are looked up by that pattern in
+    ``directory``.  Two readers build on it: :class:`IbbDirectory` maps files (zero-copy, for
+    reading whole files) and :class:`~mariabinlog.engine.storage.BinlogFiles` reads by
+    ``pread`` (for files a writer truncates or purges under the reader: nothing mapped can
+    fault).
+    """
+
+    def __init__(self, directory: str, paths: dict[int, str] | None = None) -> None:
+        self.directory = directory
+        self.paths = dict(paths or {})
+
+    def path(self, file_no: int) -> str:
+        """Path of file ``file_no``."""
+        return self.paths.get(file_no) or os.path.join(self.directory, binlog_name(file_no))
+
+    def name(self, file_no: int) -> str:
+        """The file's name (``PageSource``; as replicas see it in Master_Log_File)."""
+        return os.path.basename(self.path(file_no))
+
+    def list(self) -> list[int]:
+        """The file numbers present (those of ``paths`` when given), ascending."""
+        if self.paths:
+            return sorted(self.paths)
+        return list_binlogs(self.directory)
+
+
+class IbbDirectory(IbbFiles):
+    """PageSource over the `.ibb` files of ``directory``, memory-mapped (see :class:`IbbFiles`).
+
+    Pages are zero-copy ``memoryview`` slices of the mappings, valid until :meth:`close`.
     """
 
     #: True for a view of the files as recovery would leave them (``engine.view.RecoveredDirectory``)
     recovered = False
 
     def __init__(self, directory: str, paths: dict[int, str] | None = None, *, strict: bool = False) -> None:
-        self.directory = directory
-        self.paths = dict(paths or {})
+        super().__init__(directory, paths)
         self.strict = strict
         self._files: dict[int, MappedFile | None] = {}
         self._read = 0  # bytes of pages handed out since the mappings' pages were last released
 
-    def path(self, file_no: int) -> str:
-        """Path of file ``file_no``."""
-        return self.paths.get(file_no) or os.path.join(
-            self.directory, binlog_name(file_no)
-        )
-
     def name(self, file_no: int) -> str:
-        """File name for messages: the path of file ``file_no``."""
+        """File name for messages: the path of file ``file_no`` (as it was named)."""
         return self.path(file_no)
 
     def _file(self, file_no: int) -> MappedFile | None:

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codec.checksum import crc32c
-from ..codec.gtid import BinlogState, Gtid
+from ..codec.gtid import BinlogState
 from ..codec.ibb.page import (
     NO_FILE_REF,
     PAGE_DATA_END,
@@ -50,9 +50,8 @@ from ..codec.ibb.page import (
     seal_page,
 )
 from ..codec.ibb.reader import PageSource, Record, RecordReader
-from ..codec.ibb.state import commit_gtid, latest_state, read_header, read_state_record
+from ..codec.ibb.state import EndState, read_header
 from ..codec.ibb.records import (
-    GtidState,
     XaComplete,
     XaPrepare,
     Xid,
@@ -320,60 +319,25 @@ def _records(source: PageSource, file_no: int, page_no: int) -> Iterator[Record]
 
 def restore_state(files: BinlogFiles, end: tuple[int, int]) -> RestoredState:
     """GTID state, pairs changed in the end file, and pending XA as of ``end`` (module docstring)."""
-    state = BinlogState()
-    changed: set[tuple[int, int]] = set()
     pending: dict[Xid, PendingXa] = {}
     if end == (0, 0):
-        return RestoredState(state, changed, pending)
+        return RestoredState(BinlogState(), set(), pending)
     source = disk_source(files, end)
     existing = [n for n in files.list() if n <= end[0]]
-    end_file = end[0]
-    base_file = None
-    full: GtidState | None = None
-    for file_no in reversed(existing):
-        full = read_state_record(source, file_no, 1)
-        if full is not None:
-            base_file = file_no
-            break
-    xa_from: int | None = None
-    if base_file is None:
-        base_file, page_no = (existing[0] if existing else end_file), 1
-    else:
-        assert full is not None
-        state = BinlogState.from_list(Gtid(*g) for g in full.gtids)
-        header = read_header(files, base_file)
-        interval = header.gtid_state_interval if header else 0
-        limit = (end[1] >> PAGE_SIZE_SHIFT) if base_file == end_file else (header.page_count if header else 1)
-        page_no, diff = latest_state(source, base_file, limit, interval)
-        latest = diff if diff is not None else full
-        xa_from = latest.xa_ref_file_no
-        if diff is not None:
-            for domain, server, seq in diff.gtids:
-                state.update(Gtid(domain, server, seq))
-                changed.add((domain, server))
-    if base_file != end_file:
-        end_header = read_header(files, end_file)
+    walk = EndState(source, existing, end)
+    xa_from = walk.latest.xa_ref_file_no if walk.latest is not None else None
+    if walk.file_no != end[0]:
+        end_header = read_header(files, end[0])
         if end_header is not None and end_header.xa_ref_file_no != NO_FILE_REF:
             xa_from = min(xa_from if xa_from is not None else NO_FILE_REF, end_header.xa_ref_file_no)
-    current_file = base_file
-    for record in _records(source, base_file, page_no):
-        if record.file_no != current_file:
-            current_file = record.file_no
-            changed = set()
-        if record.type == RecordType.COMMIT:
-            gtid = commit_gtid(record.payload)
-            if gtid is not None:
-                state.update(gtid)
-                changed.add((gtid.domain, gtid.server))
-        elif xa_from is None:
+    for record in walk.records():
+        if record.type != RecordType.COMMIT and xa_from is None:
             _track_xa(record, pending)
     if xa_from is not None:
-        first = next((n for n in existing if n >= xa_from), end_file)
+        first = next((n for n in existing if n >= xa_from), end[0])
         for record in _records(source, first, 1):
             _track_xa(record, pending)
-    if end_file != current_file:
-        changed = set()
-    return RestoredState(state, changed, pending)
+    return RestoredState(walk.state, walk.changed, pending)
 
 
 def _track_xa(record: Record, pending: dict[Xid, PendingXa]) -> None:

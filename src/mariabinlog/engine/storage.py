@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Iterator
 
 from ..codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT
-from .files import binlog_name, list_binlogs
+from .files import IbbFiles
 from .redo import fsync_dir
 
 MIN_PAGES = 4
@@ -27,27 +27,23 @@ def pages_for_size(max_binlog_size: int) -> int:
     return min(max(max_binlog_size >> PAGE_SIZE_SHIFT, MIN_PAGES), MAX_PAGES)
 
 
-class BinlogFiles:
-    """Open descriptors and file operations for the binlog files of ``directory``.
+class BinlogFiles(IbbFiles):
+    """Open descriptors and file operations for the binlog files of ``directory``; the page
+    reader by ``pread`` (see :class:`~mariabinlog.engine.files.IbbFiles`).
 
     One read/write descriptor per file, opened on demand and shared by all
-    threads (``pread``/``pwrite`` need no seek position, so sharing is safe).
+    threads (``pread``/``pwrite`` need no seek position, so sharing is safe).  Nothing is
+    mapped, so a file that a writer truncates or purges under a reader can never fault the
+    process: readers of a directory another process writes (the replication archive reader,
+    the binlog server) use it read-only.
     """
 
-    def __init__(self, directory: str, *, readonly: bool = False) -> None:
-        self.directory = directory
-        #: look-only users (checker, settings, views) open files read-only
+    def __init__(self, directory: str, *, readonly: bool = False, paths: dict[int, str] | None = None) -> None:
+        super().__init__(directory, paths)
+        #: look-only users (checker, settings, views, archive readers) open files read-only
         self.readonly = readonly
         self._fds: dict[int, int] = {}
         self._lock = threading.Lock()
-
-    def path(self, file_no: int) -> str:
-        """Full path of file ``file_no``."""
-        return os.path.join(self.directory, binlog_name(file_no))
-
-    def list(self) -> list[int]:
-        """Existing file numbers, ascending."""
-        return list_binlogs(self.directory)
 
     def exists(self, file_no: int) -> bool:
         """True if the file exists."""
@@ -111,10 +107,6 @@ class BinlogFiles:
     def page(self, file_no: int, page_no: int) -> bytes | None:
         """The codec ``PageSource`` view of :meth:`read_page`."""
         return self.read_page(file_no, page_no)
-
-    def name(self, file_no: int) -> str:
-        """``binlog-NNNNNN.ibb`` (``PageSource``)."""
-        return binlog_name(file_no)
 
     def read_page(self, file_no: int, page_no: int) -> bytes | None:
         """One page, or None when the file or the page does not exist."""
@@ -182,8 +174,11 @@ class BinlogFiles:
         fsync_dir(self.directory)
 
     def close(self) -> None:
-        """Close every descriptor."""
+        """Close every descriptor (a reader calls it when files may have been purged or
+        re-created; descriptors reopen on demand)."""
         with self._lock:
             fds, self._fds = self._fds, {}
         for fd in fds.values():
             os.close(fd)
+
+    forget = close

@@ -60,7 +60,7 @@ from ..errors import ApplyError, ConnectionLostError, ServerError, UnsupportedEr
 from .filters import Decision, GroupFilter
 from ..codec.groups import EventGroup
 from .net import Connection, ConnectionOptions, sql_string
-from .progress import Progress
+from .progress import JobProgress
 from .sources import GroupSource
 
 #: Plain groups a worker sends in one packet at most (:meth:`TargetSession.apply_many`), and
@@ -697,14 +697,14 @@ class Replicator:
         workers: int = 1,
         preserve_gtids: bool = True,
         queue_size: int = 256,
-        progress: Progress | None = None,
+        progress: JobProgress | None = None,
     ) -> None:
         self.target = target
         self.table = table or PositionTable()
         self.workers_wanted = max(1, workers)
         self.preserve_gtids = preserve_gtids
         self.queue_size = queue_size
-        self.progress = progress or Progress("replicate")
+        self.progress = progress or JobProgress("replicate")
         self.failed = threading.Event()
         self.pending: dict[int, Gtid] = {}
         self._workers: list[_Worker] = []

@@ -42,7 +42,7 @@ from ..schema import SchemaHistory
 from ..schema.history import SCHEMA_HISTORY_FILE
 from .client import BinlogClient
 from ..codec.groups import EventGroup
-from .progress import Progress
+from .progress import JobProgress
 
 
 class Archiver:
@@ -57,7 +57,7 @@ class Archiver:
         sync_bytes: int = 8 << 20,
         publish_interval: float = 0.5,
         purge_interval: float = 60.0,
-        progress: Progress | None = None,
+        progress: JobProgress | None = None,
         schema_start: Callable[[], SchemaHistory] | None = None,
     ) -> None:
         self.directory = directory
@@ -71,7 +71,7 @@ class Archiver:
         self.sync_bytes = sync_bytes
         self.publish_interval = publish_interval
         self.purge_interval = purge_interval
-        self.progress = progress or Progress("archive")
+        self.progress = progress or JobProgress("archive")
         self.engine: Engine | None = None
         self._stop = threading.Event()
         self._lsn = 0
@@ -119,7 +119,7 @@ class Archiver:
 
     def sync(self) -> None:
         """Make every group appended so far durable (one fsync); the archive's durable position
-        (:attr:`Progress.durable`) moves to the last of them."""
+        (:attr:`JobProgress.durable`) moves to the last of them."""
         engine = self.engine
         assert engine is not None
         with self._durable_lock:

@@ -26,7 +26,7 @@ from ..errors import ConnectionLostError, OptionError, ReplicationError, ServerE
 from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
 from .net import ClientSettings, ConnectionOptions
-from .progress import Progress, Reporter
+from .progress import JobProgress, Reporter
 from .sources import PrimarySource, open_source
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def _common_source_options(parser: argparse.ArgumentParser) -> None:
 
 
 @contextlib.contextmanager
-def _reporting(progress: Progress, args: argparse.Namespace) -> Iterator[Reporter]:
+def _reporting(progress: JobProgress, args: argparse.Namespace) -> Iterator[Reporter]:
     json_out: IO[str] | None = None
     if args.progress_json == "-":
         json_out = sys.stderr

@@ -5,8 +5,8 @@ filters, GTID strict mode (seed 004: ``--start-position``, ``--stop-position``,
 Semantics, per GTID domain:
 
 * start (exclusive): the last GTID already applied.  As a primary positions a replica,
-  groups of the domain are skipped until that GTID itself (or a later sequence number)
-  is seen; everything after it follows in binlog order, so an out-of-order group behind
+  groups of the domain are skipped until that GTID's sequence number (or a later one) is
+  seen; everything after it follows in binlog order, so an out-of-order group behind
   the start GTID is applied, not lost (non-strict mode);
 * stop (inclusive): groups with ``seq > stop.seq`` are skipped; once a domain reaches its
   stop GTID (or passes it) it is done, and when every listed domain is done the run ends.
@@ -16,6 +16,11 @@ Semantics, per GTID domain:
 * domain and server filters (server = the GTID's server id) skip groups.  Skipped groups
   are not recorded as applied (as with MariaDB's ``DO_DOMAIN_IDS``), so a later run with
   other filters or another stop position still applies them.
+
+Which groups pass the positions and the id rules is the codec's one policy
+(:class:`~mariabinlog.codec.gtid.GtidPolicy`, MariaDB's ``Window_gtid_event_filter`` per domain,
+shared with mariadb-binlog's options and the Spark source); the strict-mode check and the end
+of the run are the replica's.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from ..codec.gtid import ConnectState, Gtid, IdFilter, parse_ids
+from ..codec.gtid import ConnectState, Gtid, GtidPolicy, IdFilter, parse_ids
 from ..errors import GtidStrictModeError, OptionError
 
 
@@ -31,13 +36,14 @@ class Decision(Enum):
     """What to do with a group."""
 
     APPLY = "apply"
-    SKIP = "skip"  # filtered out or beyond the stop position
-    PAST = "past"  # at or before the start position: ignore entirely
+    SKIP = "skip"  # filtered out, at or before the start, or beyond the stop position
     STOP = "stop"  # the stop position was reached before this group: end the run
 
 
 class GroupFilter:
-    """Decides, group by group, what a replica does (see the module docstring)."""
+    """Decides, group by group, what a replica does (see the module docstring): the codec's
+    one policy (:class:`~mariabinlog.codec.gtid.GtidPolicy`) in binlog order, plus the
+    replica's own strict-mode check and end of the run."""
 
     def __init__(
         self,
@@ -63,56 +69,53 @@ class GroupFilter:
             frozenset(ignore_servers or ()),
         )
         self.strict = strict
+        self.policy = GtidPolicy(
+            self.start.values(), stop.values() if stop is not None else (), self.ids, stop_given=stop is not None
+        )
         self._seen: dict[int, int] = {}
-        self._passed: set[int] = set()
-        self._reached: set[int] = set()
+        #: Domains whose start is already at or past their stop: nothing to apply there.
+        self._behind: set[int] = set()
         if stop is not None:
             for domain, gtid in stop.items():
                 begun = self.start.get(domain)
                 if begun is not None and begun.seq >= gtid.seq:
-                    self._reached.add(domain)
+                    self._behind.add(domain)
+
+    def _reached(self, domain: int) -> bool:
+        window = self.policy.windows.get(domain)
+        return domain in self._behind or (window is not None and window.finished)
 
     @property
     def done(self) -> bool:
         """True once every stop position has been reached."""
-        return self.stop is not None and len(self._reached) == len(self.stop)
+        return self.stop is not None and all(self._reached(domain) for domain in self.stop)
 
     def decide(self, gtid: Gtid) -> Decision:
         """The decision for the group ``gtid``; raises GtidStrictModeError in strict mode."""
         if self.done:
             return Decision.STOP
-        domain, server, seq = gtid
-        begun = self.start.get(domain)
-        if begun is not None and domain not in self._passed:
-            if seq < begun.seq or (seq == begun.seq and server != begun.server):
-                return Decision.PAST
-            self._passed.add(domain)
-            self._seen[domain] = begun.seq
-            if seq == begun.seq:
-                return Decision.PAST
-        previous = self._seen.get(domain)
-        if previous is not None and seq <= previous and self.strict:
-            raise GtidStrictModeError(
-                f"GTID {gtid} is out of order: an earlier group of domain {domain} had sequence number"
-                f" {previous} (GTID strict mode)"
-            )
-        if previous is None or seq > previous:
-            self._seen[domain] = seq
-        if self.stop is not None:
-            until = self.stop.get(domain)
-            if until is None or domain in self._reached:
-                return Decision.SKIP
-            if seq >= until.seq:
-                self._reached.add(domain)
-                if seq > until.seq:
-                    return Decision.SKIP
-        return Decision.APPLY if self.ids.allows(domain, server) else Decision.SKIP
+        domain, _, seq = gtid
+        excluded = self.policy.exclude_position(gtid)
+        window = self.policy.windows.get(domain)
+        if window is None or window.start is None or window.active or window.passed:
+            # Past the start GTID: strict mode wants sequence numbers to grow from here on.
+            previous = self._seen.get(domain)
+            if previous is not None and seq <= previous and self.strict:
+                raise GtidStrictModeError(
+                    f"GTID {gtid} is out of order: an earlier group of domain {domain} had sequence number"
+                    f" {previous} (GTID strict mode)"
+                )
+            if previous is None or seq > previous:
+                self._seen[domain] = seq
+        if excluded or not self.ids.allows(domain, gtid.server):
+            return Decision.SKIP
+        return Decision.APPLY
 
     def unreached(self) -> list[Gtid]:
         """Stop GTIDs not reached (for the end-of-run warning)."""
         if self.stop is None:
             return []
-        return [gtid for domain, gtid in self.stop.items() if domain not in self._reached]
+        return [gtid for domain, gtid in self.stop.items() if not self._reached(domain)]
 
 
 def option_ids(option: str, text: str | None) -> frozenset[int] | None:

@@ -1,6 +1,6 @@
 """Lag and progress reporting for long-running replication jobs (seed 003 part 3's "event recorder").
 
-:class:`Progress` is a thread-safe set of counters that readers and appliers update;
+:class:`JobProgress` is a thread-safe set of counters that readers and appliers update;
 :class:`Reporter` prints a line to stderr every ``interval`` seconds and, when asked,
 writes the same figures as one JSON object per line (to a file, or ``-`` for stderr):
 
@@ -25,7 +25,7 @@ from typing import IO, Any
 from ..codec.gtid import ConnectState, Gtid
 
 
-class Progress:
+class JobProgress:
     """Counters of one job; every method is thread-safe."""
 
     def __init__(self, job: str, position: ConnectState | None = None) -> None:
@@ -107,13 +107,13 @@ class Progress:
 
 
 class Reporter:
-    """Prints :class:`Progress` every ``interval`` s (human line on stderr, JSON lines if asked).
+    """Prints :class:`JobProgress` every ``interval`` s (human line on stderr, JSON lines if asked).
 
     ``quiet``: no periodic human lines, only the final one (JSON lines are written anyway)."""
 
     def __init__(
         self,
-        progress: Progress,
+        progress: JobProgress,
         *,
         interval: float = 5.0,
         json_out: IO[str] | None = None,

@@ -43,8 +43,8 @@ from .filters import GroupFilter
 from ..codec.groups import EventGroup
 from .mariadbd import PrivateServer, find_program, wait_gone
 from .net import Connection, sql_string
-from .progress import Progress
-from .sources import ArchiveReader, ArchiveSource, GroupSource, ReadOnlyPages
+from .progress import JobProgress
+from .sources import ArchiveReader, ArchiveSource, GroupSource, archive_pages
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,8 @@ def _seq_range(domain: int, first: int, last: int) -> str:
 def check_archive(archive: str, start: ConnectState, stop: StopPoint) -> int:
     """Check that ``archive`` continues ``start`` without a gap and holds ``stop``; returns the
     number of groups to apply.  RestoreError names the missing GTIDs or the stop point."""
-    pages = ReadOnlyPages(archive)
-    files = pages.files()
+    pages = archive_pages(archive)
+    files = pages.list()
     if not files:
         raise RestoreError(f"{archive}: no binlog-NNNNNN.ibb files")
     before = state_at_page(pages, files[0], 1)
@@ -265,7 +265,7 @@ class Restore:
         stop: StopPoint,
         *,
         parallel: int = 4,
-        progress: Progress | None = None,
+        progress: JobProgress | None = None,
         server_options: tuple[str, ...] = (),
     ) -> None:
         self.backup = Path(backup).resolve()
@@ -273,7 +273,7 @@ class Restore:
         self.datadir = Path(datadir).resolve()
         self.stop = stop
         self.parallel = parallel
-        self.progress = progress or Progress("restore")
+        self.progress = progress or JobProgress("restore")
         self.server_options = server_options
         self.state: dict[str, Any] = {}
         self.server: PrivateServer | None = None

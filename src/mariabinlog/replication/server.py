@@ -51,6 +51,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .. import server_version
 from ..codec.wire import protocol as P
 from ..codec.wire.ed25519 import ED25519
 from ..codec.wire.ed25519 import NONCE_LENGTH as ED25519_NONCE_LENGTH
@@ -71,12 +72,13 @@ from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..errors import GtidError, QueryRefusedError, ReplicationError
 from ..codec.groups import EventGroup
 from .admission import Admission, Refusal, Ticket
-from .progress import Progress
-from .sources import ArchiveReader, ReadOnlyPages
+from .progress import JobProgress
+from .sources import ArchiveReader, archive_pages
 
 log = logging.getLogger(__name__)
 
-SERVER_VERSION = "10.11.19-MariaDB-mariabinlog"
+#: A 10.11 release as the prefix: what the replicas this server is tested with announce themselves.
+SERVER_VERSION = server_version("10.11.19")
 ENGINE_BINLOG_REQUIRES_GTID = "Slave must enable GTID mode when master uses --binlog-storage-engine"
 _ROTATE_AT = 0xF0000000  # synthesized positions stay below 2**32
 
@@ -144,9 +146,9 @@ def ed25519_key(password: str) -> str:
 class BinlogServer:
     """A listening binlog server; one thread per connection (see the module docstring)."""
 
-    def __init__(self, config: ServerConfig, *, progress: Progress | None = None) -> None:
+    def __init__(self, config: ServerConfig, *, progress: JobProgress | None = None) -> None:
         self.config = config
-        self.progress = progress or Progress("serve")
+        self.progress = progress or JobProgress("serve")
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -579,7 +581,7 @@ class _Session(threading.Thread):
             rows = tuple(
                 (name.encode(), value.encode()) for name, value in sorted(self._variables().items()) if pattern.match(name)
             )
-            return self.proto.send_result_set((P.Column("Variable_name"), P.Column("Value")), rows, more=more)
+            return self.proto.send_result_set((P.ColumnDefinition("Variable_name"), P.ColumnDefinition("Value")), rows, more=more)
         select = _SELECT.match(sql)
         if select:
             variables = self._variables()
@@ -588,7 +590,7 @@ class _Session(threading.Thread):
             for item in items:
                 alias = re.match(r"^(.*?)\s+AS\s+`?(\w+)`?$", item, re.I | re.S)
                 expr, name = (alias.group(1), alias.group(2)) if alias else (item, item)
-                names.append(P.Column(name))
+                names.append(P.ColumnDefinition(name))
                 value = self._value(expr, variables)
                 values.append(None if value is None else value.encode())
             return self.proto.send_result_set(tuple(names), (tuple(values),), more=more)
@@ -597,7 +599,7 @@ class _Session(threading.Thread):
     # -- the dump -------------------------------------------------------------------------------
 
     def _reader(self, start: ConnectState) -> ArchiveReader:
-        return ArchiveReader(ReadOnlyPages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
+        return ArchiveReader(archive_pages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
 
     def _dump_error(self, message: str, code: int = P.ER_MASTER_FATAL_ERROR_READING_BINLOG) -> None:
         self._send(self.proto.send_error(P.ErrPacket(code, message, "HY000")))

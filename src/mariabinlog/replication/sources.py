@@ -33,20 +33,18 @@ from ..codec.events import (
     encrypted_error,
     reframe,
 )
-from ..codec.gtid import BinlogState, ConnectState, Gtid
+from ..codec.gtid import BinlogState, ConnectState
 from ..codec.ibb.page import (
-    IBB_MAGIC,
-    LEGACY_MAGIC,
     PAGE_SIZE,
-    PAGE_SIZE_SHIFT,
-    RecordType,
     decode_header_page,
+    file_kind,
 )
 from ..codec.ibb.reader import RecordReader
 from ..codec.events.stream import EventStreamDecoder, iter_legacy_events
-from ..codec.ibb.state import commit_gtid, latest_state, read_header, seek_gtid, state_at_page
+from ..codec.ibb.state import EndState, seek_gtid, state_at_page
 from ..codec.wire import DEFAULT_MAX_PACKET
-from ..engine.files import binlog_name, ibb_file_no, list_binlogs
+from ..engine.files import ibb_file_no
+from ..engine.storage import BinlogFiles
 from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
 from .client import BinlogClient
 from ..codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler
@@ -102,49 +100,11 @@ class PrimarySource:
 # --------------------------------------------------------------------------- .ibb archives
 
 
-class ReadOnlyPages:
-    """A codec PageSource over the ``binlog-NNNNNN.ibb`` files of a directory, by ``pread``.
-
-    Nothing is mapped, so a file that the writer truncates or purges under us can never
-    fault the process; a page past the end of a file, or of a missing file, is None.
-    """
-
-    def __init__(self, directory: str, paths: dict[int, str] | None = None) -> None:
-        self.directory = directory
-        self.paths = dict(paths or {})
-        self._fds: dict[int, int] = {}
-
-    def path(self, file_no: int) -> str:
-        """Path of file ``file_no``."""
-        return self.paths.get(file_no) or os.path.join(self.directory, binlog_name(file_no))
-
-    def name(self, file_no: int) -> str:
-        """The file name (as replicas see it in Master_Log_File)."""
-        return os.path.basename(self.path(file_no))
-
-    def page(self, file_no: int, page_no: int) -> bytes | None:
-        """Page ``page_no`` of file ``file_no`` or None."""
-        fd = self._fds.get(file_no)
-        if fd is None:
-            try:
-                fd = os.open(self.path(file_no), os.O_RDONLY)
-            except FileNotFoundError:
-                return None
-            self._fds[file_no] = fd
-        data = os.pread(fd, PAGE_SIZE, page_no << PAGE_SIZE_SHIFT)
-        return data if len(data) == PAGE_SIZE else None
-
-    def forget(self) -> None:
-        """Close every descriptor (files may have been purged or re-created)."""
-        fds, self._fds = self._fds, {}
-        for fd in fds.values():
-            os.close(fd)
-
-    def files(self) -> list[int]:
-        """File numbers present, ascending."""
-        if self.paths:
-            return sorted(self.paths)
-        return list_binlogs(self.directory)
+def archive_pages(directory: str, paths: dict[int, str] | None = None) -> BinlogFiles:
+    """The engine's page reader over an archive's files, read-only (see
+    :class:`~mariabinlog.engine.storage.BinlogFiles`: nothing mapped, so a file the writer
+    truncates or purges under us never faults the process)."""
+    return BinlogFiles(directory, readonly=True, paths=paths)
 
 
 class ArchiveReader:
@@ -157,7 +117,7 @@ class ArchiveReader:
 
     def __init__(
         self,
-        pages: ReadOnlyPages,
+        pages: BinlogFiles,
         start: ConnectState | None,
         *,
         follow: bool = False,
@@ -192,32 +152,12 @@ class ArchiveReader:
         return state_at_page(self.pages, file_no, 1)
 
     def current_state(self) -> BinlogState:
-        """The GTID state after the last group written so far."""
-        files = self.pages.files()
-        for file_no in reversed(files):
-            base = self._state_at(file_no)
-            if base is None:
-                continue
-            header = read_header(self.pages, file_no)
-            interval = header.gtid_state_interval if header is not None else 0
-            pages = header.page_count if header is not None else 1
-            page_no, diff = latest_state(self.pages, file_no, pages, interval)
-            if diff is not None:
-                for triple in diff.gtids:
-                    base.update(Gtid(*triple))
-            try:
-                for record in RecordReader(self.pages, file_no, page_no << PAGE_SIZE_SHIFT, skip_partial=True):
-                    if record.type == RecordType.COMMIT and not record.nested:
-                        gtid = commit_gtid(record.payload)
-                        if gtid is not None:
-                            base.update(gtid)
-            except DecodeError:
-                pass  # a torn page at the growing end: the state up to it
-            return base
-        return BinlogState()
+        """The GTID state after the last group written so far (a torn page at the growing end:
+        the state up to it)."""
+        return EndState(self.pages, self.pages.list()).walk(torn_end=True)
 
     def _seek(self, target: ConnectState) -> tuple[int, int]:
-        files = self.pages.files()
+        files = self.pages.list()
         if not files:
             return 0, PAGE_SIZE
         found = seek_gtid(self.pages, files, target)
@@ -252,7 +192,7 @@ class ArchiveReader:
         longer has the files that position needs.
         """
         if self.from_oldest:
-            files = self.pages.files()
+            files = self.pages.list()
             file_no, offset = (files[0] if files else 0), PAGE_SIZE
             self.from_oldest = False
         else:
@@ -326,7 +266,7 @@ class ArchiveSource:
     def __init__(self, directory: str, start: ConnectState, *, follow: bool = False) -> None:
         if not os.path.isdir(directory):
             raise OptionError(f"{directory}: not a directory")
-        self.reader = ArchiveReader(ReadOnlyPages(directory), start, follow=follow)
+        self.reader = ArchiveReader(archive_pages(directory), start, follow=follow)
 
     @property
     def idle(self) -> bool:
@@ -367,7 +307,7 @@ class FileSource:
             for path in self.paths:
                 number = _ibb_number(path)
                 numbers[number] = path
-            reader = ArchiveReader(ReadOnlyPages(os.path.dirname(self.paths[0]) or ".", numbers), None)
+            reader = ArchiveReader(archive_pages(os.path.dirname(self.paths[0]) or ".", numbers), None)
             for group in reader.groups():
                 if self._closed:
                     return
@@ -420,10 +360,9 @@ def _sniff(path: str) -> str:
             magic = handle.read(4)
     except OSError as err:
         raise OptionError(f"cannot read {path}: {err.strerror}") from None
-    if magic == LEGACY_MAGIC:
-        return "legacy"
-    if magic == IBB_MAGIC:
-        return "ibb"
+    kind = file_kind(magic)
+    if kind in ("legacy", "ibb"):
+        return kind
     raise OptionError(f"{path}: not a binlog file (neither legacy nor .ibb magic)")
 
 

@@ -23,7 +23,7 @@ from ..codec.events import (
 )
 from ..codec.gtid import BinlogState
 from ..codec.ibb import PAGE_SIZE_SHIFT, chunk_at
-from ..codec.ibb.page import CHUNK_HEADER_SIZE, LEGACY_MAGIC
+from ..codec.ibb.page import CHUNK_HEADER_SIZE, LEGACY_MAGIC, file_kind
 from ..codec.ibb.state import state_points
 from ..codec.events.resync import footer_matches, header_claim, positions_recorded
 from ..codec.events.stream import EventStreamDecoder
@@ -115,8 +115,10 @@ def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStrea
     prove it an event; a file that does not record ``log_pos`` is walked from its start.
     """
     head, _ = window.span(0, 4)
-    if bytes(head[:4]) != LEGACY_MAGIC:
-        raise DecodeError("not a legacy binary log file", offset=0, expected="magic fe 62 69 6e", file=window.path)
+    if file_kind(head[:4]) != "legacy":
+        raise DecodeError(
+            "not a legacy binary log file", offset=0, expected=f"magic {LEGACY_MAGIC.hex(' ')}", file=window.path
+        )
     if window.size <= 4:
         return
     first = window.decode(decoder, 4)

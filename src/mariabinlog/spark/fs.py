@@ -29,8 +29,17 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from ..codec.ibb import PAGE_SIZE, decode_header_page, sniff_file
-from ..engine.files import BinlogFile, IbbDirectory, MappedFile, binlog_name, legacy_file_no
+from ..codec.ibb import PAGE_SIZE, decode_header_page, file_kind
+from ..engine.files import (
+    BinlogFile,
+    IbbDirectory,
+    MappedFile,
+    binlog_name,
+    binlog_streams,
+    index_names,
+    is_index,
+    legacy_file_no,
+)
 from ..errors import DecodeError, OptionError, TruncatedError
 
 log = logging.getLogger(__name__)
@@ -321,10 +330,7 @@ def describe(entry: Entry, storage: Storage) -> BinlogFile | None:
     """The :class:`BinlogFile` of a listed file from its first page (None for a file that is no
     binlog or an `.ibb` file nothing was written to yet)."""
     head = read_range(entry.path, 0, PAGE_SIZE, storage)
-    try:
-        kind = sniff_file(head[:4])
-    except DecodeError:
-        return None
+    kind = file_kind(head)
     if kind == "ibb":
         header = decode_header_page(head) if len(head) == PAGE_SIZE else None
         if header is None:
@@ -338,14 +344,20 @@ def describe(entry: Entry, storage: Storage) -> BinlogFile | None:
 
 
 def discover(specs: Iterable[str], listing: Listing) -> list[BinlogFile]:
-    """The binlog files ``specs`` name, ordered as one stream per directory (directory, kind,
-    number); naming no binlog file at all is an :class:`OptionError`."""
+    """The binlog files ``specs`` name, ordered as one stream per directory by the engine's
+    rule (``binlog_streams``: a listed ``.index`` where there is one, else kind and number);
+    naming no binlog file at all is an :class:`OptionError`."""
     specs = list(specs)
-    files = [f for f in (describe(e, listing.storage) for e in list_files(specs, listing)) if f is not None]
+    entries = list_files(specs, listing)
+    files = [f for f in (describe(e, listing.storage) for e in entries if not is_index(e.path)) if f is not None]
     if not files:
         raise OptionError(f"no binlog files (legacy or .ibb) found at {', '.join(map(repr, specs))}")
-    files.sort()
-    return files
+    indexes: dict[str, list[str]] = {}
+    for entry in entries:
+        if is_index(entry.path):
+            text = read_file(entry.path, listing.storage).decode("utf-8", "surrogateescape")
+            indexes.setdefault(_parent(entry.path), index_names(text))
+    return binlog_streams(files, indexes)
 
 
 class RemotePages:

@@ -1,11 +1,12 @@
 """Read options of the ``mariabinlog`` Spark source, parsed once into picklable values.
 
 Spark hands a data source its options as a case-insensitive dict of strings; this module turns
-them into :class:`ScanOptions` (what to read and how to cut it) and :class:`GroupFilter` (which
+them into :class:`ScanOptions` (what to read and how to cut it) and :class:`ScanFilter` (which
 event groups to keep).  Both are frozen dataclasses of plain values, so they travel inside the
 reader and the input partitions to the executors.
 
-Filter semantics (all stateless, so every partition can apply them on its own):
+Filter semantics (all stateless, so every partition can apply them on its own; the positions and
+id rules are the codec's one GTID policy, :class:`~mariabinlog.codec.gtid.GtidPolicy`):
 
 * ``startPosition`` ``"d-s-n,..."``: per listed domain keep groups with ``seq > n`` (exclusive,
   as ``mariadb-binlog --start-position``); domains not listed are kept from the beginning.
@@ -29,7 +30,7 @@ import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..codec.gtid import BinlogState, Gtid, GtidList, IdFilter, parse_ids
+from ..codec.gtid import BinlogState, Gtid, GtidList, GtidPolicy, IdFilter, parse_ids
 from ..errors import GtidError, OptionError
 from .fs import Listing, Storage
 
@@ -78,60 +79,55 @@ def parse_datetime(name: str, text: str) -> int:
     return int(moment.timestamp())
 
 
-def _gtid_positions(name: str, text: str) -> dict[int, int]:
+def _gtid_positions(name: str, text: str) -> GtidList:
     try:
         gtids = GtidList.parse(text)
     except GtidError as err:
         raise OptionError(f"option {name}: {err}") from None
-    out: dict[int, int] = {}
+    seen: set[int] = set()
     for gtid in gtids:
-        if gtid.domain in out:
+        if gtid.domain in seen:
             raise OptionError(f"option {name}: domain {gtid.domain} is listed twice")
-        out[gtid.domain] = gtid.seq
-    return out
+        seen.add(gtid.domain)
+    return gtids
 
 
 @dataclass(frozen=True)
-class GroupFilter:
+class ScanFilter:
     """Which event groups to keep; also answers "can anything before/after this state pass?".
 
-    ``lower``/``upper`` are per-domain exclusive lower and inclusive upper ``seq_no`` bounds,
-    ``seq_min``/``seq_max`` bounds for every domain (from pushed filters), ``ids`` the domain and
-    server id rules (the codec's :class:`~mariabinlog.codec.gtid.IdFilter`).
+    ``positions`` is the codec's one GTID policy (:class:`~mariabinlog.codec.gtid.GtidPolicy`:
+    start/stop positions and the domain and server id rules), asked statelessly (per-domain
+    exclusive lower and inclusive upper ``seq_no`` bounds) so that every partition applies it on
+    its own; ``seq_min``/``seq_max`` bound every domain (from pushed filters), ``start_time``/
+    ``stop_time`` the GTID event time.
     """
 
-    lower: Mapping[int, int] = field(default_factory=dict)
-    upper: Mapping[int, int] = field(default_factory=dict)
+    positions: GtidPolicy = field(default_factory=GtidPolicy)
     seq_min: int | None = None
     seq_max: int | None = None
-    ids: IdFilter = IdFilter()
     start_time: int | None = None
     stop_time: int | None = None
-    stop_given: bool = False
+
+    @property
+    def ids(self) -> IdFilter:
+        """The domain and server id rules."""
+        return self.positions.ids
 
     @property
     def by_gtid(self) -> bool:
         """True if the filter looks at GTIDs (events outside groups are then dropped)."""
-        return bool(
-            self.lower
-            or self.stop_given
-            or self.seq_min is not None
-            or self.seq_max is not None
-            or self.ids.active
-        )
+        return self.positions.by_gtid or self.seq_min is not None or self.seq_max is not None
 
     def allows_domain(self, domain: int) -> bool:
         """Whether groups of ``domain`` can pass at all."""
-        if not self.ids.allows_domain(domain):
-            return False
-        return not self.stop_given or domain in self.upper
+        return self.positions.allows_domain(domain)
 
     def _bounds(self, domain: int) -> tuple[int | None, int | None]:
         """(exclusive lower, inclusive upper) seq_no bound of ``domain``."""
-        low = self.lower.get(domain)
+        low, high = self.positions.bounds(domain)
         if self.seq_min is not None:
             low = self.seq_min - 1 if low is None else max(low, self.seq_min - 1)
-        high = self.upper.get(domain)
         if self.seq_max is not None:
             high = self.seq_max if high is None else min(high, self.seq_max)
         return low, high
@@ -171,7 +167,7 @@ class GroupFilter:
 
     def none_after(self, state: BinlogState) -> bool:
         """True if no group written after a point whose binlog state is ``state`` can pass."""
-        domains = self._finite_domains()
+        domains = self.positions.finite_domains()
         if domains is None:
             return False
         maxima = _domain_maxima(state)
@@ -184,13 +180,6 @@ class GroupFilter:
                 return False
         return True
 
-    def _finite_domains(self) -> frozenset[int] | None:
-        """The domains that can pass, when that set is finite."""
-        if self.stop_given:
-            only = self.ids.do_domains
-            return frozenset(self.upper) if only is None else only & frozenset(self.upper)
-        return self.ids.do_domains
-
     def narrowed(
         self,
         *,
@@ -198,9 +187,10 @@ class GroupFilter:
         only_servers: Iterable[int] | None = None,
         seq_min: int | None = None,
         seq_max: int | None = None,
-    ) -> GroupFilter:
+    ) -> ScanFilter:
         """This filter AND the given constraints (from pushed-down Spark filters)."""
-        changes: dict[str, object] = {"ids": self.ids.narrowed(do_domains=only_domains, do_servers=only_servers)}
+        ids = self.ids.narrowed(do_domains=only_domains, do_servers=only_servers)
+        changes: dict[str, object] = {"positions": self.positions.with_ids(ids)}
         if seq_min is not None:
             changes["seq_min"] = seq_min if self.seq_min is None else max(self.seq_min, seq_min)
         if seq_max is not None:
@@ -228,7 +218,7 @@ class ScanOptions:
 
     view: str = "events"
     table: tuple[str, str] | None = None
-    filter: GroupFilter = field(default_factory=GroupFilter)
+    filter: ScanFilter = field(default_factory=ScanFilter)
     verify_checksum: bool = True
     gtid_seek: bool = True
     batch_rows: int = DEFAULT_BATCH_ROWS
@@ -266,8 +256,8 @@ class ScanOptions:
             if view != "rows":
                 raise OptionError("option table needs option view=rows (typed row images of one table)")
             table = (db, name)
-        lower = _gtid_positions("startPosition", opts["startposition"]) if "startposition" in opts else {}
-        upper = _gtid_positions("stopPosition", opts["stopposition"]) if "stopposition" in opts else {}
+        starts = _gtid_positions("startPosition", opts["startposition"]) if "startposition" in opts else ()
+        stops = _gtid_positions("stopPosition", opts["stopposition"]) if "stopposition" in opts else ()
         do_domains = parse_ids("option doDomainIds", opts["dodomainids"]) if "dodomainids" in opts else None
         skip_domains = parse_ids("option ignoreDomainIds", opts["ignoredomainids"]) if "ignoredomainids" in opts else None
         if do_domains is not None and skip_domains is not None:
@@ -278,13 +268,15 @@ class ScanOptions:
             raise OptionError("options doServerIds and ignoreServerIds exclude each other")
         start_time = parse_datetime("startDatetime", opts["startdatetime"]) if "startdatetime" in opts else None
         stop_time = parse_datetime("stopDatetime", opts["stopdatetime"]) if "stopdatetime" in opts else None
-        group_filter = GroupFilter(
-            lower=lower,
-            upper=upper,
-            ids=IdFilter(do_domains, skip_domains or frozenset(), do_servers, skip_servers or frozenset()),
+        group_filter = ScanFilter(
+            positions=GtidPolicy(
+                starts,
+                stops,
+                IdFilter(do_domains, skip_domains or frozenset(), do_servers, skip_servers or frozenset()),
+                stop_given="stopposition" in opts,
+            ),
             start_time=start_time,
             stop_time=stop_time,
-            stop_given="stopposition" in opts,
         )
         batch_rows = parse_size("batchRows", opts.get("batchrows", str(DEFAULT_BATCH_ROWS)))
         min_partitions = opts.get("minpartitions", str(DEFAULT_MIN_PARTITIONS)).strip()

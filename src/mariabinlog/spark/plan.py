@@ -14,7 +14,7 @@ sources do (anchors §3.4), plus the GTID seek that drops byte ranges no group o
   take it past the split size; each split adds ``openCostInBytes`` (``getFilePartitions``).
 * GTID seek: the GTID states at page starts (`.ibb`) or file starts (legacy Gtid_list) bound the
   seq_nos written before and after that point; ranges that only hold groups the filter rejects
-  are dropped or clipped (:meth:`GroupFilter.none_before` / ``none_after``).
+  are dropped or clipped (:meth:`ScanFilter.none_before` / ``none_after``).
 """
 
 from __future__ import annotations

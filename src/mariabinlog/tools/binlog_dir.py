@@ -1,9 +1,9 @@
 """The binlog files of a directory, in the order the server lists them (SHOW BINARY LOGS).
 
-Legacy directories: the names in the ``*.index`` file when there is one, else every
-file that starts with the binlog magic, by name.  `.ibb` directories: every
-``binlog-NNNNNN.ibb`` up to the last one with a header (pre-allocated empty files
-after it are not logs yet), with its size on disk; an engine directory (with its redo
+The order is the engine's one rule (``engine.files.binlog_streams``): the names in the
+``*.index`` file when there is one, else every file that starts with a binlog magic, `.ibb`
+files then legacy files, by number (pre-allocated `.ibb` files nothing was written to
+are not logs yet), with its size on disk; an engine directory (with its redo
 log) as ``mariabinlog engine files`` shows it: as the next open will recover it (a
 killed writer leaves files that recovery cuts or deletes).  ``mariabinlog files DIR`` prints this list; ``dump DIR`` and
 ``events DIR`` read the files in this order.
@@ -16,7 +16,7 @@ import os
 
 def binary_logs(directory: str) -> list[tuple[str, int]]:
     """SHOW BINARY LOGS for ``directory``: (name, size) of each binlog file, in order."""
-    from ..engine.files import binlog_kind, binlog_name, ibb_file_no  # the engine package is slow to import
+    from ..engine.files import binlog_name, binlog_streams, describe_binlog, local_indexes  # the engine package is slow to import
     from ..engine.redo import REDO_NAME
 
     names = sorted(os.listdir(directory))
@@ -24,29 +24,6 @@ def binary_logs(directory: str) -> list[tuple[str, int]]:
         from ..engine.view import view
 
         return [(binlog_name(n), size) for n, size in view(directory).files]
-    ibb = sorted((n for n in names if ibb_file_no(n) is not None), key=ibb_file_no)  # type: ignore[arg-type,return-value]
-    if ibb:
-        written = [n for n in ibb if binlog_kind(os.path.join(directory, n)) == "ibb"]
-        if written:
-            last = ibb.index(written[-1])
-            ibb = ibb[: last + 1]
-        else:
-            ibb = []
-        return [(n, os.path.getsize(os.path.join(directory, n))) for n in ibb]
-    listed = _index_names(directory, names)
-    if listed is None:
-        listed = [n for n in names if binlog_kind(os.path.join(directory, n)) == "legacy"]
-    return [(n, os.path.getsize(os.path.join(directory, n))) for n in listed]
-
-
-def _index_names(directory: str, names: list[str]) -> list[str] | None:
-    """The binlog names of the directory's ``*.index`` file (as the server keeps it), if any."""
-    for name in names:
-        if name.endswith(".index"):
-            path = os.path.join(directory, name)
-            with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                entries = [line.strip() for line in f if line.strip()]
-            return [
-                os.path.basename(e) for e in entries if os.path.isfile(os.path.join(directory, os.path.basename(e)))
-            ]
-    return None
+    paths = [os.path.join(directory, n) for n in names]
+    found = [f for f in (describe_binlog(p) for p in paths if os.path.isfile(p)) if f is not None]
+    return [(os.path.basename(f.path), f.size) for f in binlog_streams(found, local_indexes(paths))]

@@ -43,6 +43,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from .. import server_version
 from ..codec.events import (
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_OFF,
@@ -63,6 +64,7 @@ from ..codec.events import (
     with_log_pos,
 )
 from ..codec.groups import GroupBoundary
+from ..codec.ibb.page import LEGACY_MAGIC
 from ..codec.gtid import BinlogState, Gtid
 from ..engine.files import binlog_kind
 from ..engine.redo import REDO_NAME, fsync_dir
@@ -71,12 +73,11 @@ from .dump.options import DumpOptions, write_line
 from .dump.sink import EventSink
 
 #: The server version this tool writes into the Format_description of converted files.
-SERVER_VERSION = "12.3.0-MariaDB-mariabinlog"
+SERVER_VERSION = server_version()
 DEFAULT_BASE = "legacy_log"
 #: --max-binlog-size range (IO_SIZE .. 4 GiB), as the C tool clamps it.
 MIN_MAX_SIZE = 4096
 MAX_MAX_SIZE = 1 << 32
-_BINLOG_MAGIC = b"\xfebin"
 
 
 def conversion_sink(
@@ -210,7 +211,7 @@ class IbbToLegacy(EventSink):
     def begin_file(self, name: str = "") -> None:
         super().begin_file(name)
         if self.state is None:
-            self.state = BinlogState.from_list(Gtid(*g) for g in _initial_state(name))
+            self.state = _initial_state(name)
 
     def print_event(self, ev: Any) -> None:
         raw = bytes(ev.buf[ev.start : ev.start + ev.length])
@@ -253,7 +254,7 @@ class IbbToLegacy(EventSink):
         self.position = 0
         self.copied = 0
         header = {"timestamp": ev.when, "server_id": ev.server_id}
-        self._append(_BINLOG_MAGIC)
+        self._append(LEGACY_MAGIC)
         fd = FormatDescriptionEvent(
             server_version=SERVER_VERSION, checksum_alg=CHECKSUM_OFF, **header
         ).encode(checksum=True, log_pos=0)
@@ -289,33 +290,21 @@ class IbbToLegacy(EventSink):
         self._close()
 
 
-def _initial_state(name: str) -> tuple[tuple[int, int, int], ...]:
+def _initial_state(name: str) -> BinlogState:
     """The GTID state record at page 1 of `.ibb` file ``name`` (empty when it has none)."""
-    from ..codec.ibb import (
-        PAGE_SIZE,
-        GtidState,
-        RecordReader,
-        RecordType,
-        decode_header_page,
-    )
+    from ..codec.ibb import PAGE_SIZE, decode_header_page
+    from ..codec.ibb.state import state_at_page
     from ..engine.files import IbbDirectory
 
     try:
         with open(name, "rb") as f:
             header = decode_header_page(f.read(PAGE_SIZE))
     except (OSError, DecodeError):
-        return ()
+        return BinlogState()
     if header is None:
-        return ()
+        return BinlogState()
     with IbbDirectory(os.path.dirname(os.path.abspath(name)), {header.file_no: name}) as source:
-        try:
-            for record in RecordReader(source, header.file_no, PAGE_SIZE):
-                if record.type == RecordType.GTID_STATE and record.offset == PAGE_SIZE:
-                    return GtidState.decode(record.payload).gtids
-                return ()
-        except DecodeError:
-            return ()
-    return ()
+        return state_at_page(source, header.file_no, 1) or BinlogState()
 
 
 # ------------------------------------------------------------------------ legacy -> .ibb

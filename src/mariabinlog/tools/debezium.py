@@ -31,6 +31,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from .. import __version__
 from ..codec import columns as C
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
@@ -52,7 +53,7 @@ from .dump.sink import EventSink
 log = logging.getLogger(__name__)
 
 CONNECTOR = "mariadb"
-VERSION = "mariabinlog"
+VERSION = __version__
 _OPS = {"insert": "c", "update": "u", "delete": "d"}
 _EPOCH = datetime.date(1970, 1, 1)
 #: Statements that change rows: logged as text (STATEMENT/MIXED), they are reported as such.

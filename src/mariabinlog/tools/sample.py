@@ -82,7 +82,7 @@ def commit_group(engine: Engine, events: Sequence[bytes], trx: Transaction | Non
 
 
 @dataclass
-class Column:
+class SampleColumn:
     """One column of a sample table: name, type code, metadata, whether it is UNSIGNED, and its
     SQL type as the table's CREATE TABLE declares it (what a schema history reads)."""
 
@@ -94,13 +94,13 @@ class Column:
 
 
 @dataclass
-class Table:
+class SampleTable:
     """A sample table and the rows it holds now (by primary key)."""
 
     table_id: int
     database: str
     name: str
-    columns: list[Column]
+    columns: list[SampleColumn]
     rows: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
 
     def table_map(self, server_id: int, timestamp: int) -> TableMapEvent:
@@ -142,32 +142,32 @@ _NUMERIC = frozenset((MYSQL_TYPE_LONG, MYSQL_TYPE_LONGLONG, MYSQL_TYPE_NEWDECIMA
 _ROWS_TYPE = {"insert": WRITE_ROWS_EVENT_V1, "update": UPDATE_ROWS_EVENT_V1, "delete": DELETE_ROWS_EVENT_V1}
 
 
-def sample_tables() -> list[Table]:
+def sample_tables() -> list[SampleTable]:
     """The sample tables (fresh, empty): three live tables, then the bulk-load archive."""
     return [
-        Table(101, "shop", "customers", [
-            Column("id", MYSQL_TYPE_LONG, unsigned=True, sql="INT UNSIGNED"),
-            Column("name", MYSQL_TYPE_VARCHAR, 256, sql="VARCHAR(64)"),
-            Column("email", MYSQL_TYPE_VARCHAR, 512, sql="VARCHAR(128)"),
-            Column("created", MYSQL_TYPE_DATETIME2, 0, sql="DATETIME"),
-            Column("balance", MYSQL_TYPE_NEWDECIMAL, (12 << 8) | 2, sql="DECIMAL(12,2)"),
+        SampleTable(101, "shop", "customers", [
+            SampleColumn("id", MYSQL_TYPE_LONG, unsigned=True, sql="INT UNSIGNED"),
+            SampleColumn("name", MYSQL_TYPE_VARCHAR, 256, sql="VARCHAR(64)"),
+            SampleColumn("email", MYSQL_TYPE_VARCHAR, 512, sql="VARCHAR(128)"),
+            SampleColumn("created", MYSQL_TYPE_DATETIME2, 0, sql="DATETIME"),
+            SampleColumn("balance", MYSQL_TYPE_NEWDECIMAL, (12 << 8) | 2, sql="DECIMAL(12,2)"),
         ]),
-        Table(102, "shop", "orders", [
-            Column("id", MYSQL_TYPE_LONGLONG, sql="BIGINT"),
-            Column("customer_id", MYSQL_TYPE_LONG, unsigned=True, sql="INT UNSIGNED"),
-            Column("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2, sql="DECIMAL(10,2)"),
-            Column("status", MYSQL_TYPE_VARCHAR, 64, sql="VARCHAR(16)"),
-            Column("placed", MYSQL_TYPE_TIMESTAMP2, 3, sql="TIMESTAMP(3)"),
+        SampleTable(102, "shop", "orders", [
+            SampleColumn("id", MYSQL_TYPE_LONGLONG, sql="BIGINT"),
+            SampleColumn("customer_id", MYSQL_TYPE_LONG, unsigned=True, sql="INT UNSIGNED"),
+            SampleColumn("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2, sql="DECIMAL(10,2)"),
+            SampleColumn("status", MYSQL_TYPE_VARCHAR, 64, sql="VARCHAR(16)"),
+            SampleColumn("placed", MYSQL_TYPE_TIMESTAMP2, 3, sql="TIMESTAMP(3)"),
         ]),
-        Table(103, "inventory", "items", [
-            Column("sku", MYSQL_TYPE_VARCHAR, 128, sql="VARCHAR(32)"),
-            Column("qty", MYSQL_TYPE_LONG, sql="INT"),
-            Column("price", MYSQL_TYPE_DOUBLE, 8, sql="DOUBLE"),
+        SampleTable(103, "inventory", "items", [
+            SampleColumn("sku", MYSQL_TYPE_VARCHAR, 128, sql="VARCHAR(32)"),
+            SampleColumn("qty", MYSQL_TYPE_LONG, sql="INT"),
+            SampleColumn("price", MYSQL_TYPE_DOUBLE, 8, sql="DOUBLE"),
         ]),
-        Table(104, "shop", "order_archive", [
-            Column("id", MYSQL_TYPE_LONGLONG, sql="BIGINT"),
-            Column("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2, sql="DECIMAL(10,2)"),
-            Column("archived", MYSQL_TYPE_DATETIME2, 0, sql="DATETIME"),
+        SampleTable(104, "shop", "order_archive", [
+            SampleColumn("id", MYSQL_TYPE_LONGLONG, sql="BIGINT"),
+            SampleColumn("amount", MYSQL_TYPE_NEWDECIMAL, (10 << 8) | 2, sql="DECIMAL(10,2)"),
+            SampleColumn("archived", MYSQL_TYPE_DATETIME2, 0, sql="DATETIME"),
         ]),
     ]
 
@@ -188,14 +188,14 @@ class SampleBuilder:
         self.seqs[domain] = seq
         return GtidEvent(seq_no=seq, domain_id=domain, flags2=flags, server_id=server, timestamp=self.clock).encode()
 
-    def ddl(self, table: Table, domain: int = 0, server: int = 1) -> list[bytes]:
+    def ddl(self, table: SampleTable, domain: int = 0, server: int = 1) -> list[bytes]:
         """A standalone DDL group creating ``table``."""
         gtid = self._gtid(domain, server, FL_STANDALONE | FL_DDL)
         query = QueryEvent(query=table.create_statement(), database=table.database.encode(), server_id=server,
                            timestamp=self.clock)
         return [gtid, query.encode()]
 
-    def _new_row(self, table: Table) -> tuple[Any, ...]:
+    def _new_row(self, table: SampleTable) -> tuple[Any, ...]:
         rnd, n = self.rnd, self.next_id[table.table_id]
         self.next_id[table.table_id] = n + 1
         if table.name == "customers":
@@ -208,7 +208,7 @@ class SampleBuilder:
             return (n, Decimal(rnd.randint(100, 99_999)) / 100, _datetime(self.clock))
         return (f"SKU-{n:05d}", rnd.randint(0, 500), round(rnd.uniform(1, 100), 2))
 
-    def _changed(self, table: Table, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _changed(self, table: SampleTable, row: tuple[Any, ...]) -> tuple[Any, ...]:
         rnd = self.rnd
         if table.name == "customers":
             return row[:4] + (Decimal(rnd.randint(0, 1_000_000)) / 100,)
@@ -271,7 +271,7 @@ class SampleBuilder:
         self.clock += seconds
 
 
-    def lifecycle(self, table: Table, domain: int = 0, server: int = 1) -> list[bytes]:
+    def lifecycle(self, table: SampleTable, domain: int = 0, server: int = 1) -> list[bytes]:
         """One transaction on ``table`` alone: three inserts, an update and a delete (a table
         with the inventory table's columns)."""
         changes: list[tuple[str, RowChange]] = []
@@ -287,10 +287,10 @@ class SampleBuilder:
         return self._group(domain, server, {table.table_id: changes})
 
 
-def many_tables(count: int) -> list[Table]:
+def many_tables(count: int) -> list[SampleTable]:
     """``count`` tables ``db<i % 5>.t<i>`` with the inventory table's columns."""
     columns = sample_tables()[2].columns
-    return [Table(1000 + i, f"db{i % 5}", f"t{i:04d}", columns) for i in range(count)]
+    return [SampleTable(1000 + i, f"db{i % 5}", f"t{i:04d}", columns) for i in range(count)]
 
 
 def write_many_tables(directory: str, count: int, *, seed: int = 7) -> SampleInfo:

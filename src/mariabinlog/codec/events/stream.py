@@ -37,7 +37,7 @@ from . import (
     description_checksum_alg,
     encrypted_error,
 )
-from ..ibb.page import LEGACY_MAGIC
+from ..ibb.page import LEGACY_MAGIC, file_kind
 from ..primitives import U32, Buffer
 
 
@@ -183,8 +183,8 @@ def iter_legacy_events(
     then continues at ``start``.  Positions come from the framing, never from
     ``log_pos``.  Errors carry absolute file offsets.
     """
-    if bytes(data[:4]) != LEGACY_MAGIC:
-        raise DecodeError("not a legacy binary log file", offset=0, expected="magic fe 62 69 6e")
+    if file_kind(data[:4]) != "legacy":
+        raise DecodeError("not a legacy binary log file", offset=0, expected=f"magic {LEGACY_MAGIC.hex(' ')}")
     dec = decoder or EventStreamDecoder(verify_checksum=verify_checksum)
     size = len(data)
     pos = 4

@@ -28,6 +28,7 @@ from .page import (
     decode_header_page,
     iter_chunks,
     seal_page,
+    file_kind,
     sniff_file,
 )
 from .reader import EventGroup, PageSource, Record, RecordReader
@@ -81,5 +82,6 @@ __all__ = [
     "iter_chunks",
     "iter_events",
     "seal_page",
+    "file_kind",
     "sniff_file",
 ]

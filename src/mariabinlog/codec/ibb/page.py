@@ -120,6 +120,15 @@ def sniff_file(first_bytes: Buffer) -> str:
     )
 
 
+def file_kind(first_bytes: Buffer) -> str | None:
+    """:func:`sniff_file` for callers that skip what is no binlog: the kind, or None (too short,
+    or another magic)."""
+    try:
+        return sniff_file(first_bytes)
+    except DecodeError:
+        return None
+
+
 def decode_header_page(page: Buffer) -> IbbHeader | None:
     """Validate and decode page 0 in mariadb-binlog's order; None for an empty pre-allocated file.
 

@@ -12,6 +12,9 @@ source clipped at the durable end).
   page's differential state;
 * :func:`state_points`: every ``(page_no, state)`` a file records;
 * :func:`commit_gtid`: the GTID of a COMMIT record (its first event);
+* :class:`EndState`: the GTID state as of the end of a run of files (recovery, the look-only
+  view, the archive reader, the binlog server): the newest full state, the newest interval state
+  after it, then every commit up to the end;
 * :func:`seek_gtid`: the newest position whose state lies before a connect state: the
   newest file whose page-1 state is before it, then a binary search over that file's
   interval states (states only grow along a file, so "before" is monotone).
@@ -27,10 +30,11 @@ from ..events import GTID_EVENT, GtidEvent, decode_event
 from ..groups import gtid_of
 from ..gtid import BinlogState, ConnectState, Gtid
 from .page import FLAG_CONT, PAGE_SIZE_SHIFT, TYPE_MASK, IbbHeader, RecordType, chunk_at, decode_header_page
-from .reader import PageSource, RecordReader
+from .reader import PageSource, Record, RecordReader
 from .records import CommitRecord, GtidState
 
 __all__ = [
+    "EndState",
     "SeekResult",
     "commit_gtid",
     "latest_state",
@@ -191,3 +195,75 @@ def latest_state(source: PageSource, file_no: int, limit_page: int, interval: in
             return page_no, state
         page_no -= interval
     return 1, None
+
+
+class EndState:
+    """The GTID state as of ``end`` (``(file_no, byte offset)``, None: the end of the data) of
+    the files ``file_nos`` (ascending), as ibb-format.md §6.2 rebuilds it: the full state at
+    page 1 of the newest file that has one, plus that file's newest interval state before the
+    end, plus the GTID of every COMMIT record after it (a run without any state record is
+    walked from page 1 of its first file).
+
+    Build it, then iterate :meth:`records` to the end (a caller that also looks at the records,
+    recovery's pending XA, sees each one after its GTID is applied); :attr:`state` is then the
+    state at the end, :attr:`changed` the (domain, server) pairs the end file changed, and
+    :attr:`latest` the last state record read before the walk (for its ``xa_ref_file_no``).
+    """
+
+    __slots__ = ("changed", "end_file", "file_no", "latest", "page_no", "source", "state")
+
+    def __init__(self, source: PageSource, file_nos: Sequence[int], end: tuple[int, int] | None = None) -> None:
+        self.source = source
+        self.state = BinlogState()
+        self.changed: set[tuple[int, int]] = set()
+        self.latest: GtidState | None = None
+        existing = [n for n in file_nos if end is None or n <= end[0]]
+        self.end_file = end[0] if end is not None else (existing[-1] if existing else 0)
+        for file_no in reversed(existing):
+            full = read_state_record(source, file_no, 1)
+            if full is not None:
+                break
+        else:
+            self.file_no, self.page_no = (existing[0] if existing else self.end_file), 1
+            return
+        self.file_no = file_no
+        self.state = _state(full)
+        header = read_header(source, file_no)
+        interval = header.gtid_state_interval if header is not None else 0
+        if end is not None and file_no == end[0]:
+            limit = end[1] >> PAGE_SIZE_SHIFT
+        else:
+            limit = header.page_count if header is not None else 1
+        self.page_no, diff = latest_state(source, file_no, limit, interval)
+        self.latest = diff if diff is not None else full
+        if diff is not None:
+            for domain, server, seq in diff.gtids:
+                self.state.update(Gtid(domain, server, seq))
+                self.changed.add((domain, server))
+
+    def records(self) -> Iterator[Record]:
+        """The records from the state point to the end, each COMMIT's GTID applied first."""
+        state, current = self.state, self.file_no
+        for record in RecordReader(self.source, self.file_no, self.page_no << PAGE_SIZE_SHIFT, skip_partial=True):
+            if record.file_no != current:
+                current = record.file_no
+                self.changed = set()
+            if record.type == RecordType.COMMIT:
+                gtid = commit_gtid(record.payload)
+                if gtid is not None:
+                    state.update(gtid)
+                    self.changed.add((gtid.domain, gtid.server))
+            yield record
+        if current != self.end_file:
+            self.changed = set()
+
+    def walk(self, *, torn_end: bool = False) -> BinlogState:
+        """Read to the end and return the state there; ``torn_end``: a record that does not
+        decode (a page a concurrent writer is writing) is the end."""
+        try:
+            for _ in self.records():
+                pass
+        except DecodeError:
+            if not torn_end:
+                raise
+        return self.state

@@ -58,7 +58,7 @@ from ..columns import (
     OptionalMetadata,
 )
 from ..native import load_fast
-from .packed import FAST_PLAN_VERSION, Column, Step, column_codec
+from .packed import FAST_PLAN_VERSION, ColumnCodec, Step, column_codec
 
 __all__ = [
     "ABSENT",
@@ -124,7 +124,7 @@ class RowChange(NamedTuple):
 _new = tuple.__new__
 
 
-def _fixed_step(run: list[Column]) -> Step:
+def _fixed_step(run: list[ColumnCodec]) -> Step:
     """One step for consecutive fixed-size non-NULL columns: one unpack, then conversions."""
     st = struct.Struct("<" + "".join(col.fmt or "" for col in run))
     unpack_from = st.unpack_from
@@ -149,9 +149,9 @@ def _fixed_step(run: list[Column]) -> Step:
     return step
 
 
-def _steps(cols: list[Column]) -> list[Step]:
+def _steps(cols: list[ColumnCodec]) -> list[Step]:
     steps: list[Step] = []
-    run: list[Column] = []
+    run: list[ColumnCodec] = []
     for col in cols:
         if col.fmt is not None:
             run.append(col)
@@ -190,7 +190,7 @@ def _truncated(step: Step, buf: bytes, pos: int) -> TruncatedError:
     )
 
 
-def _make_run(present: list[Column], nulls: list[bool], width: int) -> _Run:
+def _make_run(present: list[ColumnCodec], nulls: list[bool], width: int) -> _Run:
     """Compile the reader of images with these present columns and this NULL pattern."""
     values = [col for col, is_null in zip(present, nulls) if not is_null]
     steps = tuple(_steps(values))
@@ -237,7 +237,7 @@ class _ImageReader:
 
     _MAX_RUNS = 512
 
-    def __init__(self, present: list[Column], width: int) -> None:
+    def __init__(self, present: list[ColumnCodec], width: int) -> None:
         self.present = present
         self.width = width
         self.null_bytes = (len(present) + 7) >> 3
@@ -272,7 +272,7 @@ def _bitmap_columns(bitmap: bytes, width: int) -> list[int]:
     return [i for i in range(width) if bitmap[i >> 3] >> (i & 7) & 1]
 
 
-_ColumnSets = dict[bool, list[Column]]
+_ColumnSets = dict[bool, list[ColumnCodec]]
 _Readers = dict[tuple[bytes, int, bool], _ImageReader]
 #: Compiled columns and image readers by table shape (column types, metadata, optional
 #: metadata): a binlog repeats the same Table_map in every transaction.
@@ -413,7 +413,7 @@ def _empty_image(pos: int) -> DecodeError:
 class FastRowDecoder(RowDecoder):
     """The same plans run by the compiled interpreter ``_rowsfast`` (same values, same errors).
 
-    Python still compiles every column (``Column.op``); C walks the programs
+    Python still compiles every column (``ColumnCodec.op``); C walks the programs
     over whole events.
     """
 

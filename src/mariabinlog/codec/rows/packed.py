@@ -1,7 +1,7 @@
 """Column values in their packed form (``Field_*::pack``): one codec per column of a table map.
 
 A row image holds each present non-NULL value in its column type's packed form.
-:func:`column_codec` compiles, once per column, a :class:`Column`: how the pure-Python
+:func:`column_codec` compiles, once per column, a :class:`ColumnCodec`: how the pure-Python
 decoder reads the value (a ``struct`` code and conversion for fixed-size values, a
 ``step`` for the others), how the encoder writes it back, and the same reading as an
 opcode for the compiled decoder (``_rowsfast.c``, ``_OP_*``).  The image plans and
@@ -67,7 +67,7 @@ def _op(opcode: int, size: int = 0, flag: bool = False, a: int = 0, b: int = 0, 
     return (opcode, size, flag, a, b, obj)
 
 
-class Column:
+class ColumnCodec:
     """How one column is read and written.
 
     Fixed-size columns have ``fmt`` (a struct code, e.g. ``"i"`` or ``"5s"``),
@@ -98,7 +98,7 @@ class Column:
         self.step = step
 
 
-def _int_codec(index: int, size: int, signed: bool) -> Column:
+def _int_codec(index: int, size: int, signed: bool) -> ColumnCodec:
     low = -(1 << (8 * size - 1))
     high = 1 << (8 * size)
     mask = high - 1
@@ -110,12 +110,12 @@ def _int_codec(index: int, size: int, signed: bool) -> Column:
 
     op = _op(_OP_INT, size, signed)
     if size == 3:
-        return Column(index, encode, op, fmt="3s", size=3, conv=lambda b: int.from_bytes(b, "little", signed=signed))
+        return ColumnCodec(index, encode, op, fmt="3s", size=3, conv=lambda b: int.from_bytes(b, "little", signed=signed))
     code = {1: "b", 2: "h", 4: "i", 8: "q"}[size]
-    return Column(index, encode, op, fmt=code if signed else code.upper(), size=size)
+    return ColumnCodec(index, encode, op, fmt=code if signed else code.upper(), size=size)
 
 
-def _float_codec(index: int, double: bool) -> Column:
+def _float_codec(index: int, double: bool) -> ColumnCodec:
     packer = struct.Struct("<d" if double else "<f")
 
     def encode(value: Any) -> bytes:
@@ -125,10 +125,10 @@ def _float_codec(index: int, double: bool) -> Column:
             raise ValueError(f"column @{index + 1}: {value!r} is not a float: {exc}") from None
 
     op = _op(_OP_DOUBLE, 8) if double else _op(_OP_FLOAT, 4)
-    return Column(index, encode, op, fmt="d" if double else "f", size=8 if double else 4)
+    return ColumnCodec(index, encode, op, fmt="d" if double else "f", size=8 if double else 4)
 
 
-def _year_codec(index: int) -> Column:
+def _year_codec(index: int) -> ColumnCodec:
     def encode(value: Any) -> bytes:
         if value == 0:
             return b"\0"
@@ -136,7 +136,7 @@ def _year_codec(index: int) -> Column:
             raise ValueError(f"column @{index + 1}: YEAR {value!r} outside 0, 1901..2155")
         return bytes((value - 1900,))
 
-    return Column(index, encode, _op(_OP_YEAR, 1), fmt="B", size=1, conv=lambda b: b + 1900 if b else 0)
+    return ColumnCodec(index, encode, _op(_OP_YEAR, 1), fmt="B", size=1, conv=lambda b: b + 1900 if b else 0)
 
 
 def _as_tuple(value: Any, cls: type, index: int) -> Any:
@@ -158,7 +158,7 @@ def _as_tuple(value: Any, cls: type, index: int) -> Any:
     raise ValueError(f"column @{index + 1}: {value!r} is not a {cls.__name__}")
 
 
-def _date_codec(index: int) -> Column:
+def _date_codec(index: int) -> ColumnCodec:
     def conv(b: bytes) -> MysqlDate:
         v = b[0] | b[1] << 8 | b[2] << 16
         return _new(MysqlDate, (v >> 9, v >> 5 & 15, v & 31))
@@ -169,10 +169,10 @@ def _date_codec(index: int) -> Column:
             raise ValueError(f"column @{index + 1}: DATE {value!r} out of range")
         return (d.year << 9 | d.month << 5 | d.day).to_bytes(3, "little")
 
-    return Column(index, encode, _op(_OP_DATE, 3), fmt="3s", size=3, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_DATE, 3), fmt="3s", size=3, conv=conv)
 
 
-def _old_time_codec(index: int) -> Column:
+def _old_time_codec(index: int) -> ColumnCodec:
     def conv(b: bytes) -> MysqlTime:
         v = int.from_bytes(b, "little", signed=True)
         a = -v if v < 0 else v
@@ -187,10 +187,10 @@ def _old_time_codec(index: int) -> Column:
         except OverflowError:
             raise ValueError(f"column @{index + 1}: TIME {value!r} out of range") from None
 
-    return Column(index, encode, _op(_OP_TIME, 3), fmt="3s", size=3, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_TIME, 3), fmt="3s", size=3, conv=conv)
 
 
-def _old_datetime_codec(index: int) -> Column:
+def _old_datetime_codec(index: int) -> ColumnCodec:
     def conv(v: int) -> MysqlDateTime:
         d, t = divmod(v, 1000000)
         return _new(MysqlDateTime, (d // 10000, d // 100 % 100, d % 100, t // 10000, t // 100 % 100, t % 100, 0))
@@ -203,10 +203,10 @@ def _old_datetime_codec(index: int) -> Column:
             raise ValueError(f"column @{index + 1}: DATETIME {value!r} out of range")
         return v.to_bytes(8, "little")
 
-    return Column(index, encode, _op(_OP_DATETIME, 8), fmt="Q", size=8, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_DATETIME, 8), fmt="Q", size=8, conv=conv)
 
 
-def _old_timestamp_codec(index: int) -> Column:
+def _old_timestamp_codec(index: int) -> ColumnCodec:
     def encode(value: Any) -> bytes:
         ts = _as_tuple(value, MysqlTimestamp, index)
         _check_frac(ts.microsecond, 0, index, value)
@@ -217,7 +217,7 @@ def _old_timestamp_codec(index: int) -> Column:
     def conv(v: int) -> MysqlTimestamp:
         return _new(MysqlTimestamp, (v, 0))
 
-    return Column(index, encode, _op(_OP_TIMESTAMP, 4), fmt="I", size=4, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_TIMESTAMP, 4), fmt="I", size=4, conv=conv)
 
 
 def _check_frac(microsecond: int, fsp: int, index: int, value: Any) -> None:
@@ -233,7 +233,7 @@ def _frac_layout(fsp: int, index: int) -> tuple[int, int]:
     return (fsp + 1) // 2, (1, 10000, 10000, 100, 100, 1, 1)[fsp]
 
 
-def _timestamp2_codec(index: int, fsp: int) -> Column:
+def _timestamp2_codec(index: int, fsp: int) -> ColumnCodec:
     fb, unit = _frac_layout(fsp, index)
     shift = 8 * fb
     mask = (1 << shift) - 1
@@ -250,10 +250,10 @@ def _timestamp2_codec(index: int, fsp: int) -> Column:
             raise ValueError(f"column @{index + 1}: TIMESTAMP {value!r} out of range")
         return (ts.seconds << shift | ts.microsecond // unit).to_bytes(size, "big")
 
-    return Column(index, encode, _op(_OP_TIMESTAMP2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_TIMESTAMP2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
 
 
-def _datetime2_codec(index: int, fsp: int) -> Column:
+def _datetime2_codec(index: int, fsp: int) -> ColumnCodec:
     fb, unit = _frac_layout(fsp, index)
     shift = 8 * fb
     mask = (1 << shift) - 1
@@ -285,10 +285,10 @@ def _datetime2_codec(index: int, fsp: int) -> Column:
         ymdhms = ((x.year * 13 + x.month) << 5 | x.day) << 17 | x.hour << 12 | x.minute << 6 | x.second
         return ((ymdhms + offset) << shift | x.microsecond // unit).to_bytes(size, "big")
 
-    return Column(index, encode, _op(_OP_DATETIME2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_DATETIME2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
 
 
-def _time2_codec(index: int, fsp: int) -> Column:
+def _time2_codec(index: int, fsp: int) -> ColumnCodec:
     fb, unit = _frac_layout(fsp, index)
     shift = 8 * fb
     mask = (1 << shift) - 1
@@ -309,7 +309,7 @@ def _time2_codec(index: int, fsp: int) -> Column:
         a = (t.hour << 12 | t.minute << 6 | t.second) << shift | t.microsecond // unit
         return ((-a if t.negative else a) + offset).to_bytes(size, "big")
 
-    return Column(index, encode, _op(_OP_TIME2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
+    return ColumnCodec(index, encode, _op(_OP_TIME2, size, a=fb, b=unit), fmt=f"{size}s", size=size, conv=conv)
 
 
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
@@ -321,7 +321,7 @@ def decimal_size(precision: int, scale: int) -> int:
     return intg // 9 * 4 + _DIG2BYTES[intg % 9] + scale // 9 * 4 + _DIG2BYTES[scale % 9]
 
 
-def _decimal_codec(index: int, meta: int) -> Column:
+def _decimal_codec(index: int, meta: int) -> ColumnCodec:
     precision, scale = meta >> 8, meta & 0xFF
     if not 0 < precision <= 65 or scale > precision:
         raise DecodeError(f"column @{index + 1}: DECIMAL({precision},{scale})", expected="0 < scale <= precision <= 65")
@@ -417,7 +417,7 @@ def _decimal_codec(index: int, meta: int) -> Column:
         return (x ^ sign_bit).to_bytes(size, "big")
 
     op = _op(_OP_DECIMAL, size, a=precision, b=scale, obj=conv)
-    return Column(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
+    return ColumnCodec(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
 
 
 @functools.lru_cache(maxsize=256)
@@ -462,7 +462,7 @@ def geometry_parts(value: bytes) -> tuple[int, bytes]:
     return int.from_bytes(value[:4], "little"), value[4:]
 
 
-def _bit_codec(index: int, meta: int) -> Column:
+def _bit_codec(index: int, meta: int) -> ColumnCodec:
     nbits = C.bit_width(meta)
     size = (nbits + 7) // 8
 
@@ -475,10 +475,10 @@ def _bit_codec(index: int, meta: int) -> Column:
         return int.from_bytes(b, "big")
 
     op = _op(_OP_UINT_BE, size) if size <= 8 else _op(_OP_CONV, size, obj=conv)
-    return Column(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
+    return ColumnCodec(index, encode, op, fmt=f"{size}s", size=size, conv=conv)
 
 
-def _le_uint_codec(index: int, size: int, what: str) -> Column:
+def _le_uint_codec(index: int, size: int, what: str) -> ColumnCodec:
     def encode(value: Any) -> bytes:
         if not isinstance(value, int) or not 0 <= value < 1 << (8 * size):
             raise ValueError(f"column @{index + 1}: {value!r} does not fit a {size}-byte {what}")
@@ -487,8 +487,8 @@ def _le_uint_codec(index: int, size: int, what: str) -> Column:
     op = _op(_OP_INT, size)  # ENUM 1..2, SET 1..8 bytes
     code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)
     if code is not None:
-        return Column(index, encode, op, fmt=code, size=size)
-    return Column(index, encode, op, fmt=f"{size}s", size=size, conv=lambda b: int.from_bytes(b, "little"))
+        return ColumnCodec(index, encode, op, fmt=code, size=size)
+    return ColumnCodec(index, encode, op, fmt=f"{size}s", size=size, conv=lambda b: int.from_bytes(b, "little"))
 
 
 def _text_decoder(codec: str) -> Callable[[bytes], str | bytes]:
@@ -501,7 +501,7 @@ def _text_decoder(codec: str) -> Callable[[bytes], str | bytes]:
     return decode
 
 
-def _var_codec(index: int, prefix: int, text: str | None, codec: str | None, what: str) -> Column:
+def _var_codec(index: int, prefix: int, text: str | None, codec: str | None, what: str) -> ColumnCodec:
     """Length-prefixed value (VARCHAR, CHAR, BLOB, TEXT, GEOMETRY): ``prefix``-byte LE length, then data.
 
     ``text``: the codec values decode with (None: keep bytes); ``codec``: the one ``encode`` uses for str.
@@ -591,10 +591,10 @@ def _var_codec(index: int, prefix: int, text: str | None, codec: str | None, wha
             raise ValueError(f"column @{index + 1}: {len(data)} bytes do not fit a {prefix}-byte length")
         return len(data).to_bytes(prefix, "little") + data
 
-    return Column(index, encode, _op(_OP_VAR, prefix, obj=text), step=step)
+    return ColumnCodec(index, encode, _op(_OP_VAR, prefix, obj=text), step=step)
 
 
-def _null_codec(index: int) -> Column:
+def _null_codec(index: int) -> ColumnCodec:
     def step(buf: bytes, pos: int, out: list) -> int:
         out.append(None)
         return pos
@@ -604,10 +604,10 @@ def _null_codec(index: int) -> Column:
             raise ValueError(f"column @{index + 1}: a NULL-type column holds only None")
         return b""
 
-    return Column(index, encode, _op(_OP_NONE), step=step)
+    return ColumnCodec(index, encode, _op(_OP_NONE), step=step)
 
 
-def _failing_codec(index: int, error: DecodeError) -> Column:
+def _failing_codec(index: int, error: DecodeError) -> ColumnCodec:
     """A column this codec cannot read: raise when a row actually holds a value for it."""
 
     def step(buf: bytes, pos: int, out: list) -> int:
@@ -616,7 +616,7 @@ def _failing_codec(index: int, error: DecodeError) -> Column:
     def encode(value: Any) -> bytes:
         raise ValueError(f"column @{index + 1}: {error.reason}")
 
-    return Column(index, encode, _op(_OP_FAIL), step=step)
+    return ColumnCodec(index, encode, _op(_OP_FAIL), step=step)
 
 
 _TEXT_TYPES = frozenset((C.MYSQL_TYPE_STRING, C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING, C.MYSQL_TYPE_BLOB))
@@ -633,7 +633,7 @@ _BLOB_TYPES = frozenset(
 )
 
 
-def column_codec(index: int, column_type: int, meta: int, unsigned: bool, codec: str | None, raw: bool) -> Column:
+def column_codec(index: int, column_type: int, meta: int, unsigned: bool, codec: str | None, raw: bool) -> ColumnCodec:
     """Compile the codec of one column (``codec``: Python text codec, None = bytes)."""
     rtype = C.real_type(column_type, meta)
     size = C.INT_SIZES.get(rtype)
@@ -662,21 +662,21 @@ def column_codec(index: int, column_type: int, meta: int, unsigned: bool, codec:
         return _failing_codec(index, error)
 
 
-def _enum_codec(index: int, meta: int) -> Column:
+def _enum_codec(index: int, meta: int) -> ColumnCodec:
     size = meta & 0xFF
     if size not in (1, 2):
         raise DecodeError(f"column @{index + 1}: ENUM pack length {size}", expected="1 or 2")
     return _le_uint_codec(index, size, "ENUM")
 
 
-def _set_codec(index: int, meta: int) -> Column:
+def _set_codec(index: int, meta: int) -> ColumnCodec:
     size = meta & 0xFF
     if not 1 <= size <= 8:
         raise DecodeError(f"column @{index + 1}: SET pack length {size}", expected="1..8")
     return _le_uint_codec(index, size, "SET")
 
 
-_FIXED_FACTORIES: dict[int, Callable[[int, int], Column]] = {
+_FIXED_FACTORIES: dict[int, Callable[[int, int], ColumnCodec]] = {
     C.MYSQL_TYPE_FLOAT: lambda i, m: _float_codec(i, False),
     C.MYSQL_TYPE_DOUBLE: lambda i, m: _float_codec(i, True),
     C.MYSQL_TYPE_YEAR: lambda i, m: _year_codec(i),

@@ -431,7 +431,7 @@ def is_eof(payload: Buffer) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Column:
+class ColumnDefinition:
     """A column definition (protocol 41) of a text result set."""
 
     name: str
@@ -460,7 +460,7 @@ class Column:
 
     @classmethod
     @_malformed("column definition")
-    def decode(cls, payload: Buffer) -> Column:
+    def decode(cls, payload: Buffer) -> ColumnDefinition:
         """Parse a column definition 41."""
         pos = 0
         fields = []
@@ -510,7 +510,7 @@ def decode_text_row(payload: Buffer, count: int) -> Row:
 class ResultSet:
     """A complete text result set."""
 
-    columns: tuple[Column, ...]
+    columns: tuple[ColumnDefinition, ...]
     rows: tuple[Row, ...]
     status: int = SERVER_STATUS_AUTOCOMMIT
 

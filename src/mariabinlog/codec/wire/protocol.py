@@ -68,7 +68,7 @@ from .packets import (
     BinlogDump,
     BinlogEventPacket,
     ClientEvent,
-    Column,
+    ColumnDefinition,
     ConnectionClosed,
     EndOfStream,
     EofPacket,
@@ -193,7 +193,7 @@ __all__ = [
     "ClientEvent",
     "ClientProtocol",
     "ClientState",
-    "Column",
+    "ColumnDefinition",
     "ConnectionClosed",
     "DEFAULT_MAX_PACKET",
     "ER_ACCESS_DENIED_ERROR",
@@ -482,7 +482,7 @@ class ClientProtocol(_Machine[ClientState]):
         self.capabilities = 0
         self.semi_sync = False
         self._password = b""
-        self._columns: list[Column] = []
+        self._columns: list[ColumnDefinition] = []
         self._rows: list[Row] = []
         self._column_count = 0
         self._phase = 0  # result set: 0 = column count, 1 = columns, 2 = rows
@@ -570,7 +570,7 @@ class ClientProtocol(_Machine[ClientState]):
             return None
         if phase == 1:
             if len(self._columns) < self._column_count:
-                self._columns.append(Column.decode(payload))
+                self._columns.append(ColumnDefinition.decode(payload))
                 return None
             if not is_eof(payload):
                 raise MalformedPacketError("no EOF after column definitions", offset=0, expected="EOF (fe)")
@@ -917,7 +917,7 @@ class ServerProtocol(_Machine[ServerState]):
         self._move("send_error")
         return self._packet(err.encode())
 
-    def send_result_set(self, columns: tuple[Column, ...], rows: tuple[Row, ...], *, more: bool = False) -> bytes:
+    def send_result_set(self, columns: tuple[ColumnDefinition, ...], rows: tuple[Row, ...], *, more: bool = False) -> bytes:
         """Answer the current query with a text result set (``more``: see :meth:`send_ok`)."""
         after = self._next_state(MORE_RESULTS if more else "send_result_set")
         out = [self._packet(write_lenenc(len(columns)))]

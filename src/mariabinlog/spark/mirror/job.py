@@ -207,7 +207,7 @@ def newest_group(source: str, options: dict[str, str], after: Offset) -> tuple[O
         start = max(low, start - window * 8)
 
 
-class Progress:
+class MirrorProgress:
     """Progress of a running mirror: a line per micro-batch on stderr and a JSON line each."""
 
     def __init__(self, out: str, json_path: str | None, stream: TextIO = sys.stderr) -> None:
@@ -283,7 +283,7 @@ class MirrorStream:
         self.lake = lake
         self.settings = settings
         self.mirror = Mirror(lake, on_commit=_commit_hook())
-        self.progress = Progress(out, settings.progress_json)
+        self.progress = MirrorProgress(out, settings.progress_json)
         self.checkpoint = os.path.join(out, MIRROR_DIR, CHECKPOINT)
         self.failure: BaseException | None = None
         self.applied: list[dict[str, Any]] = []

@@ -57,6 +57,7 @@ from ...codec.events import (
 )
 from ...codec.checksum import crc32 as checksum_crc32
 from ...codec.gtid import Gtid
+from ...codec.ibb.page import LEGACY_MAGIC as BINLOG_MAGIC, file_kind
 from ...codec.events.stream import crc_field, crc_mismatch, footer_len
 from ...errors import (
     ConnectFailedError,
@@ -86,8 +87,8 @@ from .options import (
 )
 from .gtid_filter import GtidFilter
 
-BINLOG_MAGIC = b"\xfebin"
-IBB_MAGIC = b"\xfe\xfe\x0d\x01"
+from ...codec.ibb.page import LEGACY_MAGIC as BINLOG_MAGIC, file_kind
+from ...codec.events.stream import crc_field, crc_mismatch, footer_len
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class Dumper:
             if sink is None
             else sink(self._write)
         )
-        #: A :class:`~mariabinlog.tools.dump.progress.Progress` bar on a terminal, else None.
+        #: A :class:`~mariabinlog.tools.dump.progress.ProgressBar` on a terminal, else None.
         self.progress = progress
         try:
             self.gtid_filter = GtidFilter(opts.gtid_options, verbose=opts.verbose)
@@ -498,9 +499,10 @@ class Dumper:
             if len(head) < 4:
                 self.error(f"Failed reading header; probably an empty file: '{name}'.")
                 return ERROR_STOP
-            if head == BINLOG_MAGIC:
+            kind = file_kind(head)
+            if kind == "legacy":
                 retval = self.dump_legacy(name, data, first, last)
-            elif head == IBB_MAGIC or head == b"\0\0\0\0":
+            elif kind in ("ibb", "empty"):
                 if self.ibb is None:
                     self.ibb = IbbStream(self)
                 retval = self.ibb.dump_file(name, data, first, last)

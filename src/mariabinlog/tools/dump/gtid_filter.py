@@ -6,8 +6,10 @@
   ``--do/ignore-server-ids`` and ``--server-id``: option errors, which event groups are printed,
   when reading stops, and the final ``ERROR:``/``WARNING:`` lines with their exit status.
 
-This is the tool's policy (its option names and texts); the GTID values, lists, states and
-the id filter it builds on are the codec's (:mod:`mariabinlog.codec.gtid`).
+This is the tool's option policy (its option names, texts and diagnostics); which groups the
+positions and id rules let through is the codec's one policy (:class:`~mariabinlog.codec.gtid.
+GtidPolicy`, shared with the replica and the Spark source), as are the GTID values, lists and
+states.
 
 Where the spec (mariadb-binlog.md §3, ibb-format.md §7) and the real tool disagree, the tool
 wins.  "recorded" = a corpus golden shows it, "probed" = observed by running
@@ -56,6 +58,8 @@ from ...codec.gtid import (
     BinlogState,
     Gtid,
     GtidList,
+    GtidPolicy,
+    GtidWindow,
     IdFilter,
     bounded_int,
     mysys_hash_order,
@@ -174,46 +178,6 @@ def _parse_bool(option: str, text: str | None) -> bool:
 
 # ----------------------------------------------------------------------------------------------
 # The filter objects (rpl_gtid.cc Window_gtid_event_filter, Binlog_gtid_state_validator)
-
-
-class _Window:
-    """GTIDs of one domain in (start, stop]; stateful, it expects the domain's GTIDs in order."""
-
-    __slots__ = ("active", "passed", "start", "stop")
-
-    def __init__(self) -> None:
-        self.start: Gtid | None = None
-        self.stop: Gtid | None = None
-        self.active = False
-        self.passed = False
-
-    @property
-    def finished(self) -> bool:
-        """A window with a stop that has been passed: its domain prints nothing more."""
-        return self.stop is not None and self.passed
-
-    def exclude(self, seq: int) -> bool:
-        """Whether the group with this seq_no is outside the window; moves the window along."""
-        start, stop = self.start, self.stop
-        if self.passed:
-            return True
-        if self.active:
-            if stop is not None and seq >= stop.seq:
-                self.active, self.passed = False, True
-                return seq > stop.seq
-            return False
-        if start is None:
-            if stop is None or seq > stop.seq:
-                return True
-            include = True
-        elif seq >= start.seq and (stop is None or seq <= stop.seq):
-            include = seq != start.seq  # the start GTID itself is already applied
-        else:
-            return True
-        self.active = True
-        if stop is not None and seq == stop.seq:
-            self.passed = True
-        return not include
 
 
 class _Audit:
@@ -357,7 +321,7 @@ class GtidFilter:
         self.start_offset: int | None = None
         self.stop_offset: int | None = None
         self._verbose = verbose
-        self._windows: dict[int, _Window] = {}
+        self._windows: dict[int, GtidWindow] = {}
         self._starts: list[Gtid] = []
         self._stops: list[Gtid] = []
         self._id_rules: dict[str, tuple[bool, frozenset[int]]] = {}  # kind -> (do?, ids)
@@ -365,6 +329,9 @@ class GtidFilter:
             self._apply(name.lstrip("-").replace("_", "-"), value)
         self._check_ranges()
         self._ids = _id_filter(self._id_rules)
+        # The codec's one policy decides which groups the positions and ids let through.
+        self._policy = GtidPolicy(self._starts, self._stops, self._ids, order=self._windows)
+        self._windows = self._policy.windows
         self._validator = _Validator()
         self._validator.init_starts(self._starts)
         # mariadb-binlog builds its group filter only for positions or domain ids; server ids alone
@@ -426,7 +393,7 @@ class GtidFilter:
             self._stops = []
 
     def _add_position(self, gtid: Gtid, is_start: bool) -> None:
-        window = self._windows.setdefault(gtid.domain, _Window())
+        window = self._windows.setdefault(gtid.domain, GtidWindow())
         previous = window.start if is_start else window.stop
         if previous is not None:
             raise OptionError(
@@ -483,7 +450,7 @@ class GtidFilter:
     @property
     def all_stops_reached(self) -> bool:
         """True once every GTID stop position has been passed (nothing more will be printed)."""
-        return bool(self._stops) and all(self._windows[gtid.domain].finished for gtid in self._stops)
+        return self._policy.all_stops_reached
 
     def gtid_list(self, gtids: Iterable[Gtid]) -> bool:
         """Feed a Gtid_list event (the first one is checked against the start/stop positions).
@@ -516,7 +483,7 @@ class GtidFilter:
             if self.all_stops_reached:
                 self._stopped = True
                 return False
-            included = not self._exclude(gtid)
+            included = not self._policy.exclude(gtid)
         else:
             included = True
         if included and self._validator.record(gtid) and self.strict:
@@ -524,15 +491,6 @@ class GtidFilter:
             self._stopped = self._halted = True
             return False
         return included and self.server_allowed(gtid.server)
-
-    def _exclude(self, gtid: Gtid) -> bool:
-        # The position windows see every GTID (they are stateful); the id rules are not.
-        window = self._windows.get(gtid.domain)
-        if self._stops and (window is None or window.stop is None):
-            excluded = True
-        else:
-            excluded = window is not None and window.exclude(gtid.seq)
-        return excluded or not self._ids.allows(gtid.domain, gtid.server)
 
     def finish(self, *, offset_stop_reached: bool = True) -> Diagnostics:
         """End of input (or of reading): the stderr lines and exit status of the whole run.

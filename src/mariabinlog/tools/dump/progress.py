@@ -22,7 +22,7 @@ RATE = 10
 _WIDTH = 30
 
 
-class Progress:
+class ProgressBar:
     """Bytes read out of the total size of the input files, per file and overall."""
 
     def __init__(self, stream: TextIO, *, delay: float = DELAY, clock: Any = time.monotonic) -> None:
@@ -94,8 +94,8 @@ def _mib(n: float) -> str:
     return f"{n / 1048576:.1f}"
 
 
-def progress_for(stderr: Any, stdout: Any) -> Progress | None:
-    """A Progress on ``stderr`` when it is a terminal (and stdout is not that terminal), else None."""
+def progress_for(stderr: Any, stdout: Any) -> ProgressBar | None:
+    """A ProgressBar on ``stderr`` when it is a terminal (and stdout is not that terminal), else None."""
     try:
         if not stderr.isatty():
             return None
@@ -107,4 +107,4 @@ def progress_for(stderr: Any, stdout: Any) -> Progress | None:
     except (AttributeError, ValueError):
         pass
     delay = os.environ.get("MARIABINLOG_PROGRESS_DELAY")
-    return Progress(stderr, delay=float(delay) if delay else DELAY)
+    return ProgressBar(stderr, delay=float(delay) if delay else DELAY)
