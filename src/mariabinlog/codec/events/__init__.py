@@ -123,7 +123,6 @@ from .query import (
     Q_XID,
     QueryCompressedEvent,
     QueryEvent,
-    query_head,
     query_sections,
     query_status_bytes,
     RandEvent,

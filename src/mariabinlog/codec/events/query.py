@@ -364,10 +364,6 @@ _QUERY_POST_V3 = struct.Struct("<IIBH")
 _QUERY_HEAD = struct.Struct("<IIBHH")
 _RAND = struct.Struct("<QQ")
 
-#: ``query_head(buf, pos)``: a Query post-header of 13 or more bytes, unchecked, as
-#: ``(thread_id, exec_time, db_len, error_code, status_len)`` (the printer's hot path).
-query_head = _QUERY_HEAD.unpack_from
-
 #: ``rand_seeds(buf, pos)``: a Rand body, unchecked, as ``(seed1, seed2)``.
 rand_seeds = _RAND.unpack_from
 

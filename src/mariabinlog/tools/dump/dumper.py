@@ -87,9 +87,6 @@ from .options import (
 )
 from .gtid_filter import GtidFilter
 
-from ...codec.ibb.page import LEGACY_MAGIC as BINLOG_MAGIC, file_kind
-from ...codec.events.stream import crc_field, crc_mismatch, footer_len
-
 log = logging.getLogger(__name__)
 
 #: Bytes of a mapped binlog between two releases of the pages already printed.
