@@ -360,3 +360,18 @@ def test_commit_groups_stores_what_commit_stores(open_engine, tmp_path: Path) ->
     assert len(list((tmp_path / "batched").glob("binlog-*.ibb"))) > 3
     report = check_directory(str(tmp_path / "batched"))
     assert report.ok, report.summary()
+
+
+@pytest.mark.parametrize("interval", [0.2, 0.0])
+def test_a_reader_of_the_files_sees_a_small_group_after_the_checkpoint_interval(
+        open_engine, engine_dir: Path, interval: float) -> None:
+    """A small group's page reaches its file at the next checkpoint, every
+    ``checkpoint_interval`` s while the binlog grows: a reader of the files (a Spark stream
+    over the directory, ``dump`` of a live archive) sees the group without waiting for the
+    page to fill.  With 0, checkpoints come only when the redo log fills: it waits."""
+    engine = open_engine(checkpoint_interval=interval, flush_interval=0.05)
+    gtid = engine.commit(query(b"one small group", 100)).gtid
+    deadline = time.monotonic() + (10.0 if interval else 1.5)
+    while gtid not in [g for g, _ in gtid_groups(engine_dir)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (gtid in [g for g, _ in gtid_groups(engine_dir)]) == bool(interval)

@@ -39,7 +39,10 @@ class EngineConfig:
       record (MariaDB writes one per ``binlog_cache_size``, 32 KiB; larger pieces let whole pages
       bypass the redo log, see ``forced_page_threshold``; default 256 KiB).
     * ``redo_capacity``: bytes of the circular redo log; a checkpoint starts when
-      ``checkpoint_fill`` of it is in use.
+      ``checkpoint_fill`` of it is in use, and every ``checkpoint_interval`` s while the
+      binlog grows (0: only when the log fills).  A checkpoint writes the partial last page,
+      so a reader of the files (``dump`` or a Spark stream over the directory) sees every
+      group within about that time, not only once its page is full.
     * ``fifo_pages``: completed pages kept in memory before the writer waits for the
       flush thread (bounds memory for huge transactions).
     * ``expire_seconds``, ``max_total_size``, ``slave_connections_needed_for_purge``:
@@ -56,6 +59,7 @@ class EngineConfig:
     oob_piece_size: int = 256 * 1024
     redo_capacity: int = 64 << 20
     checkpoint_fill: float = 0.5
+    checkpoint_interval: float = 1.0
     fifo_pages: int = 512
     flush_interval: float = 1.0
     expire_seconds: float = 0.0
@@ -74,8 +78,9 @@ class EngineConfig:
                 f"state_interval must be a power-of-two multiple of {PAGE_SIZE} bytes, at least"
                 f" {MIN_STATE_INTERVAL}, not {interval}"
             )
-        if self.oob_piece_size < 1 or self.fifo_pages < 8 or not 0 < self.checkpoint_fill < 1:
-            raise OptionError("oob_piece_size, fifo_pages and checkpoint_fill are out of range")
+        if (self.oob_piece_size < 1 or self.fifo_pages < 8 or not 0 < self.checkpoint_fill < 1
+                or self.checkpoint_interval < 0):
+            raise OptionError("oob_piece_size, fifo_pages, checkpoint_fill and checkpoint_interval are out of range")
 
     @property
     def pages_per_file(self) -> int:

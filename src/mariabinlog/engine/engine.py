@@ -670,10 +670,13 @@ class Engine:
         return capture[0]
 
     def _run_background(self) -> None:
-        """Mode 0/2 log fsync every ``flush_interval`` s, checkpoints when the log fills,
-        automatic purge after a file switch."""
-        interval = self.config.flush_interval
+        """Mode 0/2 log fsync every ``flush_interval`` s, checkpoints when the log fills or
+        every ``checkpoint_interval`` s while the binlog grows, automatic purge after a file
+        switch."""
+        every = self.config.checkpoint_interval
+        interval = min(self.config.flush_interval, every) if every else self.config.flush_interval
         threshold = self.redo.capacity * self.config.checkpoint_fill
+        last = time.monotonic()
         while not self.closed:
             self._wake.wait(interval)
             self._wake.clear()
@@ -682,8 +685,10 @@ class Engine:
             try:
                 if self.redo.synced_lsn < self.redo.buffered_lsn:
                     self.redo.flush(sync=True)
-                if self.redo.buffered_lsn - self.redo.checkpoint.lsn > threshold:
+                behind = self.redo.buffered_lsn - self.redo.checkpoint.lsn
+                if behind > threshold or (every and behind and time.monotonic() - last >= every):
                     self.checkpoint()
+                    last = time.monotonic()
                 if self._purge.due:
                     self._purge.due = False
                     self._purge.auto()
