@@ -23,6 +23,11 @@ F64 = struct.Struct("<d")
 Buffer = bytes | bytearray | memoryview
 
 
+def byte_view(data: Buffer) -> memoryview:
+    """A flat view of ``data`` as unsigned bytes (whatever the item format of a memoryview)."""
+    return memoryview(data).cast("B")
+
+
 def read_u24(buf: Buffer, pos: int) -> int:
     """Read an unsigned 3-byte little-endian integer."""
     return buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16)

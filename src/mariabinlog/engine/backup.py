@@ -43,6 +43,7 @@ from .redo import (
     Checkpoint,
     RedoLog,
     decode_body,
+    frame_head,
     fsync_dir,
 )
 from .files import binlog_name
@@ -255,7 +256,7 @@ def _records(fd: int, start_lsn: int, end_lsn: int) -> list[tuple[int, bytes]]:
     lsn = start_lsn
     while lsn < end_lsn:
         head = os.pread(fd, FRAME.size, lsn - start_lsn)
-        length, _, stored = FRAME.unpack(head)
+        length, _, stored = frame_head(head)
         if stored != lsn:
             raise EngineError(f"backup: redo stream damaged at LSN {lsn}")
         body = os.pread(fd, length - FRAME.size, lsn - start_lsn + FRAME.size)

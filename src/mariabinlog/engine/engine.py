@@ -43,12 +43,11 @@ from ..codec.events import FL_TRANSACTIONAL, FormatDescriptionEvent
 from ..codec.groups import EventGroup
 from ..codec.gtid import BinlogState, ConnectState, Gtid
 from ..codec.ibb.page import (
-    NO_FILE_REF, PAGE_DATA_END, PAGE_SIZE, PAGE_SIZE_SHIFT, IbbHeader, RecordType, decode_header_page,
+    NO_FILE_REF, PAGE_DATA_END, PAGE_SIZE, PAGE_SIZE_SHIFT, IbbHeader, RecordType, decode_header_page, page_crc,
 )
 from ..codec.ibb.records import CommitRecord, GtidState, Xid
 from ..codec.ibb.state import read_header, state_at_page
 from ..codec.ibb.writer import PageWriter, RecordSpan, WrittenPage
-from ..codec.primitives import U32
 from ..errors import EngineError
 from .backup import Backup, BackupInfo
 from .batch import Batch
@@ -391,7 +390,7 @@ class Engine:
                 start = 0
                 full.discard(key)
             if forcing and start == 0 and page.page_no > 0:
-                builder.forced(page.file_no, page.page_no, U32.unpack_from(page.data, PAGE_DATA_END)[0])
+                builder.forced(page.file_no, page.page_no, page_crc(page.data))
                 barrier = (page.file_no, page.page_no + 1)
             else:
                 builder.page(page.file_no, page.page_no, start, page.data[start:PAGE_DATA_END])

@@ -46,11 +46,11 @@ from ..codec.ibb.page import (
     IbbHeader,
     RecordType,
     decode_header_page,
+    page_crc_valid,
     seal_page,
 )
 from ..codec.ibb.reader import PageSource, Record, RecordReader
 from ..codec.ibb.state import EndState, read_header
-from ..codec.primitives import U32
 from ..codec.ibb.records import (
     XaComplete,
     XaPrepare,
@@ -253,7 +253,7 @@ def _cut_after(files: BinlogFiles, end: tuple[int, int], touched: set[int]) -> t
             buf[:in_page] = page[:in_page]
             sealed = seal_page(buf)
             if sealed != page:
-                if crc32c(memoryview(page)[:PAGE_DATA_END]) != U32.unpack_from(page, PAGE_DATA_END)[0]:
+                if not page_crc_valid(page):
                     resealed = page_no
                     log.warning("%s: page %d, where the binlog ends (offset %d), has an invalid CRC-32C: a torn"
                                 " write or damage; recovery cuts it there and seals it again",

@@ -16,6 +16,7 @@ from typing import NamedTuple, Protocol
 from ..codec.gtid import Gtid
 from ..codec.ibb.records import OobRef, Xid
 from ..codec.ibb.writer import OobForestBuilder
+from ..codec.primitives import byte_view
 from ..errors import EngineError
 
 
@@ -92,7 +93,7 @@ class Transaction:
         """Append event bytes; spills out-of-band once the group passes the spill size."""
         if self.state != "active":
             raise EngineError(f"transaction is {self.state}")
-        view = memoryview(data).cast("B")
+        view = byte_view(data)
         self.size += len(view)
         if self.forest is None and len(self._buf) + len(view) <= self.engine.spill_size:
             self._buf += view

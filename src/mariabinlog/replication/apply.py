@@ -48,6 +48,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codec import events as E
+from ..codec.events.session import (
+    FLAGS2_REPLAYED,
+    collation_database_value,
+    flags2_settings,
+    session_context,
+    time_zone_literal,
+)
 from ..codec.gtid import ConnectState, Gtid, GtidList
 from ..errors import ApplyError, ConnectionLostError, ServerError, UnsupportedError
 from .filters import Decision, GroupFilter
@@ -68,26 +75,8 @@ ALREADY_DONE = frozenset({1007, 1008, 1050, 1051, 1054, 1060, 1061, 1091, 1146, 
 #: GTID flags of the two halves of an XA transaction.
 XA_FLAGS = E.FL_PREPARED_XA | E.FL_COMPLETED_XA
 
-OPTION_AUTO_IS_NULL = 1 << 14
-OPTION_NO_CHECK_CONSTRAINT_CHECKS = 1 << 15
-OPTION_NO_FOREIGN_KEY_CHECKS = 1 << 26
-OPTION_RELAXED_UNIQUE_CHECKS = 1 << 27
-_FLAGS2 = (
-    (OPTION_NO_FOREIGN_KEY_CHECKS, True, "foreign_key_checks"),
-    (OPTION_AUTO_IS_NULL, False, "sql_auto_is_null"),
-    (OPTION_RELAXED_UNIQUE_CHECKS, True, "unique_checks"),
-    (OPTION_NO_CHECK_CONSTRAINT_CHECKS, True, "check_constraint_checks"),
-)
-
 _ROWS = frozenset(E.ROWS_KIND)
-_INFLATED = {
-    E.WRITE_ROWS_COMPRESSED_EVENT_V1: E.WRITE_ROWS_EVENT_V1,
-    E.UPDATE_ROWS_COMPRESSED_EVENT_V1: E.UPDATE_ROWS_EVENT_V1,
-    E.DELETE_ROWS_COMPRESSED_EVENT_V1: E.DELETE_ROWS_EVENT_V1,
-    E.WRITE_ROWS_COMPRESSED_EVENT: E.WRITE_ROWS_EVENT,
-    E.UPDATE_ROWS_COMPRESSED_EVENT: E.UPDATE_ROWS_EVENT,
-    E.DELETE_ROWS_COMPRESSED_EVENT: E.DELETE_ROWS_EVENT,
-}
+_INFLATED = E.UNCOMPRESSED_ROWS_TYPE
 _SILENT = frozenset({E.ANNOTATE_ROWS_EVENT, E.IGNORABLE_LOG_EVENT})
 #: Rows events a ``BINLOG`` statement takes as they are (compressed ones are inflated first).
 _PLAIN_ROWS = frozenset(set(E.ROWS_KIND) - set(_INFLATED))
@@ -255,50 +244,40 @@ class TargetSession:
         self._fd_key = key
         return E.format_description_statement(fd)
 
-    def _set(self, name: str, value: bytes, out: list[bytes]) -> None:
-        if self._session.get(name) != value:
-            self._session[name] = value
-            out.append(b"@@session." + name.encode() + b"=" + value)
+    def _set(self, name: str | bytes, value: bytes, out: list[bytes]) -> None:
+        key = name if isinstance(name, str) else name.decode()
+        if self._session.get(key) != value:
+            self._session[key] = value
+            out.append(b"@@session." + key.encode() + b"=" + value)
 
     def _context(self, event: E.QueryEvent) -> list[bytes]:
         """``SET`` (and ``USE``) statements for the session context of ``event``."""
         status = dict(event.status_vars)
+        session = session_context(status)
         parts: list[bytes] = []
-
-        def number(code: int, default: int = 0) -> int:
-            value = status.get(code, default)
-            return value if isinstance(value, int) else default
-
-        def numbers(code: int) -> tuple[int, ...]:
-            value = status.get(code, ())
-            return tuple(v for v in value if isinstance(v, int)) if isinstance(value, tuple) else ()
-
-        sec_part = number(E.Q_HRNOW)
+        sec_part = status.get(E.Q_HRNOW, 0)
+        sec_part = sec_part if isinstance(sec_part, int) else 0
         stamp = b"%d.%06d" % (event.timestamp, sec_part) if sec_part else b"%d" % event.timestamp
         self._set("timestamp", stamp, parts)
         self._set("pseudo_thread_id", b"%d" % event.thread_id, parts)
         if E.Q_FLAGS2_CODE in status:
-            flags2 = number(E.Q_FLAGS2_CODE)
-            for bit, inverted, name in _FLAGS2:
-                on = bool(flags2 & bit) != inverted
-                self._set(name, b"1" if on else b"0", parts)
-        if E.Q_SQL_MODE_CODE in status:
-            self._set("sql_mode", b"%d" % number(E.Q_SQL_MODE_CODE), parts)
-        increment, offset = numbers(E.Q_AUTO_INCREMENT) or (1, 1)
+            for name, value in flags2_settings(session.flags2 or 0, FLAGS2_REPLAYED):
+                self._set(name, value, parts)
+        if session.sql_mode is not None:
+            self._set("sql_mode", session.sql_mode, parts)
+        increment, offset = session.auto_increment
         self._set("auto_increment_increment", b"%d" % increment, parts)
         self._set("auto_increment_offset", b"%d" % offset, parts)
-        charset = numbers(E.Q_CHARSET_CODE)
-        if len(charset) == 3:
+        charset = session.charset
+        if charset is not None:
             self._set("character_set_client", b"%d" % charset[0], parts)
             self._set("collation_connection", b"%d" % charset[1], parts)
             self._set("collation_server", b"%d" % charset[2], parts)
-        zone = status.get(E.Q_TIME_ZONE_CODE)
-        if isinstance(zone, bytes) and zone:
-            self._set("time_zone", b"'" + zone.replace(b"\\", b"\\\\").replace(b"'", b"\\'") + b"'", parts)
-        self._set("lc_time_names", b"%d" % number(E.Q_LC_TIME_NAMES_CODE), parts)
-        cdb = number(E.Q_CHARSET_DATABASE_CODE)
-        self._set("collation_database", b"%d" % cdb if cdb else b"DEFAULT", parts)
-        collations = numbers(E.Q_CHARACTER_SET_COLLATIONS)
+        if session.time_zone:
+            self._set("time_zone", time_zone_literal(session.time_zone), parts)
+        self._set("lc_time_names", b"%d" % session.lc_time_names, parts)
+        self._set("collation_database", collation_database_value(session.charset_database), parts)
+        collations = session.collations
         if collations:
             pairs = [
                 f"{self._collation(collations[i])[1]}={self._collation(collations[i + 1])[0]}"

@@ -31,6 +31,7 @@ from ..codec.events import (
     FormatDescriptionEvent,
     decode_event,
     encrypted_error,
+    reframe,
 )
 from ..codec.gtid import BinlogState, ConnectState
 from ..codec.ibb.page import (
@@ -343,7 +344,7 @@ class FileSource:
                         start, end = event.position or 0, event.end_position or 0
                         raw = bytes(data[start:end])
                         if decoder.checksum_alg != CHECKSUM_OFF:
-                            raw = raw[:9] + (end - start - 4).to_bytes(4, "little") + raw[13:-4]
+                            raw = reframe(raw[:-4])  # the CRC footer dropped, the length fixed
                         group = assembler.feed(event, raw, fd, name, end)
                         if group is not None:
                             yield group

@@ -39,9 +39,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 import tempfile
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +61,7 @@ from ..codec.events import (
     GtidListEvent,
     RotateEvent,
     reframe,
+    with_log_pos,
 )
 from ..codec.groups import GroupBoundary
 from ..codec.ibb.page import LEGACY_MAGIC
@@ -79,7 +78,6 @@ DEFAULT_BASE = "legacy_log"
 #: --max-binlog-size range (IO_SIZE .. 4 GiB), as the C tool clamps it.
 MIN_MAX_SIZE = 4096
 MAX_MAX_SIZE = 1 << 32
-_LOG_POS = struct.Struct("<I")
 
 
 def conversion_sink(
@@ -233,7 +231,7 @@ class IbbToLegacy(EventSink):
             self.err.write(
                 f"WARNING: position {end} in '{self.name}' exceeds 4 GiB; log_pos values wrap\n"
             )
-        self._append(raw[:13] + _LOG_POS.pack(end & 0xFFFFFFFF) + raw[17:])
+        self._append(with_log_pos(raw, end))
         self.copied += 1
         if code == GTID_EVENT:
             assert self.state is not None
@@ -260,8 +258,7 @@ class IbbToLegacy(EventSink):
         fd = FormatDescriptionEvent(
             server_version=SERVER_VERSION, checksum_alg=CHECKSUM_OFF, **header
         ).encode(checksum=True, log_pos=0)
-        fd = fd[:13] + _LOG_POS.pack(self.position + len(fd)) + fd[17:]
-        self._append(fd[:-4] + _LOG_POS.pack(zlib.crc32(fd[:-4])))
+        self._append(reframe(fd[:-4], log_pos=self.position + len(fd), checksum=True))
         assert self.state is not None
         gtid_list = GtidListEvent(gtids=[(g.domain, g.server, g.seq) for g in self.state.to_list()], **header)
         self._synthesized(gtid_list)
@@ -269,7 +266,7 @@ class IbbToLegacy(EventSink):
 
     def _synthesized(self, event: Any) -> None:
         data = event.encode(checksum=False, log_pos=0)
-        self._append(data[:13] + _LOG_POS.pack(self.position + len(data)) + data[17:])
+        self._append(with_log_pos(data, self.position + len(data)))
 
     def _rotate(self, ev: Any) -> None:
         """Rotate event to the next output name, then the next file."""

@@ -44,6 +44,7 @@ from ..codec.events import (
 )
 from ..codec.groups import GroupBoundary
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
+from ..codec.rows.packed import geometry_parts, uint_image
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
 from .jsonout import TableView, TableViews, json_value
@@ -71,7 +72,7 @@ def encode_value(value: Any, rtype: int, meta: int, column: Any) -> Any:
         return str(value)  # decimal.handling.mode=string
     if rtype == C.MYSQL_TYPE_BIT and isinstance(value, int):
         width = C.bit_width(meta)
-        return bool(value) if width == 1 else _b64(value.to_bytes((width + 7) // 8, "little"))
+        return bool(value) if width == 1 else _b64(uint_image(value, (width + 7) // 8))
     if rtype == C.MYSQL_TYPE_SET and isinstance(value, int) and column.set_members is not None:
         return ",".join(m.decode("utf-8", "replace") for i, m in enumerate(column.set_members) if value >> i & 1)
     if isinstance(value, MysqlDateTime):  # DATETIME: Timestamp (ms) up to fsp 3, MicroTimestamp (µs) above
@@ -91,8 +92,8 @@ def encode_value(value: Any, rtype: int, meta: int, column: Any) -> Any:
         moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC).replace(microsecond=value.microsecond)
         return moment.isoformat().replace("+00:00", "Z")
     if rtype == C.MYSQL_TYPE_GEOMETRY and isinstance(value, bytes | bytearray):
-        raw = bytes(value)
-        return {"wkb": _b64(raw[4:]), "srid": int.from_bytes(raw[:4], "little")}
+        srid, wkb = geometry_parts(bytes(value))
+        return {"wkb": _b64(wkb), "srid": srid}
     out = json_value(value, column)
     if isinstance(out, dict) and "base64" in out:  # binary.handling.mode=base64
         return out["base64"]

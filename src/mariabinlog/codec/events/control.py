@@ -292,6 +292,11 @@ def _dec_stop(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
     return StopEvent(body=bytes(buf[p:end]), **hdr)
 
 
+def rotate_fields(buf: Buffer, pos: int, end: int) -> tuple[int, bytes]:
+    """A Rotate body from ``pos`` to ``end``, unchecked: ``(position, next file name)``."""
+    return U64.unpack_from(buf, pos)[0], bytes(buf[pos + 8 : end])
+
+
 def _dec_rotate(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
     need(buf, p, 8, "Rotate position")
     return RotateEvent(next_position=U64.unpack_from(buf, p)[0], next_file=bytes(buf[p + 8 : end]), **hdr)

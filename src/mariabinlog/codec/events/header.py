@@ -18,6 +18,15 @@ from ..primitives import Buffer, U32
 
 HEADER = struct.Struct("<IBIIIH")
 HEADER_LEN = 19
+
+#: ``header_fields(buf, pos)``: the common header at ``pos`` as
+#: ``(timestamp, type_code, server_id, length, log_pos, flags)`` (the printer's and the dump's hot loops).
+header_fields = HEADER.unpack_from
+
+
+def event_length(buf: "Buffer", pos: int) -> int:
+    """The length field of the event whose header is at ``pos``."""
+    return U32.unpack_from(buf, pos + 9)[0]
 CHECKSUM_LEN = 4
 
 # Checksum algorithms (Format_description body, last byte before the CRC field).
@@ -369,6 +378,11 @@ def reframe(event: Buffer, *, log_pos: int | None = None, checksum: bool = False
     pos_field = U32.pack(log_pos) if log_pos is not None else bytes(event[13:17])
     data = bytes(event[:9]) + U32.pack(size) + pos_field + bytes(event[17:])
     return data + U32.pack(zlib.crc32(data)) if checksum else data
+
+
+def with_log_pos(event: Buffer, log_pos: int) -> bytes:
+    """Event bytes with only the ``log_pos`` field replaced (modulo 2**32); length and footer kept."""
+    return bytes(event[:13]) + U32.pack(log_pos & 0xFFFFFFFF) + bytes(event[17:])
 
 
 def encrypted_error(offset: int) -> EncryptedBinlogError:

@@ -361,6 +361,35 @@ class UserVarEvent(Event):
 
 
 _QUERY_POST_V3 = struct.Struct("<IIBH")
+_QUERY_HEAD = struct.Struct("<IIBHH")
+_RAND = struct.Struct("<QQ")
+
+#: ``rand_seeds(buf, pos)``: a Rand body, unchecked, as ``(seed1, seed2)``.
+rand_seeds = _RAND.unpack_from
+
+
+def query_sections(buf: Buffer, pos: int, post: int, end: int) -> tuple[int, int, int, bytes, bytes, int] | None:
+    """A Query event's body from ``pos`` (post-header of ``post`` >= 13 bytes) to ``end``, checked
+    only for its layout: ``(thread_id, exec_time, error_code, status variables' bytes, database,
+    offset of the query text)``, or None where the database is not NUL-terminated inside it."""
+    thread_id, exec_time, db_len, error_code, status_len = _QUERY_HEAD.unpack_from(buf, pos)
+    s = pos + post
+    d = s + status_len
+    q = d + db_len + 1
+    if q <= end and buf[q - 1] == 0:
+        return thread_id, exec_time, error_code, bytes(buf[s:d]), bytes(buf[d : q - 1]), q
+    return None
+
+
+def query_status_bytes(buf: Buffer, pos: int, post: int) -> bytes:
+    """The status variables' bytes of a Query whose post-header (``post`` >= 13 bytes) is at ``pos``."""
+    s = pos + post
+    return bytes(buf[s : s + _QUERY_HEAD.unpack_from(buf, pos)[4]])
+
+
+def intvar_fields(buf: Buffer, pos: int) -> tuple[int, int]:
+    """An Intvar body, unchecked: ``(kind, value)`` with the value as the stored unsigned 64 bits."""
+    return buf[pos], U64.unpack_from(buf, pos + 1)[0]
 
 
 #: Execute_load_query's dup_handling values (sql/log_event.h enum_load_dup_handling).

@@ -11,6 +11,7 @@ import struct
 from ...errors import DecodeError, TruncatedError
 from .. import columns
 from .header import (
+    reframe,
     DecodeContext,
     Decoder,
     DELETE_ROWS_COMPRESSED_EVENT,
@@ -122,6 +123,15 @@ ROWS_KIND = {
     WRITE_ROWS_COMPRESSED_EVENT: "insert",
     UPDATE_ROWS_COMPRESSED_EVENT: "update",
     DELETE_ROWS_COMPRESSED_EVENT: "delete",
+}
+#: Compressed rows event type -> the plain type carrying the same rows (inflated).
+UNCOMPRESSED_ROWS_TYPE = {
+    WRITE_ROWS_COMPRESSED_EVENT_V1: WRITE_ROWS_EVENT_V1,
+    UPDATE_ROWS_COMPRESSED_EVENT_V1: UPDATE_ROWS_EVENT_V1,
+    DELETE_ROWS_COMPRESSED_EVENT_V1: DELETE_ROWS_EVENT_V1,
+    WRITE_ROWS_COMPRESSED_EVENT: WRITE_ROWS_EVENT,
+    UPDATE_ROWS_COMPRESSED_EVENT: UPDATE_ROWS_EVENT,
+    DELETE_ROWS_COMPRESSED_EVENT: DELETE_ROWS_EVENT,
 }
 _ROWS_COMPRESSED = {
     WRITE_ROWS_COMPRESSED_EVENT_V1,
@@ -303,6 +313,28 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
         optional_metadata=optional,
         **hdr,
     )
+
+
+def rows_head(buf: Buffer, pos: int, post: int) -> tuple[int, int, int]:
+    """A rows event's post-header at ``pos`` (``post`` bytes long: 6 for a 4-byte table id),
+    unchecked: ``(table_id, flags, offset of the flags)``."""
+    if post == 6:
+        return U32.unpack_from(buf, pos)[0], U16.unpack_from(buf, pos + 4)[0], pos + 4
+    return read_u48(buf, pos), U16.unpack_from(buf, pos + 6)[0], pos + 6
+
+
+def with_table_map_database(event: Buffer, post_header_len: int, database: bytes) -> bytes:
+    """A whole Table_map event (19-byte header) with its database name replaced and its length
+    fixed; the CRC footer, if any, is kept as it was (``Table_map_log_event::rewrite_db``)."""
+    raw = bytes(event)
+    p = 19 + post_header_len
+    old_len = raw[p]
+    return reframe(raw[:p] + bytes((len(database),)) + database + b"\0" + raw[p + 2 + old_len :])
+
+
+def set_rows_flags(event: bytearray, flags_at: int, flags: int) -> None:
+    """Store a rows event's flags at ``flags_at`` (from :func:`rows_head`) of its bytes."""
+    U16.pack_into(event, flags_at, flags)
 
 
 def rows_extra_end(buf: Buffer, q: int, end: int) -> int:

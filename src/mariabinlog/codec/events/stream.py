@@ -42,6 +42,16 @@ from ..primitives import U32, Buffer
 
 
 
+
+#: ``crc_field(buf, pos)``: ``(crc,)``, the CRC-32 footer whose 4 bytes start at ``pos``
+#: (a precompiled struct's reader: the dump's hot loop calls it once an event).
+crc_field = U32.unpack_from
+
+
+def stored_crc(buf: Buffer, end: int) -> int:
+    """The CRC-32 footer of the event that ends at ``end``."""
+    return crc_field(buf, end - 4)[0]  # type: ignore[no-any-return]
+
 def footer_len(buf: Buffer, pos: int, length: int, stream_alg: int) -> int:
     """Bytes of CRC footer that the event at ``pos`` (``length`` bytes) ends with: 4 or 0.
 

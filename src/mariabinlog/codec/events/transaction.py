@@ -213,6 +213,34 @@ class GtidListEvent(Event):
         return out + b"".join(_GTID_ENTRY.pack(d, s, n) for d, s, n in self.gtids) + self.padding
 
 
+_GTID_HEAD = struct.Struct("<QIB")
+_XA_PREPARE_HEAD = struct.Struct("<BIII")
+
+#: ``gtid_head(buf, pos)``: the fixed start of a GTID body (13 bytes), unchecked, as
+#: ``(seq_no, domain_id, flags2)`` (the dump's and the printer's hot loops).
+gtid_head = _GTID_HEAD.unpack_from
+
+
+
+def xa_prepare_fields(buf: Buffer, pos: int) -> tuple[int, int, bytes, bytes]:
+    """An XA_prepare body, unchecked: ``(one_phase, format_id, gtrid, bqual)`` (the format id
+    unsigned, as the printer shows it)."""
+    one_phase, format_id, glen, blen = _XA_PREPARE_HEAD.unpack_from(buf, pos)
+    q = pos + 13
+    return one_phase, format_id, bytes(buf[q : q + glen]), bytes(buf[q + glen : q + glen + blen])
+
+
+def xid_value(buf: Buffer, pos: int) -> int:
+    """An Xid body, unchecked: the transaction id."""
+    return U64.unpack_from(buf, pos)[0]  # type: ignore[no-any-return]
+
+
+def checkpoint_name(buf: Buffer, pos: int) -> bytes:
+    """A Binlog_checkpoint body, unchecked: the file name."""
+    n = U32.unpack_from(buf, pos)[0]
+    return bytes(buf[pos + 4 : pos + 4 + n])
+
+
 def _dec_xid(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
     need(buf, p, 8, "Xid body")
     return XidEvent(xid=U64.unpack_from(buf, p)[0], **hdr)

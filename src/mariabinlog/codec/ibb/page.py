@@ -197,6 +197,16 @@ def check_page(page: Buffer, page_no: int) -> bool:
     raise _crc_error(page_no, stored, computed)
 
 
+def page_crc(page: Buffer) -> int:
+    """The CRC-32C stored in a page's trailer."""
+    return _u32(page, PAGE_DATA_END)[0]  # type: ignore[no-any-return]
+
+
+def page_crc_valid(page: Buffer) -> bool:
+    """Whether a page's trailer holds the CRC-32C of its data (an all-zero page is not valid)."""
+    return page_crc(page) == crc32c(memoryview(page)[:PAGE_DATA_END])
+
+
 def seal_page(page: bytearray) -> bytes:
     """Store the CRC-32C trailer into ``page`` (16 KiB) and return it as bytes."""
     page[PAGE_DATA_END:] = _pack_u32(crc32c(memoryview(page)[:PAGE_DATA_END]))

@@ -447,6 +447,21 @@ def decimal_text(data: bytes, precision: int, scale: int) -> bytes:
     return decimal_str(decimal_value(data, precision, scale))
 
 
+def bit_image(value: int, size: int) -> bytes:
+    """A BIT value's packed image: ``size`` bytes, big-endian (``Field_bit::pack``)."""
+    return value.to_bytes(size, "big")
+
+
+def uint_image(value: int, size: int) -> bytes:
+    """An unsigned value as ``size`` little-endian bytes (the packed image of ENUM and SET)."""
+    return value.to_bytes(size, "little")
+
+
+def geometry_parts(value: bytes) -> tuple[int, bytes]:
+    """A GEOMETRY value (MariaDB's internal form): ``(SRID, WKB)``."""
+    return int.from_bytes(value[:4], "little"), value[4:]
+
+
 def _bit_codec(index: int, meta: int) -> ColumnCodec:
     nbits = C.bit_width(meta)
     size = (nbits + 7) // 8
@@ -454,7 +469,7 @@ def _bit_codec(index: int, meta: int) -> ColumnCodec:
     def encode(value: Any) -> bytes:
         if not isinstance(value, int) or not 0 <= value < 1 << (8 * size):
             raise ValueError(f"column @{index + 1}: {value!r} does not fit BIT({nbits})")
-        return value.to_bytes(size, "big")
+        return bit_image(value, size)
 
     def conv(b: bytes) -> int:
         return int.from_bytes(b, "big")
@@ -467,7 +482,7 @@ def _le_uint_codec(index: int, size: int, what: str) -> ColumnCodec:
     def encode(value: Any) -> bytes:
         if not isinstance(value, int) or not 0 <= value < 1 << (8 * size):
             raise ValueError(f"column @{index + 1}: {value!r} does not fit a {size}-byte {what}")
-        return value.to_bytes(size, "little")
+        return uint_image(value, size)
 
     op = _op(_OP_INT, size)  # ENUM 1..2, SET 1..8 bytes
     code = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size)

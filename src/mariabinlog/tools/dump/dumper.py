@@ -35,7 +35,6 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import struct
 import sys
 from collections.abc import Callable, Generator
 from typing import Any, BinaryIO, Protocol
@@ -51,12 +50,15 @@ from ...codec.events import (
     ROTATE_EVENT,
     START_EVENT_V3,
     DecodeContext,
+    event_length,
     event_type_name,
+    gtid_head,
+    header_fields,
 )
 from ...codec.checksum import crc32 as checksum_crc32
 from ...codec.gtid import Gtid
 from ...codec.ibb.page import LEGACY_MAGIC as BINLOG_MAGIC, file_kind
-from ...codec.events.stream import crc_mismatch, footer_len
+from ...codec.events.stream import crc_field, crc_mismatch, footer_len
 from ...errors import (
     ConnectFailedError,
     ConnectionLostError,
@@ -84,10 +86,6 @@ from .options import (
     write_line,
 )
 from .gtid_filter import GtidFilter
-
-_HDR = struct.Struct("<IBIIIH")
-_U32 = struct.Struct("<I")
-_GTID_HEAD = struct.Struct("<QI")
 
 log = logging.getLogger(__name__)
 
@@ -536,7 +534,7 @@ class Dumper:
         if start > 4:
             while pos + 19 <= size:
                 code = data[pos + 4]
-                length = _U32.unpack_from(data, pos + 9)[0]
+                length = event_length(data, pos)
                 if code == START_EVENT_V3 or pos >= start:
                     break
                 if code == FORMAT_DESCRIPTION_EVENT:
@@ -566,8 +564,8 @@ class Dumper:
             pos = start
         # The hot loop: framing and CRC inline, the slow path (_frame) for the
         # Format_description and for anything that is about to fail.
-        hdr = _HDR.unpack_from
-        u32 = _U32.unpack_from
+        hdr = header_fields
+        crc_at = crc_field
         crc32 = checksum_crc32
         view = P.EventView
         process = self.process
@@ -612,7 +610,7 @@ class Dumper:
                         p.checksum_alg = alg
                         p.options_written = options_written(fde.server_version)
                 elif alg == CHECKSUM_CRC32:
-                    crc = u32(data, end - 4)[0]
+                    crc = crc_at(data, end - 4)[0]
                     if verify and crc != crc32(mv[pos : end - 4]):
                         try:
                             self._frame(name, data, pos, size, alg, verify, ctx)
@@ -720,7 +718,7 @@ class Dumper:
             raise EventReadError(
                 f"truncated event header: {size - pos} of 19 bytes", offset=pos, file=name
             )
-        length = _U32.unpack_from(data, pos + 9)[0]
+        length = event_length(data, pos)
         if length < 19:
             raise EventReadError(
                 f"event length {length} is below the 19-byte header", offset=pos, file=name
@@ -766,7 +764,7 @@ class Dumper:
             # watches the GTIDs, and the first Gtid_list is checked.
             try:
                 if code == GTID_EVENT and ev.body_end - ev.body_pos >= 13:
-                    seq_no, domain_id = _GTID_HEAD.unpack_from(ev.buf, ev.body_pos)
+                    seq_no, domain_id, _ = gtid_head(ev.buf, ev.body_pos)
                     filt = self.gtid_filter
                     filt.accept(Gtid(domain_id, ev.server_id, seq_no))
                     if filt.stopped:
@@ -804,7 +802,7 @@ class Dumper:
                 filt = self.gtid_filter
                 if code == GTID_EVENT:
                     if ev.body_end - ev.body_pos >= 13:
-                        seq_no, domain_id = _GTID_HEAD.unpack_from(ev.buf, ev.body_pos)
+                        seq_no, domain_id, _ = gtid_head(ev.buf, ev.body_pos)
                     else:
                         g = ev.decoded()
                         seq_no, domain_id = g.seq_no, g.domain_id

@@ -12,16 +12,13 @@ small :class:`DumpLoop` interface.
 from __future__ import annotations
 
 import os
-import struct
 from typing import Any, Protocol
 
-from ...codec.events import CHECKSUM_OFF, DEFAULT_CONTEXT, FORMAT_DESCRIPTION_EVENT, DecodeContext
+from ...codec.events import CHECKSUM_OFF, DEFAULT_CONTEXT, FORMAT_DESCRIPTION_EVENT, DecodeContext, event_length
 from ...errors import DecodeError
 from ..printer import printer as P
 from ..printer.base import options_written
 from .options import DRAIN_STEP, ERROR_STOP, OK_CONTINUE, OK_STOP
-
-_U32 = struct.Struct("<I")
 
 
 class DumpLoop(Protocol):
@@ -152,7 +149,7 @@ class IbbStream:
                 return OK_STOP
             try:
                 for raw in group.raw_events():
-                    if len(raw) < 19 or _U32.unpack_from(raw, 9)[0] != len(raw):
+                    if len(raw) < 19 or event_length(raw, 0) != len(raw):
                         raise DecodeError(
                             "event length does not match its data",
                             offset=group.record.offset,

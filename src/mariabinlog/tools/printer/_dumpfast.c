@@ -8,7 +8,10 @@
  *   base64_lines(data)            base._base64_lines: base64 in 76-character lines,
  *                                 each ending with "\n" (my_base64_encode + "\n").
  *   count_rows(data, pos, end, sizes, width, cols, cols_ai)
- *                                 rowsizes.row_counter: Rows_log_event::count_row_events.
+ *                                 codec/rows/layout.row_counter: Rows_log_event::count_row_events.
+ *                                 Its plan ``sizes`` is the size codes of
+ *                                 codec/rows/layout.size_codes, the one description of
+ *                                 the row-image layout; nothing here decides a size.
  *   verbose_rows(data, pos, end, kind, width, cols, cols_ai, plan, header, verbose)
  *                                 rowsql.rows_sql: the "###" lines of -v / -vv,
  *                                 and the number of rows; None whenever anything

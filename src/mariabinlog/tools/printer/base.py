@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import binascii
 import re
-import struct
 from typing import Any
 
 from ...codec.events import (
@@ -15,10 +14,20 @@ from ...codec.events import (
     DecodeContext,
     event_type_name,
     FORMAT_DESCRIPTION_EVENT,
-    HEADER,
+    header_fields,
+)
+from ...codec.events.session import (  # noqa: F401 - the Q_FLAGS2 bits, re-exported for the printer
+    OPTION_AUTO_IS_NULL,
+    OPTION_EXPLICIT_DEF_TIMESTAMP,
+    OPTION_IF_EXISTS,
+    OPTION_INSERT_HISTORY,
+    OPTION_NO_CHECK_CONSTRAINT_CHECKS,
+    OPTION_NO_FOREIGN_KEY_CHECKS,
+    OPTION_NOT_AUTOCOMMIT,
+    OPTION_RELAXED_UNIQUE_CHECKS,
 )
 from ...codec.native import load_fast
-from ...codec.events.stream import footer_len
+from ...codec.events.stream import footer_len, stored_crc
 
 
 #: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
@@ -38,23 +47,10 @@ BASE64_NEVER = 0
 BASE64_AUTO = 1
 BASE64_DECODE_ROWS = 3
 
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-
 DELIM = b"/*!*/;"
 _START_TRANSACTION = b"START TRANSACTION\n/*!*/;\n"
 _COMMIT_DELIM = b"COMMIT\n/*!*/;\n"
 
-# Option bits of Query Q_FLAGS2 (sql_priv.h).
-OPTION_AUTO_IS_NULL = 1 << 14
-OPTION_NO_CHECK_CONSTRAINT_CHECKS = 1 << 15
-OPTION_NOT_AUTOCOMMIT = 1 << 19
-OPTION_IF_EXISTS = 1 << 28
-OPTION_INSERT_HISTORY = 1 << 30
-OPTION_NO_FOREIGN_KEY_CHECKS = 1 << 26
-OPTION_RELAXED_UNIQUE_CHECKS = 1 << 27
-OPTION_EXPLICIT_DEF_TIMESTAMP = 1 << 24
 
 _EPOCH_CACHE_MAX = 4096
 
@@ -225,13 +221,13 @@ def view_at(
 
     A Format_description's own algorithm byte says whether it ends with a CRC.
     """
-    when, code, server_id, length, log_pos, flags = HEADER.unpack_from(buf, start)
+    when, code, server_id, length, log_pos, flags = header_fields(buf, start)
     end = start + length
     if code == FORMAT_DESCRIPTION_EVENT:
-        crc = _U32.unpack_from(buf, end - 4)[0] if footer_len(buf, start, length, CHECKSUM_OFF) else None
+        crc = stored_crc(buf, end) if footer_len(buf, start, length, CHECKSUM_OFF) else None
         body_end = end
     elif crc_len:
-        crc = _U32.unpack_from(buf, end - 4)[0]
+        crc = stored_crc(buf, end)
         body_end = end - 4
     else:
         crc = None

@@ -4,8 +4,6 @@ variables), Xid and XA events.
 
 from __future__ import annotations
 
-import struct
-
 from ...codec.events import (
     FL_ALLOW_PARALLEL,
     FL_COMMIT_ALTER_E1,
@@ -20,13 +18,12 @@ from ...codec.events import (
     FL_TRANSACTIONAL,
     FL_WAITED,
     GtidEvent,
+    gtid_head,
     LOG_EVENT_SKIP_REPLICATION_F,
     serialize_xid,
+    xid_value,
 )
-from .base import _COMMIT_DELIM, DELIM, EventView, _START_TRANSACTION, _U64
-
-_GTID_BODY = struct.Struct("<QIB")
-_XA_PREPARE = struct.Struct("<BIII")
+from .base import _COMMIT_DELIM, DELIM, EventView, _START_TRANSACTION
 
 
 class GtidPrinter:
@@ -44,7 +41,7 @@ class GtidPrinter:
 
 
     def gtid(self, ev: EventView) -> None:
-        seq_no, domain_id, flags2 = _GTID_BODY.unpack_from(ev.buf, ev.body_pos)
+        seq_no, domain_id, flags2 = gtid_head(ev.buf, ev.body_pos)
         if self.schema is not None:
             self.schema_gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
         bp = ev.body_pos
@@ -146,7 +143,7 @@ class GtidPrinter:
         h = self.head
         if not self.opt.short_form:
             self.header(ev, h)
-            h.append(b"\tXid = %d\n" % _U64.unpack_from(ev.buf, ev.body_pos)[0])
+            h.append(b"\tXid = %d\n" % xid_value(ev.buf, ev.body_pos))
         if self.opt.flashback:
             h.append(b"START TRANSACTION%s\n" % DELIM)
             self._release_owned()

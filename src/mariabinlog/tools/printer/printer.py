@@ -22,7 +22,6 @@ and their row-size plan is cached with them.
 
 from __future__ import annotations
 
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +52,10 @@ from ...codec.events import (
     QUERY_EVENT,
     RAND_EVENT,
     ROTATE_EVENT,
+    checkpoint_name,
+    intvar_fields,
+    rand_seeds,
+    rotate_fields,
     serialize_xid,
     START_ENCRYPTION_EVENT,
     START_EVENT_V3,
@@ -60,8 +63,10 @@ from ...codec.events import (
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
     XA_PREPARE_LOG_EVENT,
+    xa_prepare_fields,
     XID_EVENT,
 )
+from ...codec.events.session import FLAGS2_VERSIONED
 from ...errors import DecodeError
 from .base import (
     BASE64_DECODE_ROWS,
@@ -76,11 +81,9 @@ from .base import (
     OPTION_NOT_AUTOCOMMIT,
     OPTION_RELAXED_UNIQUE_CHECKS,
     PrintOptions,
-    _U32,
-    _U64,
 )
-from .gtid import GtidPrinter, _XA_PREPARE
-from .query import _MASKED_FLAGS2, LoadFiles, QueryPrinter
+from .gtid import GtidPrinter
+from .query import LoadFiles, QueryPrinter
 from .rows import ROW_EVENT_TYPES, RowsPrinter, TableInfo
 
 # Names callers use through this module (the rooms hold them).
@@ -147,7 +150,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         self.tail: list[bytes] = []
         self._ts_cache: dict[int, bytes] = {}
         self._table_cache: dict[bytes, TableInfo] = {}
-        self._status_cache: dict[bytes, dict[int, Any]] = {}
+        self._status_cache: dict[bytes, tuple[dict[int, Any], Any]] = {}
         self.printed_fd_event = False
         #: Format_description printed (as BINLOG only) when base64 output needs one and
         #: the file has none (`.ibb` files after the first); None = that is an error.
@@ -179,7 +182,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         self.charset: bytes | None = None
         self.time_zone = b""
         self.flags2: int | None = None
-        self.sql_mode: int | None = None
+        self.sql_mode: bytes | None = None
         self.auto_increment = (0, 0)
         self.lc_time_names = -1
         self.charset_database = -1
@@ -209,7 +212,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             | OPTION_NOT_AUTOCOMMIT
             | OPTION_NO_FOREIGN_KEY_CHECKS
             | OPTION_RELAXED_UNIQUE_CHECKS
-            | _MASKED_FLAGS2
+            | FLAGS2_VERSIONED
         )
         self.common_header_len = 19
 
@@ -440,11 +443,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             if short:
                 return
             self.header(ev, h)
-            pos = _U64.unpack_from(ev.buf, ev.body_pos)[0]
-            h.append(
-                b"\tRotate to %s  pos: %d\n"
-                % (bytes(ev.buf[ev.body_pos + 8 : ev.body_end]), pos)
-            )
+            pos, next_file = rotate_fields(ev.buf, ev.body_pos, ev.body_end)
+            h.append(b"\tRotate to %s  pos: %d\n" % (next_file, pos))
         elif code == GTID_LIST_EVENT:
             if short:
                 return
@@ -459,19 +459,14 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         elif code == BINLOG_CHECKPOINT_EVENT:
             if short:
                 return
-            n = _U32.unpack_from(ev.buf, ev.body_pos)[0]
+            name = checkpoint_name(ev.buf, ev.body_pos)
             self.header(ev, h)
-            h.append(
-                b"\tBinlog checkpoint "
-                + bytes(ev.buf[ev.body_pos + 4 : ev.body_pos + 4 + n])
-                + b"\n"
-            )
+            h.append(b"\tBinlog checkpoint " + name + b"\n")
         elif code == INTVAR_EVENT:
             if not short:
                 self.header(ev, h)
                 h.append(b"\tIntvar\n")
-            kind = ev.buf[ev.body_pos]
-            value = _U64.unpack_from(ev.buf, ev.body_pos + 1)[0]
+            kind, value = intvar_fields(ev.buf, ev.body_pos)
             name = (
                 b"LAST_INSERT_ID"
                 if kind == 1
@@ -486,18 +481,13 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
             if not short:
                 self.header(ev, h)
                 h.append(b"\tRand\n")
-            s1, s2 = struct.unpack_from("<QQ", ev.buf, ev.body_pos)
+            s1, s2 = rand_seeds(ev.buf, ev.body_pos)
             h.append(b"SET @@RAND_SEED1=%d, @@RAND_SEED2=%d%s\n" % (s1, s2, DELIM))
         elif code == USER_VAR_EVENT:
             self.user_var(ev, h)
         elif code == XA_PREPARE_LOG_EVENT:
-            _one_phase, fmt, glen, blen = _XA_PREPARE.unpack_from(ev.buf, ev.body_pos)
-            q = ev.body_pos + 13
-            xid = serialize_xid(
-                fmt,
-                bytes(ev.buf[q : q + glen]),
-                bytes(ev.buf[q + glen : q + glen + blen]),
-            )
+            _one_phase, fmt, gtrid, bqual = xa_prepare_fields(ev.buf, ev.body_pos)
+            xid = serialize_xid(fmt, gtrid, bqual)
             if not short:
                 self.header(ev, h)
                 h.append(b"\tXID = %s\n" % xid)

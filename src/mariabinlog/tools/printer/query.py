@@ -5,10 +5,11 @@ Query event prints when they changed, the query itself, and User_var events.
 from __future__ import annotations
 
 import os
-import struct
 from typing import Any
 
 from ...codec.events import (
+    query_sections,
+    query_status_bytes,
     LOAD_OPT_ENCLOSED_F,
     LOAD_IGNORE_F,
     LOAD_REPLACE_F,
@@ -25,15 +26,7 @@ from ...codec.events import (
     FL_START_ALTER_E1,
     LOG_EVENT_SUPPRESS_USE_F,
     LOG_EVENT_THREAD_SPECIFIC_F,
-    Q_AUTO_INCREMENT,
-    Q_CHARACTER_SET_COLLATIONS,
-    Q_CHARSET_CODE,
-    Q_CHARSET_DATABASE_CODE,
-    Q_FLAGS2_CODE,
     Q_HRNOW,
-    Q_LC_TIME_NAMES_CODE,
-    Q_SQL_MODE_CODE,
-    Q_TIME_ZONE_CODE,
     Q_XID,
     QUERY_COMPRESSED_EVENT,
     QueryEvent,
@@ -41,6 +34,15 @@ from ...codec.events import (
     USER_VAR_INT,
     USER_VAR_REAL,
     USER_VAR_STRING,
+)
+from ...codec.events.session import (
+    FLAGS2_VERSIONED,
+    SessionContext,
+    auto_increment_assignment,
+    character_set_collations_text,
+    collation_database_value,
+    flags2_assignments,
+    session_context,
 )
 from ...codec.rows.packed import decimal_str
 from ...codec import charsets
@@ -53,35 +55,6 @@ from .base import (
     DELIM,
     EventView,
     _format_g14,
-    OPTION_AUTO_IS_NULL,
-    OPTION_EXPLICIT_DEF_TIMESTAMP,
-    OPTION_IF_EXISTS,
-    OPTION_INSERT_HISTORY,
-    OPTION_NO_CHECK_CONSTRAINT_CHECKS,
-    OPTION_NO_FOREIGN_KEY_CHECKS,
-    OPTION_NOT_AUTOCOMMIT,
-    OPTION_RELAXED_UNIQUE_CHECKS,
-)
-
-_Q_POST = struct.Struct("<IIBHH")
-
-#: (bit, inverted, name) in the order print_query_header prints them.
-_FLAGS2_VARS = (
-    (OPTION_NO_FOREIGN_KEY_CHECKS, True, b"@@session.foreign_key_checks"),
-    (OPTION_AUTO_IS_NULL, False, b"@@session.sql_auto_is_null"),
-    (OPTION_RELAXED_UNIQUE_CHECKS, True, b"@@session.unique_checks"),
-    (OPTION_NOT_AUTOCOMMIT, True, b"@@session.autocommit"),
-    (OPTION_NO_CHECK_CONSTRAINT_CHECKS, True, b"@@session.check_constraint_checks"),
-    (OPTION_IF_EXISTS, False, b"@@session.sql_if_exists"),
-    (
-        OPTION_EXPLICIT_DEF_TIMESTAMP,
-        False,
-        b"@@session.explicit_defaults_for_timestamp",
-    ),
-    (OPTION_INSERT_HISTORY, False, b"@@session.system_versioning_insert_history"),
-)
-_MASKED_FLAGS2 = (
-    OPTION_IF_EXISTS | OPTION_EXPLICIT_DEF_TIMESTAMP | OPTION_INSERT_HISTORY
 )
 
 
@@ -99,7 +72,7 @@ def _is_trans_keyword(query: bytes, is_xa: bool) -> bool:
 class _QueryParts:
     """What the printer reads of a Query event."""
 
-    __slots__ = ("database", "error_code", "exec_time", "query", "status", "thread_id")
+    __slots__ = ("database", "error_code", "exec_time", "query", "session", "status", "thread_id")
 
     def __init__(
         self,
@@ -107,6 +80,7 @@ class _QueryParts:
         exec_time: int,
         error_code: int,
         status: dict[int, Any],
+        session: SessionContext,
         database: bytes,
         query: bytes,
     ) -> None:
@@ -114,6 +88,7 @@ class _QueryParts:
         self.exec_time = exec_time
         self.error_code = error_code
         self.status = status
+        self.session = session
         self.database = database
         self.query = query
 
@@ -178,36 +153,31 @@ class QueryPrinter:
         code = ev.type_code
         post = self.ctx.post_header_len(code)
         if post >= 13 and bp + post <= ev.body_end:
-            thread_id, exec_time, db_len, error_code, status_len = _Q_POST.unpack_from(
-                buf, bp
-            )
-            s = bp + post
-            d = s + status_len
-            q = d + db_len + 1
-            if q <= ev.body_end and buf[q - 1] == 0:
-                key = bytes(buf[s:d])
-                status = self._status_cache.get(key)
-                if status is not None:
-                    db = bytes(buf[d : q - 1])
+            sections = query_sections(buf, bp, post, ev.body_end)
+            if sections is not None:
+                thread_id, exec_time, error_code, key, db, q = sections
+                cached = self._status_cache.get(key)
+                if cached is not None:
                     if code == QUERY_COMPRESSED_EVENT:
                         text = decompress_block(buf, q, ev.body_end)
                     else:
                         text = bytes(buf[q : ev.body_end])
                     return _QueryParts(
-                        thread_id, exec_time, error_code, status, db, text
+                        thread_id, exec_time, error_code, cached[0], cached[1], db, text
                     )
         decoded: QueryEvent = ev.decoded()
         status = dict(decoded.status_vars)
+        session = session_context(status)
         if len(self._status_cache) > 4096:
             self._status_cache.clear()
         if post >= 13:
-            p = bp + post
-            self._status_cache[bytes(buf[p : p + _Q_POST.unpack_from(buf, bp)[4]])] = status
+            self._status_cache[query_status_bytes(buf, bp, post)] = (status, session)
         return _QueryParts(
             decoded.thread_id,
             decoded.exec_time,
             decoded.error_code,
             status,
+            session,
             decoded.database,
             decoded.query,
         )
@@ -419,40 +389,23 @@ class QueryPrinter:
             )
             self.thread_id = q.thread_id
             self.thread_id_printed = True
-        flags2 = status.get(Q_FLAGS2_CODE)
+        session = q.session
+        flags2 = session.flags2
         if flags2 is not None:
             changed = 0xFFFFFFFF if self.flags2 is None else (self.flags2 ^ flags2)
             if changed:
-                mask = self.options_written
-                parts = []
-                for bit, inverted, name in _FLAGS2_VARS:
-                    if bit & _MASKED_FLAGS2 and not mask & bit:
-                        continue
-                    if changed & bit:
-                        value = flags2 & bit
-                        parts.append(
-                            b"%s=%d"
-                            % (
-                                name,
-                                (0 if value else 1)
-                                if inverted
-                                else (1 if value else 0),
-                            )
-                        )
-                h.append(b"SET " + b", ".join(parts) + b"%s\n" % DELIM)
+                bits = changed & ~(FLAGS2_VERSIONED & ~self.options_written)
+                h.append(b"SET " + flags2_assignments(flags2, bits) + b"%s\n" % DELIM)
                 self.flags2 = flags2
-        sql_mode = status.get(Q_SQL_MODE_CODE)
+        sql_mode = session.sql_mode
         if sql_mode is not None and sql_mode != self.sql_mode:
-            h.append(b"SET @@session.sql_mode=%d%s\n" % (sql_mode, DELIM))
+            h.append(b"SET @@session.sql_mode=%s%s\n" % (sql_mode, DELIM))
             self.sql_mode = sql_mode
-        auto_inc = status.get(Q_AUTO_INCREMENT, (1, 1))
+        auto_inc = session.auto_increment
         if auto_inc != self.auto_increment:
-            h.append(
-                b"SET @@session.auto_increment_increment=%d, @@session.auto_increment_offset=%d%s\n"
-                % (auto_inc[0], auto_inc[1], DELIM)
-            )
+            h.append(b"SET " + auto_increment_assignment(auto_inc) + b"%s\n" % DELIM)
             self.auto_increment = auto_inc
-        charset = status.get(Q_CHARSET_CODE)
+        charset = session.charset
         if charset is not None and charset != self.charset:
             cs_name = charsets.charset_name(charset[0])
             if cs_name is not None:
@@ -465,40 +418,26 @@ class QueryPrinter:
                 % ((cs_name or "Unknown").encode(), charset[1], charset[2], DELIM)
             )
             self.charset = charset
-        collations = status.get(Q_CHARACTER_SET_COLLATIONS)
+        collations = session.collations
         if collations:
-            pairs = []
-            ok = True
-            for i in range(0, len(collations), 2):
-                cs = charsets.charset_name(collations[i])
-                coll = charsets.collation_name(collations[i + 1])
-                if cs is None or coll is None:
-                    ok = False
-                    break
-                pairs.append(f"{cs}={coll}".encode())
-            if ok:
-                h.append(
-                    b"SET @@session.character_set_collations='%s'%s\n"
-                    % (b",".join(pairs), DELIM)
-                )
+            text = character_set_collations_text(collations)
+            if text is not None:
+                h.append(b"SET @@session.character_set_collations='%s'%s\n" % (text, DELIM))
             else:
                 h.append(
                     b"/* SET @@session.character_set_collations='<format not recognized>' */\n"
                 )
-        tz = status.get(Q_TIME_ZONE_CODE)
+        tz = session.time_zone
         if tz and tz != self.time_zone:
             h.append(b"SET @@session.time_zone='%s'%s\n" % (tz, DELIM))
             self.time_zone = tz
-        lc = status.get(Q_LC_TIME_NAMES_CODE, 0)
+        lc = session.lc_time_names
         if lc != self.lc_time_names:
             h.append(b"SET @@session.lc_time_names=%d%s\n" % (lc, DELIM))
             self.lc_time_names = lc
-        cdb = status.get(Q_CHARSET_DATABASE_CODE, 0)
+        cdb = session.charset_database
         if cdb != self.charset_database:
-            if cdb:
-                h.append(b"SET @@session.collation_database=%d%s\n" % (cdb, DELIM))
-            else:
-                h.append(b"SET @@session.collation_database=DEFAULT%s\n" % DELIM)
+            h.append(b"SET @@session.collation_database=%s%s\n" % (collation_database_value(cdb), DELIM))
             self.charset_database = cdb
 
     def user_var(self, ev: EventView, h: list[bytes]) -> None:

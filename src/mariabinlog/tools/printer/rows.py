@@ -12,6 +12,9 @@ from typing import Any
 from ...codec import columns as C
 from ...codec.events import (
     rows_extra_end,
+    rows_head,
+    set_rows_flags,
+    with_table_map_database,
     decompress_block,
     DELETE_ROWS_COMPRESSED_EVENT,
     DELETE_ROWS_COMPRESSED_EVENT_V1,
@@ -21,6 +24,7 @@ from ...codec.events import (
     ROWS_KIND,
     TABLE_MAP_EVENT,
     TableMapEvent,
+    UNCOMPRESSED_ROWS_TYPE,
     UPDATE_ROWS_COMPRESSED_EVENT,
     UPDATE_ROWS_COMPRESSED_EVENT_V1,
     UPDATE_ROWS_EVENT,
@@ -43,8 +47,6 @@ from .base import (
     DELIM,
     EventView,
     _fast,
-    _U16,
-    _U32,
     view_at,
 )
 
@@ -71,14 +73,7 @@ _OLD_ROWS = frozenset(range(20, 23))
 #: Flashback prints Write as Delete and vice versa.
 _FLASHBACK_NAMES = {b"Write_rows": b"Delete_rows", b"Delete_rows": b"Write_rows"}
 #: Compressed row event type -> the uncompressed type the tool re-encodes it as.
-UNCOMPRESSED_TYPE = {
-    WRITE_ROWS_COMPRESSED_EVENT_V1: WRITE_ROWS_EVENT_V1,
-    UPDATE_ROWS_COMPRESSED_EVENT_V1: UPDATE_ROWS_EVENT_V1,
-    DELETE_ROWS_COMPRESSED_EVENT_V1: DELETE_ROWS_EVENT_V1,
-    WRITE_ROWS_COMPRESSED_EVENT: WRITE_ROWS_EVENT,
-    UPDATE_ROWS_COMPRESSED_EVENT: UPDATE_ROWS_EVENT,
-    DELETE_ROWS_COMPRESSED_EVENT: DELETE_ROWS_EVENT,
-}
+UNCOMPRESSED_TYPE = UNCOMPRESSED_ROWS_TYPE
 _V2_ROWS = frozenset(
     (
         WRITE_ROWS_EVENT,
@@ -374,12 +369,9 @@ class RowsPrinter:
         info = self._table_cache.get(key)
         if info is None:
             tm = ev.decoded()
-            p = ev.body_pos + self.ctx.post_header_len(TABLE_MAP_EVENT)
-            n = ev.buf[p]
-            raw_schema = bytes(ev.buf[p + 1 : p + 1 + n])
-            p += n + 2
-            n = ev.buf[p]
-            raw_table = bytes(ev.buf[p + 1 : p + 1 + n])
+            # the names' bytes as logged (the decoder's surrogateescape round-trips them)
+            raw_schema = tm.schema.encode("utf-8", "surrogateescape")
+            raw_table = tm.table.encode("utf-8", "surrogateescape")
             info = TableInfo(tm, raw_schema, raw_table)
             if len(self._table_cache) > 10000:
                 self._table_cache.clear()
@@ -452,10 +444,7 @@ class RowsPrinter:
 
     def _rewrite_table_map(self, ev: EventView, new_db: bytes) -> bytes:
         """Table_map_log_event::rewrite_db on the raw event (the old CRC bytes are kept)."""
-        raw = bytes(ev.raw())
-        p = 19 + self.ctx.post_header_len(TABLE_MAP_EVENT)
-        old_len = raw[p]
-        return reframe(raw[:p] + bytes((len(new_db),)) + new_db + b"\0" + raw[p + 2 + old_len :])
+        return with_table_map_database(ev.raw(), self.ctx.post_header_len(TABLE_MAP_EVENT), new_db)
 
     def _print_annotate(self) -> None:
         view = self.annotate
@@ -584,15 +573,7 @@ class RowsPrinter:
         buf = ev.buf
         p = ev.body_pos
         post = self.ctx.post_header_len(code)
-        if post == 6:
-            table_id = _U32.unpack_from(buf, p)[0]
-            flags_at = p + 4
-        else:
-            table_id = _U32.unpack_from(buf, p)[0] | (
-                _U16.unpack_from(buf, p + 4)[0] << 32
-            )
-            flags_at = p + 6
-        rows_flags = _U16.unpack_from(buf, flags_at)[0]
+        table_id, rows_flags, flags_at = rows_head(buf, p, post)
         if code in _V2_ROWS:
             rows_extra_end(buf, p + post - 2, ev.body_end)  # an invalid event stops the dump here
         stmt_end = bool(rows_flags & STMT_END_F)
@@ -604,7 +585,7 @@ class RowsPrinter:
             if not self.flashback_stmt:
                 new_flags |= STMT_END_F
             raw = bytearray(ev.raw())
-            _U16.pack_into(raw, flags_at - ev.start, new_flags)
+            set_rows_flags(raw, flags_at - ev.start, new_flags)
             self.flashback_stmt.append(
                 (bytes(raw), ev.position, ev.crc if ev.crc is not None else -1)
             )
@@ -635,10 +616,7 @@ class RowsPrinter:
                 view.hexdump_from = ev.position
                 code_i = view.type_code
                 p_i = view.body_pos
-                flags_i = _U16.unpack_from(raw_event, p_i + (4 if post == 6 else 6))[0]
-                table_i = _U32.unpack_from(raw_event, p_i)[0]
-                if post != 6:
-                    table_i |= _U16.unpack_from(raw_event, p_i + 4)[0] << 32
+                table_i, flags_i, _ = rows_head(raw_event, p_i, post)
                 self._print_rows(view, code_i, post, table_i, flags_i)
             if self.opt.print_row_count:
                 self.out.append(b"# Number of rows: %d\n" % self.row_events)

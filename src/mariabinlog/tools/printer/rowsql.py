@@ -28,6 +28,7 @@ from typing import Any
 
 from ...codec import columns as C
 from ...codec.rows import ABSENT, RowsEventLike, TableMapLike, row_decoder
+from ...codec.rows.packed import bit_image, uint_image
 from ...errors import DecodeError
 
 _Formatter = Callable[[Any], bytes]
@@ -94,10 +95,10 @@ def _formatter(column_type: int, meta: int) -> _Formatter | None:
     if rtype == C.MYSQL_TYPE_BIT:
         nbits = C.bit_width(meta)
         size = (nbits + 7) // 8
-        return lambda v: _bits(v.to_bytes(size, "big"), nbits)
+        return lambda v: _bits(bit_image(v, size), nbits)
     if rtype == C.MYSQL_TYPE_SET:
         size = meta & 0xFF
-        return lambda v: _bits(v.to_bytes(size, "little"), 8 * size)
+        return lambda v: _bits(uint_image(v, size), 8 * size)
     if rtype == C.MYSQL_TYPE_ENUM:
         return lambda v: b"%d" % v
     if rtype == C.MYSQL_TYPE_TIMESTAMP:
