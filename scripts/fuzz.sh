@@ -8,7 +8,7 @@
 #   bash scripts/fuzz.sh --list
 #
 # With --sanitize (the default where clang is installed or installable) the C fast paths
-# (codec/_rowsfast.c, tools/_dumpfast.c) are built with ASan + UBSan and libFuzzer's coverage
+# (codec/rows/_rowsfast.c, spark/_arrowfast.c, tools/printer/_dumpfast.c) are built with ASan + UBSan and libFuzzer's coverage
 # into build/fuzz-native, and every target runs with atheris' ASan runtime preloaded, which
 # also lets -malloc_limit_mb=64 catch any single allocation over 64 MiB.  --no-sanitize runs
 # the package's own build (then -rss_limit_mb is the memory bound).
