@@ -413,31 +413,31 @@ def _carried_rows(data: Any, change: Evolution, kind: str, then: Table | None, l
 
     def image_columns(fields: dict[str, Any], size: int, target_fields: list[Any]) -> list[Any]:
         out = []
-        for field in target_fields:
-            name = field.name
+        for wanted in target_fields:
+            name = wanted.name
             if name in source and source[name] in fields:
                 values = fields[source[name]]
                 if name in change.retyped:
                     text = pa.array([value_text(v) for v in values.to_pylist()], pa.string())
-                    values = text_array(text, new_types[name], field.type)
-                elif old_types.get(source[name]) is not None and values.type != field.type:
-                    values = values.cast(field.type)
-                out.append(values.cast(field.type))
+                    values = text_array(text, new_types[name], wanted.type)
+                elif old_types.get(source[name]) is not None and values.type != wanted.type:
+                    values = values.cast(wanted.type)
+                out.append(values.cast(wanted.type))
             else:
-                out.append(pa.array([change.added.get(name)] * size, field.type))
+                out.append(pa.array([change.added.get(name)] * size, wanted.type))
         return out
 
     if kind == "state":
         columns = {f.name: data.column(f.name).combine_chunks() for f in data.schema}
         return pa.table(image_columns(columns, data.num_rows, list(change.target)), schema=change.target)
     out = []
-    for field in change.target:
-        column = data.column(field.name).combine_chunks()
-        if field.name in ("before", "after"):
+    for target in change.target:
+        column = data.column(target.name).combine_chunks()
+        if target.name in ("before", "after"):
             inner = {f.name: column.field(f.name) for f in column.type}
-            parts = image_columns(inner, len(column), list(field.type))
-            column = pa.StructArray.from_arrays(parts, fields=list(field.type), mask=column.is_null())
-        out.append(column.cast(field.type))
+            parts = image_columns(inner, len(column), list(target.type))
+            column = pa.StructArray.from_arrays(parts, fields=list(target.type), mask=column.is_null())
+        out.append(column.cast(target.type))
     return pa.table(out, schema=change.target)
 
 
