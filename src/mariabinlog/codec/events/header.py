@@ -24,6 +24,11 @@ HEADER_LEN = 19
 header_fields = HEADER.unpack_from
 
 
+def event_type(buf: "Buffer", pos: int) -> int:
+    """The type code of the event whose header is at ``pos``."""
+    return buf[pos + 4]  # type: ignore[no-any-return]
+
+
 def event_length(buf: "Buffer", pos: int) -> int:
     """The length field of the event whose header is at ``pos``."""
     return U32.unpack_from(buf, pos + 9)[0]

@@ -323,6 +323,18 @@ def rows_head(buf: Buffer, pos: int, post: int) -> tuple[int, int, int]:
     return read_u48(buf, pos), U16.unpack_from(buf, pos + 6)[0], pos + 6
 
 
+def rows_bitmaps(buf: Buffer, pos: int, update: bool) -> tuple[int, bytes, bytes | None, int]:
+    """A rows event's column count and present-columns bitmaps at ``pos`` (the after-image
+    bitmap only for an update, else None): ``(width, columns, columns_after, rows offset)``."""
+    width, q = read_lenenc_int(buf, pos, "rows event column count")
+    nb = (width + 7) >> 3
+    cols = bytes(buf[q : q + nb])
+    q += nb
+    if not update:
+        return width, cols, None, q
+    return width, cols, bytes(buf[q : q + nb]), q + nb
+
+
 def with_table_map_database(event: Buffer, post_header_len: int, database: bytes) -> bytes:
     """A whole Table_map event (19-byte header) with its database name replaced and its length
     fixed; the CRC footer, if any, is kept as it was (``Table_map_log_event::rewrite_db``)."""

@@ -221,6 +221,12 @@ _XA_PREPARE_HEAD = struct.Struct("<BIII")
 gtid_head = _GTID_HEAD.unpack_from
 
 
+def gtid_short_flags_extra(buf: Buffer, pos: int, end: int) -> int:
+    """The ``flags_extra`` byte of a GTID body at ``pos`` that has no commit id and no XA id
+    (the byte right after the 13-byte head), 0 when the body ends there; unchecked."""
+    return buf[pos + 13] if end > pos + 13 else 0  # type: ignore[no-any-return]
+
+
 
 def xa_prepare_fields(buf: Buffer, pos: int) -> tuple[int, int, bytes, bytes]:
     """An XA_prepare body, unchecked: ``(one_phase, format_id, gtrid, bqual)`` (the format id

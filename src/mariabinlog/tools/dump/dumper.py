@@ -51,6 +51,7 @@ from ...codec.events import (
     START_EVENT_V3,
     DecodeContext,
     event_length,
+    event_type,
     event_type_name,
     gtid_head,
     header_fields,
@@ -533,7 +534,7 @@ class Dumper:
         # read (and printed, in base64 'auto' mode) before jumping there.
         if start > 4:
             while pos + 19 <= size:
-                code = data[pos + 4]
+                code = event_type(data, pos)
                 length = event_length(data, pos)
                 if code == START_EVENT_V3 or pos >= start:
                     break
@@ -725,15 +726,15 @@ class Dumper:
             )
         if pos + length > size:
             raise EventReadError(
-                f"event truncated: {event_type_name(data[pos + 4])} event of {length} bytes, "
+                f"event truncated: {event_type_name(event_type(data, pos))} event of {length} bytes, "
                 f"only {size - pos} left in the file",
                 offset=pos,
                 file=name,
                 c_reason="Event truncated",
                 data_len=length,
-                event_type=data[pos + 4],
+                event_type=event_type(data, pos),
             )
-        code = data[pos + 4]
+        code = event_type(data, pos)
         crc_len = footer_len(data, pos, length, alg)
         if crc_len and length < 23:
             raise EventReadError(

@@ -6,17 +6,23 @@ from __future__ import annotations
 
 import binascii
 import re
+import time
 from typing import Any
 
 from ...codec.events import (
     CHECKSUM_OFF,
     decode_event,
     DecodeContext,
+    DEFAULT_CONTEXT,
     event_type_name,
     FORMAT_DESCRIPTION_EVENT,
     header_fields,
+    LOG_EVENT_SKIP_REPLICATION_F,
+    ROTATE_EVENT,
+    START_EVENT_V3,
 )
 from ...codec.events.session import (  # noqa: F401 - the Q_FLAGS2 bits, re-exported for the printer
+    FLAGS2_VERSIONED,
     OPTION_AUTO_IS_NULL,
     OPTION_EXPLICIT_DEF_TIMESTAMP,
     OPTION_IF_EXISTS,
@@ -27,6 +33,7 @@ from ...codec.events.session import (  # noqa: F401 - the Q_FLAGS2 bits, re-expo
     OPTION_RELAXED_UNIQUE_CHECKS,
 )
 from ...codec.native import load_fast
+from ...errors import MissingFormatDescription
 from ...codec.events.stream import footer_len, stored_crc
 
 
@@ -273,3 +280,209 @@ def options_written(server_version: str) -> int:
     if v >= (10, 11, 0):
         base |= OPTION_INSERT_HISTORY
     return base
+
+
+# --------------------------------------------------------------------------- the shared context
+
+
+class PrintContext:
+    """What the printer's event families really share, and nothing else: the options, the
+    output lists, the decoding state of the current file, the header comment, and the few
+    facts one family sets and another reads.
+
+    * output: ``out`` (written by :meth:`Printer.drain`), and the tool's three caches
+      ``head`` (most events), ``body`` (row events' base64) and ``tail`` (``###`` lines);
+      the lists are never replaced, so a family may keep references to them;
+    * the file: ``ctx`` (its DecodeContext), ``checksum_alg``, ``options_written`` (the
+      Q_FLAGS2 bits its server writes), set by the reader at each Format_description;
+    * base64 output: ``printed_fd_event`` (a Format_description's BINLOG was printed),
+      ``fallback_fd`` (the one to print where a file has none; None: an error);
+    * --flashback: ``flashback_events`` (whole event outputs, printed reversed at the end),
+      ``flashback_stop``;
+    * transaction facts: ``skip_replication`` (the last ``SET skip_replication`` printed),
+      ``gtid_flags2``/``gtid_flags_extra`` (the GTID family's last GTID: the query family
+      reads them for XA and ALTER phases);
+    * ``--schema-metadata``: ``schema`` (a SchemaTracker or None), ``schema_gtid``, ``schema_file``.
+    """
+
+    __slots__ = (
+        "_ts_cache",
+        "body",
+        "checksum_alg",
+        "common_header_len",
+        "ctx",
+        "encoded",
+        "fallback_fd",
+        "flashback_events",
+        "flashback_stop",
+        "gtid_flags2",
+        "gtid_flags_extra",
+        "head",
+        "hexdump",
+        "opt",
+        "options_written",
+        "out",
+        "printed_fd_event",
+        "schema",
+        "schema_file",
+        "schema_gtid",
+        "skip_replication",
+        "tail",
+    )
+
+    def __init__(self, options: PrintOptions) -> None:
+        self.opt = options
+        self.out: list[bytes] = []
+        self.head: list[bytes] = []
+        self.body: list[bytes] = []
+        self.tail: list[bytes] = []
+        self._ts_cache: dict[int, bytes] = {}
+        #: Base64 output without --short-form or decode-rows: BINLOG blocks are printed.
+        self.encoded = (
+            options.base64_mode not in (BASE64_NEVER, BASE64_DECODE_ROWS) and not options.short_form
+        )
+        self.hexdump = options.hexdump
+        self.fallback_fd: bytes | None = None
+        self.flashback_events: list[bytes] = []
+        self.flashback_stop = b""
+        self.schema: Any = None
+        self.schema_gtid: str | None = None
+        self.schema_file = ""
+        # Not reset per file (as before the families were split: it outlives a file).
+        self.gtid_flags_extra = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """The shared part of a fresh PRINT_EVENT_INFO (one per input file)."""
+        self.skip_replication = 0
+        self.gtid_flags2 = 0
+        self.printed_fd_event = False
+        self.head.clear()
+        self.body.clear()
+        self.tail.clear()
+        self.checksum_alg = CHECKSUM_OFF
+        self.ctx: DecodeContext = DEFAULT_CONTEXT
+        self.options_written = (
+            OPTION_AUTO_IS_NULL
+            | OPTION_NOT_AUTOCOMMIT
+            | OPTION_NO_FOREIGN_KEY_CHECKS
+            | OPTION_RELAXED_UNIQUE_CHECKS
+            | FLAGS2_VERSIONED
+        )
+        self.common_header_len = 19
+
+    # ------------------------------------------------------------------ output
+
+    def flush_head(self) -> None:
+        if self.head:
+            self.out.extend(self.head)
+            self.head.clear()
+
+    def release_owned(self) -> None:
+        """Write_on_release_cache(..., this): with --flashback the event keeps its output
+        (printed in reverse order at the end), otherwise it goes out now."""
+        h = self.head
+        if self.opt.flashback:
+            if h:
+                self.flashback_events.append(b"".join(h))
+                h.clear()
+        else:
+            self.out.extend(h)
+            h.clear()
+
+    def skip_replication_statement(self, flags: int) -> None:
+        """print_skip_replication_statement: only when the event flag changes."""
+        value = 1 if flags & LOG_EVENT_SKIP_REPLICATION_F else 0
+        if value != self.skip_replication:
+            self.out.append(b"/*!50521 SET skip_replication=%d*/%s\n" % (value, DELIM))
+            self.skip_replication = value
+
+    def need_format_description(self, type_name: bytes) -> None:
+        """Base64 output needs a Format_description first: the fallback one, else an error.
+
+        `.ibb` files carry an FD only where the server (re)started, so a dump of
+        a later file sets :attr:`fallback_fd` and gets its BINLOG statement
+        printed before the first base64 event, which keeps the output replayable.
+        """
+        if self.fallback_fd is None:
+            raise MissingFormatDescription(type_name)
+        self.out.append(b"BINLOG '\n")
+        _base64_lines(self.fallback_fd, self.out)
+        self.out.append(b"'%s\n" % DELIM)
+        self.printed_fd_event = True
+
+    # ------------------------------------------------------------------ the header comment
+
+    def timestamp(self, when: int) -> bytes:
+        """``%02d%02d%02d %2d:%02d:%02d`` of localtime(when), cached."""
+        text = self._ts_cache.get(when)
+        if text is None:
+            tm = time.localtime(when)
+            text = b"%02d%02d%02d %2d:%02d:%02d" % (
+                tm.tm_year % 100,
+                tm.tm_mon,
+                tm.tm_mday,
+                tm.tm_hour,
+                tm.tm_min,
+                tm.tm_sec,
+            )
+            if len(self._ts_cache) >= _EPOCH_CACHE_MAX:
+                self._ts_cache.clear()
+            self._ts_cache[when] = text
+        return text
+
+    def header(self, ev: EventView, dst: list[bytes], raw: bytes | None = None) -> None:
+        """Log_event::print_header (plus the --hexdump block)."""
+        ts = self._ts_cache.get(ev.when) or self.timestamp(ev.when)
+        log_pos = ev.log_pos
+        if self.ctx.binlog_version == 3:
+            log_pos = self.ctx.end_log_pos(ev.type_code, log_pos, ev.length)
+        if ev.crc is not None:
+            dst.append(
+                b"#%s server id %d  end_log_pos %d CRC32 0x%08x "
+                % (ts, ev.server_id, log_pos, ev.crc)
+            )
+        else:
+            dst.append(
+                b"#%s server id %d  end_log_pos %d " % (ts, ev.server_id, log_pos)
+            )
+        if self.hexdump:
+            self._print_hexdump(ev, dst, raw)
+
+    def _print_hexdump(
+        self, ev: EventView, dst: list[bytes], raw: bytes | None
+    ) -> None:
+        data = raw if raw is not None else ev.raw()
+        pos = ev.hexdump_from
+        dst.append(b"\n# Position\n")
+        dst.append(
+            b"#           |Timestamp   |Type |Master ID   |Size        |Master Pos  |Flags\n"
+        )
+        h = data[:19]
+        dst.append(
+            b"# %8x  |%02x %02x %02x %02x |%02x   |%02x %02x %02x %02x |%02x %02x %02x %02x |%02x %02x %02x %02x |%02x %02x\n"
+            % ((pos,) + tuple(h))
+        )
+        dst.append(b"#\n")
+        # The body after the whole common header (longer than 19 bytes in a few forks).
+        # Without a Format_description (MySQL 4.x) the tool knows no common header length and
+        # dumps whole events, except Start_v3 and Rotate, whose header length is fixed.
+        if self.ctx.binlog_version == 3 and ev.type_code not in (START_EVENT_V3, ROTATE_EVENT):
+            skip = 0
+        else:
+            skip = ev.body_pos - ev.start
+        rest = data[skip:]
+        offset = pos + skip
+        for i in range(0, len(rest), 16):
+            chunk = rest[i : i + 16]
+            hexpart = b" ".join(b"%02x" % c for c in chunk[:8])
+            if len(chunk) > 8:
+                hexpart += b"  " + b" ".join(b"%02x" % c for c in chunk[8:])
+            text = bytes(c if 32 <= c < 127 else 46 for c in chunk)
+            if len(chunk) == 16:
+                dst.append(b"# %8x  %s  |%s|\n" % (offset + i, hexpart, text))
+            else:
+                dst.append(b"# %8x  %-49s |%s|\n" % (offset + i, hexpart, text))
+        if rest:
+            dst.append(b"#\n")
+        dst.append(b"# Event: ")

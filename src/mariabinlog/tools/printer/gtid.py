@@ -1,5 +1,11 @@
 """Printing of transaction boundaries as ``mariadb-binlog`` does: GTID (with its session
-variables), Xid and XA events.
+variables), Xid and XA_prepare events.
+
+:class:`GtidFamily` owns the session variables a GTID event prints when they change
+(``skip_parallel_replication``, ``gtid_domain_id``, ``server_id``); it talks to the rest of
+the printer only through its :class:`~.base.PrintContext` (output lists, options, the header
+comment), where it leaves the last GTID's flags for the query family
+(``gtid_flags2``, ``gtid_flags_extra``).
 """
 
 from __future__ import annotations
@@ -19,34 +25,70 @@ from ...codec.events import (
     FL_WAITED,
     GtidEvent,
     gtid_head,
+    gtid_short_flags_extra,
     LOG_EVENT_SKIP_REPLICATION_F,
     serialize_xid,
+    xa_prepare_fields,
     xid_value,
 )
-from .base import _COMMIT_DELIM, DELIM, EventView, _START_TRANSACTION
+from .base import _COMMIT_DELIM, DELIM, EventView, PrintContext, _START_TRANSACTION
 
 
-class GtidPrinter:
-    """The Printer's GTID, Xid and XA events (a mixin of :class:`~mariabinlog.tools.printer.printer.Printer`)."""
+class GtidFamily:
+    """GTID, Xid and XA_prepare events; owns the GTID session variables last printed.
 
-    def _gtid_event(self, ev: EventView) -> None:
-        if ev.flags & LOG_EVENT_SKIP_REPLICATION_F or self.skip_replication:
-            self.skip_replication_statement(ev.flags)
+    Handlers (for the Printer's dispatch table): :meth:`gtid_event`, :meth:`xid_event`,
+    :meth:`xa_prepare`.
+    """
+
+    def __init__(self, pc: PrintContext) -> None:
+        self.pc = pc
+        # The context's lists and options are never replaced: kept at hand.
+        self.opt = pc.opt
+        self.out = pc.out
+        self.head = pc.head
+        self.header = pc.header
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh PRINT_EVENT_INFO's GTID session variables (one per input file)."""
+        self.server_id = 0
+        self.server_id_printed = False
+        self.domain_id = 0
+        self.domain_id_printed = False
+        self.allow_parallel = True
+        self.allow_parallel_printed = False
+
+    def gtid_event(self, ev: EventView) -> None:
+        if ev.flags & LOG_EVENT_SKIP_REPLICATION_F or self.pc.skip_replication:
+            self.pc.skip_replication_statement(ev.flags)
         self.gtid(ev)
 
-    def _xid_event(self, ev: EventView) -> None:
-        if ev.flags & LOG_EVENT_SKIP_REPLICATION_F or self.skip_replication:
-            self.skip_replication_statement(ev.flags)
+    def xid_event(self, ev: EventView) -> None:
+        if ev.flags & LOG_EVENT_SKIP_REPLICATION_F or self.pc.skip_replication:
+            self.pc.skip_replication_statement(ev.flags)
         self.xid(ev)
+
+    def xa_prepare(self, ev: EventView) -> None:
+        pc = self.pc
+        pc.skip_replication_statement(ev.flags)
+        _one_phase, fmt, gtrid, bqual = xa_prepare_fields(ev.buf, ev.body_pos)
+        xid = serialize_xid(fmt, gtrid, bqual)
+        h = self.head
+        if not self.opt.short_form:
+            self.header(ev, h)
+            h.append(b"\tXID = %s\n" % xid)
+        h.append(b"XA PREPARE %s\n%s\n" % (xid, DELIM))
+        pc.release_owned()
 
 
     def gtid(self, ev: EventView) -> None:
         seq_no, domain_id, flags2 = gtid_head(ev.buf, ev.body_pos)
-        if self.schema is not None:
-            self.schema_gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
-        bp = ev.body_pos
-        if not flags2 & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA) and (
-            ev.body_end <= bp + 13 or not ev.buf[bp + 13]
+        pc = self.pc
+        if pc.schema is not None:
+            pc.schema_gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
+        if not flags2 & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA) and not gtid_short_flags_extra(
+            ev.buf, ev.body_pos, ev.body_end
         ):
             # The common case: no commit id, no XA, no extra flags.
             opt = self.opt
@@ -67,10 +109,10 @@ class GtidPrinter:
                 self._gtid_session(h, flags2, domain_id, ev.server_id, seq_no)
             if not flags2 & FL_STANDALONE:
                 h.append(_COMMIT_DELIM if opt.flashback else _START_TRANSACTION)
-            self.gtid_flags2 = flags2
-            self.gtid_flags_extra = 0
+            pc.gtid_flags2 = flags2
+            pc.gtid_flags_extra = 0
             if opt.flashback:
-                self._release_owned()
+                pc.release_owned()
             else:
                 self.out.extend(h)
                 h.clear()
@@ -134,9 +176,10 @@ class GtidPrinter:
                 if opt.flashback
                 else b"START TRANSACTION\n%s\n" % DELIM
             )
-        self.gtid_flags2 = g.flags2
-        self.gtid_flags_extra = g.flags_extra
-        self._release_owned()
+        pc = self.pc
+        pc.gtid_flags2 = g.flags2
+        pc.gtid_flags_extra = g.flags_extra
+        pc.release_owned()
 
 
     def xid(self, ev: EventView) -> None:
@@ -146,7 +189,7 @@ class GtidPrinter:
             h.append(b"\tXid = %d\n" % xid_value(ev.buf, ev.body_pos))
         if self.opt.flashback:
             h.append(b"START TRANSACTION%s\n" % DELIM)
-            self._release_owned()
+            self.pc.release_owned()
         else:
             h.append(b"COMMIT/*!*/;\n")
             self.out.extend(h)

@@ -22,7 +22,6 @@ and their row-size plan is cached with them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,9 +32,7 @@ from ...codec.events import (
     ANNOTATE_ROWS_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
-    CHECKSUM_OFF,
     DecodeContext,
-    DEFAULT_CONTEXT,
     EXECUTE_LOAD_QUERY_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -47,7 +44,6 @@ from ...codec.events import (
     LOG_EVENT_ARTIFICIAL_F,
     LOG_EVENT_BINLOG_IN_USE_F,
     LOG_EVENT_IGNORABLE_F,
-    LOG_EVENT_SKIP_REPLICATION_F,
     QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
     RAND_EVENT,
@@ -56,44 +52,40 @@ from ...codec.events import (
     intvar_fields,
     rand_seeds,
     rotate_fields,
-    serialize_xid,
     START_ENCRYPTION_EVENT,
     START_EVENT_V3,
     STOP_EVENT,
     TABLE_MAP_EVENT,
     USER_VAR_EVENT,
     XA_PREPARE_LOG_EVENT,
-    xa_prepare_fields,
     XID_EVENT,
 )
-from ...codec.events.session import FLAGS2_VERSIONED
 from ...errors import DecodeError
 from .base import (
     BASE64_DECODE_ROWS,
     _base64_lines,
     BASE64_NEVER,
     DELIM,
-    _EPOCH_CACHE_MAX,
     _event_description,
     EventView,
-    OPTION_AUTO_IS_NULL,
-    OPTION_NO_FOREIGN_KEY_CHECKS,
-    OPTION_NOT_AUTOCOMMIT,
-    OPTION_RELAXED_UNIQUE_CHECKS,
+    PrintContext,
     PrintOptions,
 )
-from .gtid import GtidPrinter
-from .query import LoadFiles, QueryPrinter
-from .rows import ROW_EVENT_TYPES, RowsPrinter, TableInfo
+from .gtid import GtidFamily
+from .query import QueryFamily
+from .rows import ROW_EVENT_TYPES, RowsFamily
 
 # Names callers use through this module (the rooms hold them).
 from .base import (  # noqa: F401
     BASE64_AUTO,
+    OPTION_NO_FOREIGN_KEY_CHECKS,
+    OPTION_RELAXED_UNIQUE_CHECKS,
     _backtick,
     _fast,
     view_at,
 )
 from .rows import (  # noqa: F401
+    TableInfo,
     _COMMAND,
     _KIND_CODE,
     _verbose_plan,
@@ -123,8 +115,16 @@ IGNORABLE_NAMES: dict[int, bytes] = {
 }
 
 
-class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
+class Printer:
     """Renders events as ``mariadb-binlog`` does; one instance per dump (all files).
+
+    The event families are objects of their own, each owning its state: the GTID family
+    (:class:`~.gtid.GtidFamily`), the statement family (:class:`~.query.QueryFamily`) and
+    the rows family (:class:`~.rows.RowsFamily`).  What they share (the output lists, the
+    options, the header comment, the current file's decoding state) is one
+    :class:`~.base.PrintContext`, ``self.pc``.  One dispatch table maps each event type to
+    its family's handler; the Printer itself prints Format_description and the events
+    without a family (:meth:`other`).
 
     Per-file state (the tool's ``PRINT_EVENT_INFO``, re-created for every file
     on the command line) is reset by :meth:`begin_file`.  It is the dumper's
@@ -144,77 +144,79 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         #: Writes the pending pieces without joining them first (large pieces go out as they are).
         self._writelines = writelines or (lambda items: write(b"".join(items)))
         self.opt = options
-        self.out: list[bytes] = []
-        self.head: list[bytes] = []
-        self.body: list[bytes] = []
-        self.tail: list[bytes] = []
-        self._ts_cache: dict[int, bytes] = {}
-        self._table_cache: dict[bytes, TableInfo] = {}
-        self._status_cache: dict[bytes, tuple[dict[int, Any], Any]] = {}
-        self.printed_fd_event = False
-        #: Format_description printed (as BINLOG only) when base64 output needs one and
-        #: the file has none (`.ibb` files after the first); None = that is an error.
-        self.fallback_fd: bytes | None = None
-        # Flashback keeps whole event outputs and prints them in reverse at the end.
-        self.flashback_events: list[bytes] = []
-        self.flashback_stop = b""
-        #: The rows events of the current statement (raw bytes with their flags already
-        #: rewritten), printed in reverse order at its last event.
-        self.flashback_stmt: list[tuple[bytes, int, int]] = []
-        #: Opt-in (``--schema-metadata``): a SchemaTracker that fills what a Table_map lacks
-        #: for ``--print-table-metadata`` as FULL metadata would; None keeps the tool's text.
-        self.schema: Any = None
-        self.schema_gtid: str | None = None
-        #: The base name of the file read, where the schema history places its DDL.
-        self.schema_file = ""
-        #: LOAD DATA files rebuilt from Begin_load_query/Append_block events (one set per dump).
-        self.load_files = LoadFiles(options.local_load)
-        #: Create_file events waiting for their Exec_load, by file id.
-        self.load_events: dict[int, EventView] = {}
+        pc = self.pc = PrintContext(options)
+        # The shared lists are never replaced: the dumper appends to ``out`` directly.
+        self.out = pc.out
+        self.head = pc.head
+        self.header = pc.header
+        self._gtid = GtidFamily(pc)
+        self._query = QueryFamily(pc)
+        self._rows = RowsFamily(pc)
         self._build_dispatch()
-        self.reset_state()
+
+    # The shared state the dumper (and the JSON/ibb readers) set or read from outside.
+
+    @property
+    def ctx(self) -> DecodeContext:
+        return self.pc.ctx
+
+    @ctx.setter
+    def ctx(self, value: DecodeContext) -> None:
+        self.pc.ctx = value
+
+    @property
+    def checksum_alg(self) -> int:
+        return self.pc.checksum_alg
+
+    @checksum_alg.setter
+    def checksum_alg(self, value: int) -> None:
+        self.pc.checksum_alg = value
+
+    @property
+    def options_written(self) -> int:
+        return self.pc.options_written
+
+    @options_written.setter
+    def options_written(self, value: int) -> None:
+        self.pc.options_written = value
+
+    @property
+    def fallback_fd(self) -> bytes | None:
+        """Format_description printed (as BINLOG only) when base64 output needs one and
+        the file has none (`.ibb` files after the first); None = that is an error."""
+        return self.pc.fallback_fd
+
+    @fallback_fd.setter
+    def fallback_fd(self, value: bytes | None) -> None:
+        self.pc.fallback_fd = value
+
+    @property
+    def schema(self) -> Any:
+        """Opt-in (``--schema-metadata``): a SchemaTracker that fills what a Table_map lacks
+        for ``--print-table-metadata`` as FULL metadata would; None keeps the tool's text."""
+        return self.pc.schema
+
+    @schema.setter
+    def schema(self, value: Any) -> None:
+        self.pc.schema = value
+
+    @property
+    def flashback_events(self) -> list[bytes]:
+        """--flashback: whole event outputs, printed in reverse at the end."""
+        return self.pc.flashback_events
+
+    @property
+    def flashback_stop(self) -> bytes:
+        return self.pc.flashback_stop
 
     # ------------------------------------------------------------------ state / output
 
     def reset_state(self) -> None:
         """A fresh PRINT_EVENT_INFO (the tool makes one per input file)."""
-        self.db = b""
-        self.charset: bytes | None = None
-        self.time_zone = b""
-        self.flags2: int | None = None
-        self.sql_mode: bytes | None = None
-        self.auto_increment = (0, 0)
-        self.lc_time_names = -1
-        self.charset_database = -1
-        self.thread_id = 0
-        self.thread_id_printed = False
-        self.server_id = 0
-        self.server_id_printed = False
-        self.domain_id = 0
-        self.domain_id_printed = False
-        self.allow_parallel = True
-        self.allow_parallel_printed = False
-        self.gtid_flags2 = 0
-        self.skip_replication = 0
-        self.row_events = 0
-        self.table_maps: dict[int, TableInfo] = {}
-        self.ignored_maps: dict[int, TableInfo] = {}
-        self.annotate: EventView | None = None
-        self.printed_fd_event = False
-        self.head.clear()
-        self.body.clear()
-        self.tail.clear()
-        # Decoding state of the current file (set by the reader through set_format).
-        self.checksum_alg = CHECKSUM_OFF
-        self.ctx: DecodeContext = DEFAULT_CONTEXT
-        self.options_written = (
-            OPTION_AUTO_IS_NULL
-            | OPTION_NOT_AUTOCOMMIT
-            | OPTION_NO_FOREIGN_KEY_CHECKS
-            | OPTION_RELAXED_UNIQUE_CHECKS
-            | FLAGS2_VERSIONED
-        )
-        self.common_header_len = 19
+        self.pc.reset()
+        self._gtid.reset()
+        self._query.reset()
+        self._rows.reset()
 
     def drain(self) -> None:
         """Write what is pending in the direct output list."""
@@ -233,111 +235,11 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 break
         self.head.clear()
 
-    def _flush_head(self) -> None:
-        if self.head:
-            self.out.extend(self.head)
-            self.head.clear()
-
-    def _release_owned(self) -> None:
-        """Write_on_release_cache(..., this): with --flashback the event keeps its output
-        (printed in reverse order at the end), otherwise it goes out now."""
-        h = self.head
-        if self.opt.flashback:
-            if h:
-                self.flashback_events.append(b"".join(h))
-                h.clear()
-        else:
-            self.out.extend(h)
-            h.clear()
-
-    # ------------------------------------------------------------------ framing helpers
-
-    def timestamp(self, when: int) -> bytes:
-        """``%02d%02d%02d %2d:%02d:%02d`` of localtime(when), cached."""
-        text = self._ts_cache.get(when)
-        if text is None:
-            tm = time.localtime(when)
-            text = b"%02d%02d%02d %2d:%02d:%02d" % (
-                tm.tm_year % 100,
-                tm.tm_mon,
-                tm.tm_mday,
-                tm.tm_hour,
-                tm.tm_min,
-                tm.tm_sec,
-            )
-            if len(self._ts_cache) >= _EPOCH_CACHE_MAX:
-                self._ts_cache.clear()
-            self._ts_cache[when] = text
-        return text
-
-    def header(self, ev: EventView, dst: list[bytes], raw: bytes | None = None) -> None:
-        """Log_event::print_header (plus the --hexdump block)."""
-        ts = self._ts_cache.get(ev.when) or self.timestamp(ev.when)
-        log_pos = ev.log_pos
-        if self.ctx.binlog_version == 3:
-            log_pos = self.ctx.end_log_pos(ev.type_code, log_pos, ev.length)
-        if ev.crc is not None:
-            dst.append(
-                b"#%s server id %d  end_log_pos %d CRC32 0x%08x "
-                % (ts, ev.server_id, log_pos, ev.crc)
-            )
-        else:
-            dst.append(
-                b"#%s server id %d  end_log_pos %d " % (ts, ev.server_id, log_pos)
-            )
-        if self._hexdump:
-            self._print_hexdump(ev, dst, raw)
-
-    def _print_hexdump(
-        self, ev: EventView, dst: list[bytes], raw: bytes | None
-    ) -> None:
-        data = raw if raw is not None else ev.raw()
-        pos = ev.hexdump_from
-        dst.append(b"\n# Position\n")
-        dst.append(
-            b"#           |Timestamp   |Type |Master ID   |Size        |Master Pos  |Flags\n"
-        )
-        h = data[:19]
-        dst.append(
-            b"# %8x  |%02x %02x %02x %02x |%02x   |%02x %02x %02x %02x |%02x %02x %02x %02x |%02x %02x %02x %02x |%02x %02x\n"
-            % ((pos,) + tuple(h))
-        )
-        dst.append(b"#\n")
-        # The body after the whole common header (longer than 19 bytes in a few forks).
-        # Without a Format_description (MySQL 4.x) the tool knows no common header length and
-        # dumps whole events, except Start_v3 and Rotate, whose header length is fixed.
-        if self.ctx.binlog_version == 3 and ev.type_code not in (START_EVENT_V3, ROTATE_EVENT):
-            skip = 0
-        else:
-            skip = ev.body_pos - ev.start
-        rest = data[skip:]
-        offset = pos + skip
-        for i in range(0, len(rest), 16):
-            chunk = rest[i : i + 16]
-            hexpart = b" ".join(b"%02x" % c for c in chunk[:8])
-            if len(chunk) > 8:
-                hexpart += b"  " + b" ".join(b"%02x" % c for c in chunk[8:])
-            text = bytes(c if 32 <= c < 127 else 46 for c in chunk)
-            if len(chunk) == 16:
-                dst.append(b"# %8x  %s  |%s|\n" % (offset + i, hexpart, text))
-            else:
-                dst.append(b"# %8x  %-49s |%s|\n" % (offset + i, hexpart, text))
-        if rest:
-            dst.append(b"#\n")
-        dst.append(b"# Event: ")
-
     # ------------------------------------------------------------------ events
 
     def at(self, pos: int) -> None:
         """The ``# at N`` line process_event writes straight to the output."""
         self.out.append(b"# at %d\n" % pos)
-
-    def skip_replication_statement(self, flags: int) -> None:
-        """print_skip_replication_statement: only when the event flag changes."""
-        value = 1 if flags & LOG_EVENT_SKIP_REPLICATION_F else 0
-        if value != self.skip_replication:
-            self.out.append(b"/*!50521 SET skip_replication=%d*/%s\n" % (value, DELIM))
-            self.skip_replication = value
 
     def print_event(self, ev: EventView) -> None:
         """process_event's printing part for one event that passed every filter."""
@@ -347,34 +249,32 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
         if handler is not None:
             handler(ev)
         else:
-            self.skip_replication_statement(ev.flags)
+            self.pc.skip_replication_statement(ev.flags)
             self.other(ev)
 
-
     def _build_dispatch(self) -> None:
+        """The one table from event type to its family's handler (bound once, here)."""
         opt = self.opt
         self._positions = (
             not opt.short_form and not opt.flashback and opt.print_row_event_positions
         )
-        self._encoded = (
-            opt.base64_mode not in (BASE64_NEVER, BASE64_DECODE_ROWS)
-            and not opt.short_form
-        )
-        self._hexdump = opt.hexdump
+        gtid, query, rows = self._gtid, self._query, self._rows
         dispatch: dict[int, Callable[[EventView], None]] = {
-            code: self.rows_event for code in ROW_EVENT_TYPES
+            code: rows.rows_event for code in ROW_EVENT_TYPES
         }
-        dispatch[TABLE_MAP_EVENT] = self.table_map
-        dispatch[GTID_EVENT] = self._gtid_event
-        dispatch[XID_EVENT] = self._xid_event
-        dispatch[ANNOTATE_ROWS_EVENT] = self._annotate_rows
-        dispatch[QUERY_EVENT] = self.query
-        dispatch[QUERY_COMPRESSED_EVENT] = self.query
-        dispatch[EXECUTE_LOAD_QUERY_EVENT] = self.query
-        dispatch[BEGIN_LOAD_QUERY_EVENT] = self.load_block
-        dispatch[APPEND_BLOCK_EVENT] = self.load_block
-        dispatch[CREATE_FILE_EVENT] = self.create_file
-        dispatch[EXEC_LOAD_EVENT] = self.exec_load
+        dispatch[TABLE_MAP_EVENT] = rows.table_map
+        dispatch[ANNOTATE_ROWS_EVENT] = rows.annotate_rows
+        dispatch[GTID_EVENT] = gtid.gtid_event
+        dispatch[XID_EVENT] = gtid.xid_event
+        dispatch[XA_PREPARE_LOG_EVENT] = gtid.xa_prepare
+        dispatch[QUERY_EVENT] = query.query
+        dispatch[QUERY_COMPRESSED_EVENT] = query.query
+        dispatch[EXECUTE_LOAD_QUERY_EVENT] = query.query
+        dispatch[USER_VAR_EVENT] = query.user_var_event
+        dispatch[BEGIN_LOAD_QUERY_EVENT] = query.load_block
+        dispatch[APPEND_BLOCK_EVENT] = query.load_block
+        dispatch[CREATE_FILE_EVENT] = query.create_file
+        dispatch[EXEC_LOAD_EVENT] = query.exec_load
         dispatch[FORMAT_DESCRIPTION_EVENT] = self.format_description
         dispatch[START_EVENT_V3] = self.format_description
         self._dispatch = dispatch
@@ -392,7 +292,7 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 % (
                     fd.binlog_version,
                     fd.server_version.encode("latin-1", "replace"),
-                    self.timestamp(ev.when),
+                    self.pc.timestamp(ev.when),
                     b" at startup" if fd.create_timestamp else b"",
                 )
             )
@@ -407,22 +307,8 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 h.append(b"BINLOG '\n")
                 _base64_lines(ev.raw(), h)
                 h.append(b"'%s\n" % DELIM)
-            self.printed_fd_event = True
-        self._flush_head()
-
-    # -- GTID
-
-
-    # -- Xid
-
-    # -- Query
-
-
-    # -- Table_map
-
-
-    # -- rows
-
+            self.pc.printed_fd_event = True
+        self.pc.flush_head()
 
     # -- everything else
 
@@ -483,27 +369,16 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 h.append(b"\tRand\n")
             s1, s2 = rand_seeds(ev.buf, ev.body_pos)
             h.append(b"SET @@RAND_SEED1=%d, @@RAND_SEED2=%d%s\n" % (s1, s2, DELIM))
-        elif code == USER_VAR_EVENT:
-            self.user_var(ev, h)
-        elif code == XA_PREPARE_LOG_EVENT:
-            _one_phase, fmt, gtrid, bqual = xa_prepare_fields(ev.buf, ev.body_pos)
-            xid = serialize_xid(fmt, gtrid, bqual)
-            if not short:
-                self.header(ev, h)
-                h.append(b"\tXID = %s\n" % xid)
-            h.append(b"XA PREPARE %s\n%s\n" % (xid, DELIM))
-            self._release_owned()
-            return
         elif code == STOP_EVENT:
             if short:
                 return
             self.header(ev, h)
             h.append(b"\tStop\n")
             if self.opt.flashback:
-                self.flashback_stop = b"".join(h)
+                self.pc.flashback_stop = b"".join(h)
                 h.clear()
             else:
-                self._flush_head()
+                self.pc.flush_head()
             return
         elif code == INCIDENT_EVENT:
             inc = ev.decoded()
@@ -544,14 +419,14 @@ class Printer(GtidPrinter, QueryPrinter, RowsPrinter):
                 return
             self.header(ev, h)
             h.append(b"\n# Unknown event\n")
-        self._flush_head()
+        self.pc.flush_head()
 
 
     # ------------------------------------------------------------------ file boundaries
 
     def begin_file(self, name: str = "") -> None:
         """dump_log_entries: a fresh PRINT_EVENT_INFO and ``DELIMITER /*!*/;``."""
-        self.schema_file = name.rsplit("/", 1)[-1]
+        self.pc.schema_file = name.rsplit("/", 1)[-1]
         self.reset_state()
         self.out.append(b"DELIMITER /*!*/;\n")
 

@@ -1,5 +1,11 @@
 """Printing of statement events as ``mariadb-binlog`` does: the session ``SET`` lines a
-Query event prints when they changed, the query itself, and User_var events.
+Query event prints when they changed, the query itself, User_var and the LOAD DATA events.
+
+:class:`QueryFamily` owns the session state last printed (current database, pseudo thread
+id, ``Q_FLAGS2``, ``sql_mode``, charsets, time zone, ...), the status-variable cache and the
+LOAD DATA files; it talks to the rest of the printer only through its
+:class:`~.base.PrintContext` (output lists, options, the header comment, the file's decoding
+context and ``options_written``, the last GTID's flags, the schema tracker).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from .base import (
     DELIM,
     EventView,
     _format_g14,
+    PrintContext,
 )
 
 
@@ -141,17 +148,52 @@ class LoadFiles:
         return None if path is None else path.encode()
 
 
-class QueryPrinter:
-    """The Printer's Query and User_var events and the session state they print
-    (a mixin of :class:`~mariabinlog.tools.printer.printer.Printer`)."""
+class QueryFamily:
+    """Query (plain, compressed, Execute_load_query), User_var and the LOAD DATA events;
+    owns the session state they print only when it changed.
 
+    Handlers (for the Printer's dispatch table): :meth:`query`, :meth:`user_var_event`,
+    :meth:`load_block`, :meth:`create_file`, :meth:`exec_load`.
+    """
+
+    def __init__(self, pc: PrintContext) -> None:
+        self.pc = pc
+        # The context's lists and options are never replaced: kept at hand.
+        self.opt = pc.opt
+        self.out = pc.out
+        self.head = pc.head
+        self.header = pc.header
+        self._status_cache: dict[bytes, tuple[dict[int, Any], Any]] = {}
+        #: LOAD DATA files rebuilt from Begin_load_query/Append_block events (one set per dump).
+        self.load_files = LoadFiles(pc.opt.local_load)
+        #: Create_file events waiting for their Exec_load, by file id.
+        self.load_events: dict[int, EventView] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh PRINT_EVENT_INFO's session state (one per input file)."""
+        self.db = b""
+        self.charset: bytes | None = None
+        self.time_zone = b""
+        self.flags2: int | None = None
+        self.sql_mode: bytes | None = None
+        self.auto_increment = (0, 0)
+        self.lc_time_names = -1
+        self.charset_database = -1
+        self.thread_id = 0
+        self.thread_id_printed = False
+
+    def user_var_event(self, ev: EventView) -> None:
+        self.pc.skip_replication_statement(ev.flags)
+        self.user_var(ev, self.head)
+        self.pc.flush_head()
 
     def query_parts(self, ev: EventView) -> _QueryParts:
         """Post-header, status variables (cached by their bytes), database and text of a Query."""
         buf = ev.buf
         bp = ev.body_pos
         code = ev.type_code
-        post = self.ctx.post_header_len(code)
+        post = self.pc.ctx.post_header_len(code)
         if post >= 13 and bp + post <= ev.body_end:
             sections = query_sections(buf, bp, post, ev.body_end)
             if sections is not None:
@@ -183,11 +225,12 @@ class QueryPrinter:
         )
 
     def query(self, ev: EventView) -> None:
-        if self.schema is not None:
-            self.schema.observe_query(ev.decoded(), file=self.schema_file, pos=ev.position, gtid=self.schema_gtid)
+        pc = self.pc
+        if pc.schema is not None:
+            pc.schema.observe_query(ev.decoded(), file=pc.schema_file, pos=ev.position, gtid=pc.schema_gtid)
         q = self.query_parts(ev)
         opt = self.opt
-        is_xa = bool(self.gtid_flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA))
+        is_xa = bool(pc.gtid_flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA))
         flags = ev.flags
         query = q.query
         if not _is_trans_keyword(query, is_xa):
@@ -204,13 +247,13 @@ class QueryPrinter:
         ):
             self.out.append(b"use %s%s\n" % (_backtick(opt.rewrite_db[db]), DELIM))
             self.db = db
-        self.skip_replication_statement(flags)
+        pc.skip_replication_statement(flags)
         h = self.head
         self.query_header(ev, q, flags, is_xa, h)
         load = ev.decoded() if ev.type_code == EXECUTE_LOAD_QUERY_EVENT else None
         if load is not None:
             query = self._load_statement(load)
-        gtid_extra = getattr(self, "gtid_flags_extra", 0)
+        gtid_extra = pc.gtid_flags_extra
         # Execute_load_query prints its statement even with --flashback (its own print()).
         if not opt.flashback or load is not None:
             if gtid_extra & (
@@ -246,7 +289,7 @@ class QueryPrinter:
             self.out.extend(h)
             h.clear()
             return
-        self._release_owned()
+        pc.release_owned()
 
     def _load_statement(self, load: ExecuteLoadQueryEvent) -> bytes:
         """Execute_load_query_log_event::print: the statement reading the file the load
@@ -281,7 +324,7 @@ class QueryPrinter:
             b"\n#%s: file_id: %d  block_len: %d\n"
             % (b"Begin_load_query" if begin else b"Append_block", block.file_id, len(block.block))
         )
-        self._flush_head()
+        self.pc.flush_head()
 
     def create_file(self, ev: EventView) -> None:
         """Create_file (pre-5.0 LOAD DATA): printed commented out, its file started; the
@@ -291,7 +334,7 @@ class QueryPrinter:
             h = self.head
             self._print_load(ev, cf, None, h)
             h.append(b"# file_id: %d  block_len: %d\n" % (cf.file_id, len(cf.block)))
-            self._flush_head()
+            self.pc.flush_head()
         base = os.path.basename(cf.file_name).decode("utf-8", "surrogateescape")
         self.load_files.create(cf.file_id, cf.block, base)
         self.load_events[cf.file_id] = ev
@@ -313,7 +356,7 @@ class QueryPrinter:
             self._print_load(created, cf, path, h)
             if not self.opt.short_form:
                 h.append(b"# file_id: %d  block_len: %d\n" % (cf.file_id, len(cf.block)))
-        self._flush_head()
+        self.pc.flush_head()
 
     def _print_load(self, ev: EventView, cf: CreateFileEvent, path: bytes | None, h: list[bytes]) -> None:
         """Load_log_event::print: commented out (``path`` None) or reading the local file."""
@@ -394,7 +437,7 @@ class QueryPrinter:
         if flags2 is not None:
             changed = 0xFFFFFFFF if self.flags2 is None else (self.flags2 ^ flags2)
             if changed:
-                bits = changed & ~(FLAGS2_VERSIONED & ~self.options_written)
+                bits = changed & ~(FLAGS2_VERSIONED & ~self.pc.options_written)
                 h.append(b"SET " + flags2_assignments(flags2, bits) + b"%s\n" % DELIM)
                 self.flags2 = flags2
         sql_mode = session.sql_mode

@@ -1,6 +1,13 @@
 """Printing of row-based events as ``mariadb-binlog`` does: table maps, ``BINLOG`` base64
 blocks, ``###`` lines (``-v``/``-vv``), row counts and ``--flashback`` reversal (the row
 images measured as the tool measures them: :mod:`.rowsizes`).
+
+:class:`RowsFamily` owns the table maps (printed and ignored ones, and the cache of decoded
+maps with their row-size plans), the kept Annotate_rows, the statement's row count and
+``--flashback``'s buffered rows events; it talks to the rest of the printer only through its
+:class:`~.base.PrintContext` (output lists and the tool's head/body/tail caches, options,
+the header comment, the file's decoding context, the Format_description state, the
+flashback output, the schema tracker).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from typing import Any
 
 from ...codec import columns as C
 from ...codec.events import (
+    rows_bitmaps,
     rows_extra_end,
     rows_head,
     set_rows_flags,
@@ -34,9 +42,8 @@ from ...codec.events import (
     WRITE_ROWS_EVENT,
     WRITE_ROWS_EVENT_V1,
 )
-from ...codec.primitives import read_lenenc_int
 from ...codec import charsets
-from ...errors import DecodeError, MissingFormatDescription
+from ...errors import DecodeError
 from . import rowsql
 from .rowsizes import FLASHBACK_TYPE, count_rows, flashback_rows, full_size_codes, size_codes
 from .base import (
@@ -47,6 +54,7 @@ from .base import (
     DELIM,
     EventView,
     _fast,
+    PrintContext,
     view_at,
 )
 
@@ -354,11 +362,39 @@ def _meta_type_name(
     return b""
 
 
-class RowsPrinter:
-    """The Printer's Table_map, rows and Annotate_rows events: the three caches, ``###``
-    lines and flashback (a mixin of :class:`~mariabinlog.tools.printer.printer.Printer`)."""
+class RowsFamily:
+    """Table_map, rows and Annotate_rows events: ``BINLOG`` blocks through the head/body/tail
+    caches, ``###`` lines, row counts and flashback; owns the table maps and the statement.
 
-    def _annotate_rows(self, ev: EventView) -> None:
+    Handlers (for the Printer's dispatch table): :meth:`table_map`, :meth:`rows_event`,
+    :meth:`annotate_rows`.
+    """
+
+    def __init__(self, pc: PrintContext) -> None:
+        self.pc = pc
+        # The context's lists and options are never replaced: kept at hand.
+        self.opt = pc.opt
+        self.out = pc.out
+        self.head = pc.head
+        self.body = pc.body
+        self.tail = pc.tail
+        self.header = pc.header
+        self.encoded = pc.encoded
+        #: Decoded Table_maps with their row-size plans, by body bytes (one cache per dump).
+        self._table_cache: dict[bytes, TableInfo] = {}
+        #: The rows events of the current statement (raw bytes with their flags already
+        #: rewritten), printed in reverse order at its last event.
+        self.flashback_stmt: list[tuple[bytes, int, int]] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh PRINT_EVENT_INFO's table maps and statement (one per input file)."""
+        self.row_events = 0
+        self.table_maps: dict[int, TableInfo] = {}
+        self.ignored_maps: dict[int, TableInfo] = {}
+        self.annotate: EventView | None = None
+
+    def annotate_rows(self, ev: EventView) -> None:
         if not self.opt.skip_annotate:
             self.annotate = ev  # kept until a Table_map is printed
 
@@ -396,11 +432,11 @@ class RowsPrinter:
             schema = opt.rewrite_db[schema]
             raw = self._rewrite_table_map(ev, schema)
         if (
-            not self.printed_fd_event
+            not self.pc.printed_fd_event
             and not opt.short_form
             and opt.base64_mode not in (BASE64_DECODE_ROWS, BASE64_NEVER)
         ):
-            self._need_format_description(b"Table_map")
+            self.pc.need_format_description(b"Table_map")
         h = self.head
         if not opt.short_form:
             self.header(ev, h)
@@ -426,25 +462,11 @@ class RowsPrinter:
                 _base64_lines(raw if raw is not None else ev.raw(), self.body)
             if opt.verbose or opt.print_row_count or opt.flashback:
                 self.table_maps[info.table_id] = info
-            self._flush_head()
-
-    def _need_format_description(self, type_name: bytes) -> None:
-        """Base64 output needs a Format_description first: the fallback one, else an error.
-
-        `.ibb` files carry an FD only where the server (re)started, so a dump of
-        a later file sets :attr:`fallback_fd` and gets its BINLOG statement
-        printed before the first base64 event, which keeps the output replayable.
-        """
-        if self.fallback_fd is None:
-            raise MissingFormatDescription(type_name)
-        self.out.append(b"BINLOG '\n")
-        _base64_lines(self.fallback_fd, self.out)
-        self.out.append(b"'%s\n" % DELIM)
-        self.printed_fd_event = True
+            self.pc.flush_head()
 
     def _rewrite_table_map(self, ev: EventView, new_db: bytes) -> bytes:
         """Table_map_log_event::rewrite_db on the raw event (the old CRC bytes are kept)."""
-        return with_table_map_database(ev.raw(), self.ctx.post_header_len(TABLE_MAP_EVENT), new_db)
+        return with_table_map_database(ev.raw(), self.pc.ctx.post_header_len(TABLE_MAP_EVENT), new_db)
 
     def _print_annotate(self) -> None:
         view = self.annotate
@@ -467,7 +489,8 @@ class RowsPrinter:
 
     def _print_table_metadata(self, info: TableInfo, h: list[bytes]) -> None:
         """Table_map_log_event::print_columns and print_primary_key."""
-        tm = info.event if self.schema is None else self.schema.typed_map(info.event, self.schema_gtid)
+        schema = self.pc.schema
+        tm = info.event if schema is None else schema.typed_map(info.event, self.pc.schema_gtid)
         om = tm.optional_metadata or C.OptionalMetadata()
         types = tm.column_types
         metas = tm.column_meta
@@ -572,7 +595,7 @@ class RowsPrinter:
         code = ev.type_code
         buf = ev.buf
         p = ev.body_pos
-        post = self.ctx.post_header_len(code)
+        post = self.pc.ctx.post_header_len(code)
         table_id, rows_flags, flags_at = rows_head(buf, p, post)
         if code in _V2_ROWS:
             rows_extra_end(buf, p + post - 2, ev.body_end)  # an invalid event stops the dump here
@@ -595,7 +618,7 @@ class RowsPrinter:
             if ignored:
                 if self.body:
                     self.body.append(b"'%s\n" % DELIM)
-                self._flush_head()
+                self.pc.flush_head()
                 self.out.extend(self.body)
                 self.body.clear()
                 self.out.extend(self.tail)
@@ -610,7 +633,7 @@ class RowsPrinter:
             events = self.flashback_stmt
             self.flashback_stmt = []
             for raw_event, position, crc in reversed(events):
-                view = view_at(raw_event, 0, position, 0 if crc < 0 else 4, self.ctx)
+                view = view_at(raw_event, 0, position, 0 if crc < 0 else 4, self.pc.ctx)
                 if crc >= 0:
                     view.crc = crc
                 view.hexdump_from = ev.position
@@ -630,9 +653,9 @@ class RowsPrinter:
         buf = ev.buf
         p = ev.body_pos
         stmt_end = bool(rows_flags & STMT_END_F)
-        encoded = self._encoded
-        if encoded and not self.printed_fd_event:
-            self._need_format_description(_ROWS_NAMES[code])
+        encoded = self.encoded
+        if encoded and not self.pc.printed_fd_event:
+            self.pc.need_format_description(_ROWS_NAMES[code])
         name = _ROWS_NAMES[code]
         if opt.flashback:
             name = _FLASHBACK_NAMES.get(name, name)
@@ -642,14 +665,7 @@ class RowsPrinter:
         if code in _V2_ROWS:
             # The post-header ends with the extra data's length, which counts itself.
             q = rows_extra_end(buf, q - 2, ev.body_end)
-        width, q = read_lenenc_int(buf, q, "rows event column count")
-        nb = (width + 7) >> 3
-        cols = bytes(buf[q : q + nb])
-        q += nb
-        cols_ai = None
-        if code in _UPDATE_ROWS:
-            cols_ai = bytes(buf[q : q + nb])
-            q += nb
+        width, cols, cols_ai, q = rows_bitmaps(buf, q, code in _UPDATE_ROWS)
         data: Any = buf
         start, end = q, ev.body_end
         if code in UNCOMPRESSED_TYPE:
@@ -739,10 +755,10 @@ class RowsPrinter:
                 h.extend(self.tail)
                 self.body.clear()
                 self.tail.clear()
-                self.flashback_events.append(b"".join(h))
+                self.pc.flashback_events.append(b"".join(h))
                 h.clear()
                 return
-            self._flush_head()
+            self.pc.flush_head()
             if encoded:
                 self.out.append(b"\nBINLOG '\n")
                 self.out.extend(self.body)
