@@ -486,3 +486,15 @@ class PrintContext:
         if rest:
             dst.append(b"#\n")
         dst.append(b"# Event: ")
+
+
+class PrintFamily:
+    """The start of an event family: its :class:`PrintContext` and, at hand, what of it is
+    never replaced (the options, the output list, the head cache, the header comment)."""
+
+    def __init__(self, pc: PrintContext) -> None:
+        self.pc = pc
+        self.opt = pc.opt
+        self.out = pc.out
+        self.head = pc.head
+        self.header = pc.header

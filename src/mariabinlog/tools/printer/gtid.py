@@ -31,10 +31,10 @@ from ...codec.events import (
     xa_prepare_fields,
     xid_value,
 )
-from .base import _COMMIT_DELIM, DELIM, EventView, PrintContext, _START_TRANSACTION
+from .base import _COMMIT_DELIM, DELIM, EventView, PrintContext, PrintFamily, _START_TRANSACTION
 
 
-class GtidFamily:
+class GtidFamily(PrintFamily):
     """GTID, Xid and XA_prepare events; owns the GTID session variables last printed.
 
     Handlers (for the Printer's dispatch table): :meth:`gtid_event`, :meth:`xid_event`,
@@ -42,12 +42,7 @@ class GtidFamily:
     """
 
     def __init__(self, pc: PrintContext) -> None:
-        self.pc = pc
-        # The context's lists and options are never replaced: kept at hand.
-        self.opt = pc.opt
-        self.out = pc.out
-        self.head = pc.head
-        self.header = pc.header
+        super().__init__(pc)
         self.reset()
 
     def reset(self) -> None:

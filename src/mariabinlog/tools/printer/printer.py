@@ -115,6 +115,15 @@ IGNORABLE_NAMES: dict[int, bytes] = {
 }
 
 
+def _shared(name: str, doc: str) -> Any:
+    """A Printer attribute that is its PrintContext's ``name``."""
+    return property(
+        lambda self: getattr(self.pc, name),
+        lambda self, value: setattr(self.pc, name, value),
+        doc=doc,
+    )
+
+
 class Printer:
     """Renders events as ``mariadb-binlog`` does; one instance per dump (all files).
 
@@ -154,60 +163,22 @@ class Printer:
         self._rows = RowsFamily(pc)
         self._build_dispatch()
 
-    # The shared state the dumper (and the JSON/ibb readers) set or read from outside.
-
-    @property
-    def ctx(self) -> DecodeContext:
-        return self.pc.ctx
-
-    @ctx.setter
-    def ctx(self, value: DecodeContext) -> None:
-        self.pc.ctx = value
-
-    @property
-    def checksum_alg(self) -> int:
-        return self.pc.checksum_alg
-
-    @checksum_alg.setter
-    def checksum_alg(self, value: int) -> None:
-        self.pc.checksum_alg = value
-
-    @property
-    def options_written(self) -> int:
-        return self.pc.options_written
-
-    @options_written.setter
-    def options_written(self, value: int) -> None:
-        self.pc.options_written = value
-
-    @property
-    def fallback_fd(self) -> bytes | None:
-        """Format_description printed (as BINLOG only) when base64 output needs one and
-        the file has none (`.ibb` files after the first); None = that is an error."""
-        return self.pc.fallback_fd
-
-    @fallback_fd.setter
-    def fallback_fd(self, value: bytes | None) -> None:
-        self.pc.fallback_fd = value
-
-    @property
-    def schema(self) -> Any:
-        """Opt-in (``--schema-metadata``): a SchemaTracker that fills what a Table_map lacks
-        for ``--print-table-metadata`` as FULL metadata would; None keeps the tool's text."""
-        return self.pc.schema
-
-    @schema.setter
-    def schema(self, value: Any) -> None:
-        self.pc.schema = value
-
-    @property
-    def flashback_events(self) -> list[bytes]:
-        """--flashback: whole event outputs, printed in reverse at the end."""
-        return self.pc.flashback_events
-
-    @property
-    def flashback_stop(self) -> bytes:
-        return self.pc.flashback_stop
+    # The shared state the dumper (and the ibb reader, the CLI) set or read from outside.
+    ctx = _shared("ctx", "The current file's DecodeContext.")
+    checksum_alg = _shared("checksum_alg", "The current file's checksum algorithm.")
+    options_written = _shared("options_written", "The Q_FLAGS2 bits the file's server writes.")
+    fallback_fd = _shared(
+        "fallback_fd",
+        "Format_description printed (as BINLOG only) when base64 output needs one and the file"
+        " has none (`.ibb` files after the first); None = that is an error.",
+    )
+    schema = _shared(
+        "schema",
+        "Opt-in (``--schema-metadata``): a SchemaTracker that fills what a Table_map lacks for"
+        " ``--print-table-metadata`` as FULL metadata would; None keeps the tool's text.",
+    )
+    flashback_events = _shared("flashback_events", "--flashback: whole event outputs, printed reversed at the end.")
+    flashback_stop = _shared("flashback_stop", "--flashback: the Stop event's output, printed last.")
 
     # ------------------------------------------------------------------ state / output
 

@@ -62,6 +62,7 @@ from .base import (
     EventView,
     _format_g14,
     PrintContext,
+    PrintFamily,
 )
 
 
@@ -148,7 +149,7 @@ class LoadFiles:
         return None if path is None else path.encode()
 
 
-class QueryFamily:
+class QueryFamily(PrintFamily):
     """Query (plain, compressed, Execute_load_query), User_var and the LOAD DATA events;
     owns the session state they print only when it changed.
 
@@ -157,12 +158,7 @@ class QueryFamily:
     """
 
     def __init__(self, pc: PrintContext) -> None:
-        self.pc = pc
-        # The context's lists and options are never replaced: kept at hand.
-        self.opt = pc.opt
-        self.out = pc.out
-        self.head = pc.head
-        self.header = pc.header
+        super().__init__(pc)
         self._status_cache: dict[bytes, tuple[dict[int, Any], Any]] = {}
         #: LOAD DATA files rebuilt from Begin_load_query/Append_block events (one set per dump).
         self.load_files = LoadFiles(pc.opt.local_load)

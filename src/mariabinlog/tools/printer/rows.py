@@ -55,6 +55,7 @@ from .base import (
     EventView,
     _fast,
     PrintContext,
+    PrintFamily,
     view_at,
 )
 
@@ -362,7 +363,7 @@ def _meta_type_name(
     return b""
 
 
-class RowsFamily:
+class RowsFamily(PrintFamily):
     """Table_map, rows and Annotate_rows events: ``BINLOG`` blocks through the head/body/tail
     caches, ``###`` lines, row counts and flashback; owns the table maps and the statement.
 
@@ -371,14 +372,9 @@ class RowsFamily:
     """
 
     def __init__(self, pc: PrintContext) -> None:
-        self.pc = pc
-        # The context's lists and options are never replaced: kept at hand.
-        self.opt = pc.opt
-        self.out = pc.out
-        self.head = pc.head
+        super().__init__(pc)
         self.body = pc.body
         self.tail = pc.tail
-        self.header = pc.header
         self.encoded = pc.encoded
         #: Decoded Table_maps with their row-size plans, by body bytes (one cache per dump).
         self._table_cache: dict[bytes, TableInfo] = {}
