@@ -172,15 +172,19 @@ def extend_history(history: SchemaHistory, source: str, options: dict[str, str],
     return len(history.records) != before
 
 
-def newest_group(source: str, options: dict[str, str], after: Offset) -> tuple[Offset, float | None]:
+def newest_group(source: str, options: dict[str, str], after: Offset, known: Offset | None = None
+                 ) -> tuple[Offset, float | None]:
     """(offset after the directory's last complete group, that group's commit time) as of now,
-    scanning on from ``after``; the time is None when nothing is newer than ``after``."""
+    scanning on from ``after``, or from ``known`` (an earlier answer) where that is later: the
+    directory only grows, so a job behind it does not scan what it has not read twice; the
+    time is None when nothing is newer than ``after``."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     from ..plan import Split
 
     reader = stream_reader(source, options)
-    latest = reader.latestOffset(after if after.get("file") else reader.initialOffset(), ReadAllAvailable())
+    start = known if known is not None and version(known) > version(after) else after
+    latest = reader.latestOffset(start if start.get("file") else reader.initialOffset(), ReadAllAvailable())
     if version(latest) <= version(after):
         return latest, None
     # The last group's GTID event: read the split that ends at the latest offset.
@@ -290,6 +294,7 @@ class MirrorStream:
         self.touched: set[tuple[str, str]] = set()
         self._own: SchemaHistory | None = None
         self._reader: BinlogStreamReader | None = None
+        self._latest: Offset | None = None  # the directory's end when last seen (for the lag)
 
     def options(self) -> dict[str, str]:
         """The stream's read options: the user's, the ledger's position to start from, the
@@ -358,7 +363,8 @@ class MirrorStream:
         if applied.newest is not None:
             self.ledger.newest = applied.newest
         self.touched.update((kind, name) for name in applied.tables for kind in ("state", "changes"))
-        latest, newest = newest_group(self.ledger.source, self.ledger.options, end)
+        latest, newest = newest_group(self.ledger.source, self.ledger.options, end, self._latest)
+        self._latest = latest
         behind = gtids_behind(end, latest)
         seconds = 0.0 if behind == 0 else (
             None if newest is None or self.ledger.newest is None else max(0.0, newest - self.ledger.newest))
