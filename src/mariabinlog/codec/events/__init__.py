@@ -61,6 +61,7 @@ from .header import (
     QUERY_EVENT,
     RAND_EVENT,
     reframe,
+    with_event_type,
     with_log_pos,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,

@@ -390,6 +390,12 @@ def with_log_pos(event: Buffer, log_pos: int) -> bytes:
     return bytes(event[:13]) + U32.pack(log_pos & 0xFFFFFFFF) + bytes(event[17:])
 
 
+def with_event_type(event: Buffer, type_code: int) -> bytes:
+    """Event bytes with only the type code replaced; length and footer kept (the CRC is
+    not recomputed: :func:`reframe` does that where it must be)."""
+    return bytes(event[:4]) + bytes((type_code,)) + bytes(event[5:])
+
+
 def encrypted_error(offset: int) -> EncryptedBinlogError:
     """The error every reader raises for events after a Start_encryption event."""
     return EncryptedBinlogError(

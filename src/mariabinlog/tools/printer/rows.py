@@ -18,6 +18,7 @@ from typing import Any
 
 from ...codec import columns as C
 from ...codec.events import (
+    with_event_type,
     rows_bitmaps,
     rows_extra_end,
     rows_head,
@@ -671,9 +672,7 @@ class RowsFamily(PrintFamily):
                 self.head.append(b"ERROR: uncompress %s failed\n" % name.lower())
                 return
             # The tool re-encodes the event uncompressed (type, length and CRC fixed).
-            prefix = bytearray(buf[ev.start : q])
-            prefix[4] = UNCOMPRESSED_TYPE[code]
-            body = bytes(prefix) + rows
+            body = with_event_type(buf[ev.start : q], UNCOMPRESSED_TYPE[code]) + rows
             raw = reframe(body, checksum=ev.crc is not None)
             code = UNCOMPRESSED_TYPE[code]
             data, start, end = rows, 0, len(rows)
@@ -695,7 +694,7 @@ class RowsFamily(PrintFamily):
                 )
                 raw = raw[:offset] + rows + raw[offset + len(rows) :]
                 data, start, end = rows, 0, len(rows)
-            raw = raw[:4] + bytes((code,)) + raw[5:]
+            raw = with_event_type(raw, code)
         if not opt.short_form:
             h = self.head
             self.header(ev, h, raw)
