@@ -349,8 +349,7 @@ class MirrorStream:
             if not end.get("file"):
                 return
             history = self._history(start, end)
-            small = bytes_after(self.ledger.source, self.ledger.options, start) - bytes_after(
-                self.ledger.source, self.ledger.options, end) <= self.settings.local_bytes
+            small = bytes_after(self.ledger.source, self.ledger.options, start, end) <= self.settings.local_bytes
             self._apply(batch, self._read_here(start, end) if small else frame.toArrow(), end, history)
         except BaseException as error:
             self.failure = error
@@ -614,16 +613,17 @@ def locked(out: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def bytes_after(source: str, options: dict[str, str], position: Offset) -> int:
-    """Bytes of the directory's files from ``position`` on (what a run would read at most)."""
+def bytes_after(source: str, options: dict[str, str], position: Offset, end: Offset | None = None) -> int:
+    """Bytes of the directory's files from ``position`` on, up to ``end`` (default: the
+    files' ends): what a run, or a micro-batch, reads at most."""
     reader = stream_reader(source, options)
     files = discover([reader.directory], reader.options.listing)
-    at = version(position)
+    at, stop = version(position), None if end is None else version(end)
     total = 0
     for f in files:
         start = f.file_no << 32
-        if start + f.size > at:
-            total += f.size - max(0, at - start)
+        finish = start + f.size if stop is None else min(start + f.size, stop)
+        total += max(0, finish - max(start, at))
     return total
 
 
