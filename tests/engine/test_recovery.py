@@ -16,7 +16,8 @@ from engine_helpers import SMALL, gtid_groups, query, query_texts, run_child
 from mariabinlog.codec.ibb.page import PAGE_SIZE, PAGE_SIZE_SHIFT, ZERO_PAGE
 from mariabinlog.engine import Engine
 from mariabinlog.engine.check import check_directory
-from mariabinlog.engine.redo import REDO_NAME, RecordBuilder, RedoLog
+from mariabinlog.codec.ibb.redo import RecordBuilder
+from mariabinlog.engine.redo import REDO_NAME, RedoLog
 from mariabinlog.engine.files import binlog_name
 
 

@@ -22,14 +22,16 @@ import pytest
 from mariabinlog.codec.events import RowsEvent, TableMapEvent
 from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
 from mariabinlog.errors import DecodeError
-from mariabinlog.tools.printer import printer as P
+from mariabinlog.tools.printer import base
+from mariabinlog.tools.printer import rows as R
+from mariabinlog.tools.printer import rowsizes
 from mariabinlog.tools.printer import rowsql
 
 from corpus_data import corpus_glob
 
 BINLOGS = corpus_glob("binlogs/*/mysql-bin.*")
 
-fast = P._fast
+fast = base._fast
 pytestmark = pytest.mark.skipif(fast is None, reason="the _dumpfast extension is not built (pip install -e .)")
 
 
@@ -44,7 +46,7 @@ def rows_events(path: Path) -> list[tuple[TableMapEvent, RowsEvent]]:
 
 
 def header(tm: TableMapEvent, kind: str) -> bytes:
-    return b"### %s %s.%s\n" % (P._COMMAND[kind], rowsql.quote_identifier(tm.schema), rowsql.quote_identifier(tm.table))
+    return b"### %s %s.%s\n" % (R._COMMAND[kind], rowsql.quote_identifier(tm.schema), rowsql.quote_identifier(tm.table))
 
 
 def python_verbose(tm: TableMapEvent, ev: Any, verbose: int) -> tuple[bytes, int]:
@@ -53,11 +55,11 @@ def python_verbose(tm: TableMapEvent, ev: Any, verbose: int) -> tuple[bytes, int
 
 
 def fast_verbose(tm: TableMapEvent, ev: Any, verbose: int, data: bytes | None = None) -> tuple[bytes, int] | None:
-    plan = P._verbose_plan(tm)
+    plan = R._verbose_plan(tm)
     assert plan, f"no fast plan for {tm.schema}.{tm.table}"
     rows = ev.rows_data if data is None else data
     return fast.verbose_rows(  # type: ignore[union-attr]
-        rows, 0, len(rows), P._KIND_CODE[ev.kind], ev.width, ev.present_before, ev.present_after,
+        rows, 0, len(rows), R._KIND_CODE[ev.kind], ev.width, ev.present_before, ev.present_after,
         plan, header(tm, ev.kind), verbose,
     )
 
@@ -66,14 +68,14 @@ def fast_verbose(tm: TableMapEvent, ev: Any, verbose: int, data: bytes | None = 
 def test_corpus_rows_events(path: Path) -> None:
     checked = 0
     for tm, ev in rows_events(path):
-        if not P._verbose_plan(tm) or not ev.rows_data:
+        if not R._verbose_plan(tm) or not ev.rows_data:
             continue
         for verbose in (1, 2):
             expected = python_verbose(tm, ev, verbose)
             assert fast_verbose(tm, ev, verbose) == expected
-        info = P.TableInfo(tm, tm.schema.encode(), tm.table.encode())
+        info = R.TableInfo(tm, tm.schema.encode(), tm.table.encode())
         update = ev.kind == "update"
-        counter = P.row_counter(info.sizes, ev.width, ev.present_before, ev.present_after if update else None)
+        counter = rowsizes.row_counter(info.sizes, ev.width, ev.present_before, ev.present_after if update else None)
         assert fast.count_rows(  # type: ignore[union-attr]
             ev.rows_data, 0, len(ev.rows_data), info.sizes, ev.width, ev.present_before,
             ev.present_after if update else None,
@@ -87,7 +89,7 @@ def test_every_corpus_type_has_a_fast_plan() -> None:
     without = set()
     for path in BINLOGS:
         for tm, _ in rows_events(path):
-            if not P._verbose_plan(tm):
+            if not R._verbose_plan(tm):
                 without.add(f"{tm.schema}.{tm.table}")
     assert not without
 
@@ -103,7 +105,7 @@ def test_base64_lines() -> None:
 def _sample(workload: str, kind: str) -> tuple[TableMapEvent, RowsEvent]:
     for path in corpus_glob(f"binlogs/{workload}/mysql-bin.*"):
         for tm, ev in rows_events(path):
-            if ev.kind == kind and ev.rows_data and P._verbose_plan(tm):
+            if ev.kind == kind and ev.rows_data and R._verbose_plan(tm):
                 return tm, ev
     raise AssertionError(f"no {kind} rows event in {workload}")
 

@@ -33,19 +33,17 @@ from dataclasses import dataclass
 from ..codec.ibb.page import PAGE_SIZE
 from ..errors import EngineError
 from .recovery import HostRecords, Recovered, finish_recovery, recover
-from .redo import (
+from ..codec.ibb.redo import (
     AREA_START,
     FRAME,
     MIN_CAPACITY,
     OP_FORCED,
-    REDO_NAME,
     SLOT_SIZE,
     Checkpoint,
-    RedoLog,
     decode_body,
     frame_head,
-    fsync_dir,
 )
+from .redo import REDO_NAME, RedoLog, fsync_dir
 from .files import binlog_name
 from .host import BackupHost
 from .storage import BinlogFiles

@@ -60,7 +60,8 @@ from .host import BackupHost, PurgeHost, WritePath
 from .purge import Purge
 from .reader import EngineReader
 from .recovery import HostRecords, PendingXa, Recovered, adopt, finish_recovery, recover, restore_state
-from .redo import REDO_NAME, RecordBuilder
+from ..codec.ibb.redo import RecordBuilder
+from .redo import REDO_NAME
 from .source import ClippedSource
 from .storage import BinlogFiles
 from .transaction import BinlogListEntry, CommitInfo, EngineStatus, Transaction

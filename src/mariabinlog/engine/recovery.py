@@ -57,15 +57,8 @@ from ..codec.ibb.records import (
     Xid,
 )
 from ..errors import DecodeError, EngineError
-from .redo import (
-    OP_END,
-    OP_FORCED,
-    OP_HOST,
-    OP_PAGE,
-    OP_TRUNCATE,
-    REDO_NAME,
-    RedoLog,
-)
+from ..codec.ibb.redo import OP_END, OP_FORCED, OP_HOST, OP_PAGE, OP_TRUNCATE
+from .redo import REDO_NAME, RedoLog
 from .purge import complete_purge
 from .source import disk_source
 from .storage import BinlogFiles

@@ -35,21 +35,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from ..codec.ibb.redo import (  # the record and slot format; re-exported for the engine
+from ..codec.ibb.redo import (  # the record and slot format
     SLOT_SIZE,
     AREA_START,
     MIN_CAPACITY,
-    FRAME,
     FRAME_SIZE,
     FIRST_LSN,
-    OP_PAGE,
-    OP_FORCED,
-    OP_TRUNCATE,
-    OP_HOST,
-    OP_END,
     Checkpoint,
     RedoRecord,
-    RecordBuilder,
     decode_body,
     frame,
     frame_head,

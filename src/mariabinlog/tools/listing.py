@@ -60,11 +60,8 @@ from ..codec.events import (
 from ..codec import charsets
 from ..codec.rows.packed import decimal_str
 from .binlog_dir import binary_logs
-from .printer.printer import (
-    OPTION_NO_FOREIGN_KEY_CHECKS,
-    OPTION_RELAXED_UNIQUE_CHECKS,
-    _backtick,
-)
+from ..codec.events.session import OPTION_NO_FOREIGN_KEY_CHECKS, OPTION_RELAXED_UNIQUE_CHECKS
+from .printer.base import _backtick
 from .dump.sink import EventSink
 
 HEADER = b"Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n"

@@ -72,6 +72,7 @@ from ...errors import (
     OptionExit,
     ServerError,
 )
+from ..printer import base as PB
 from ..printer import printer as P
 from ..printer.base import options_written
 from .ibb import IbbStream
@@ -126,7 +127,7 @@ class Dumper:
         self.opts = opts
         self.err = err
         self.out_stream: BinaryIO = sys.stdout.buffer
-        base64 = P.BASE64_AUTO
+        base64 = PB.BASE64_AUTO
         if opts.base64_output is not None:
             base64 = base64_mode(opts.base64_output)
         rewrite: dict[bytes, bytes] = {}
@@ -301,7 +302,7 @@ class Dumper:
                 if code == HEARTBEAT_LOG_EVENT:
                     continue
                 at = old_off
-                ev = P.view_at(raw, 0, at, 4 if item.has_checksum else 0, ctx)
+                ev = PB.view_at(raw, 0, at, 4 if item.has_checksum else 0, ctx)
                 advance = len(raw)
                 if code == ROTATE_EVENT and item.position == 0:
                     # The primary's artificial Rotate: which file comes now (printed only when following).
@@ -553,7 +554,7 @@ class Dumper:
                     p.ctx = ctx
                     p.checksum_alg = alg
                     p.options_written = options_written(fde.server_version)
-                    if self.base64_mode == P.BASE64_AUTO:
+                    if self.base64_mode == PB.BASE64_AUTO:
                         retval = self.process(ev, name)
                         if retval != OK_CONTINUE:
                             return retval
@@ -753,7 +754,7 @@ class Dumper:
             )
         if code == FORMAT_DESCRIPTION_EVENT:
             crc_len = 0
-        return P.view_at(data, pos, pos, crc_len, ctx)
+        return PB.view_at(data, pos, pos, crc_len, ctx)
 
     # ------------------------------------------------------------------ process_event
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ...codec.events import CHECKSUM_OFF, DEFAULT_CONTEXT, FORMAT_DESCRIPTION_EVENT, DecodeContext, event_length
 from ...errors import DecodeError
+from ..printer import base as PB
 from ..printer import printer as P
 from ..printer.base import options_written
 from .options import DRAIN_STEP, ERROR_STOP, OK_CONTINUE, OK_STOP
@@ -157,10 +158,10 @@ class IbbStream:
                             file=self.source.name(group.record.file_no),
                         )
                     if record_positions:
-                        ev = P.view_at(raw, 0, group.record.offset, 0, self.ctx)
+                        ev = PB.view_at(raw, 0, group.record.offset, 0, self.ctx)
                         ev.log_pos = group.record.end_offset
                     else:
-                        ev = P.view_at(raw, 0, position, 0, self.ctx)
+                        ev = PB.view_at(raw, 0, position, 0, self.ctx)
                     if ev.type_code == FORMAT_DESCRIPTION_EVENT:
                         self.fd = bytes(raw)
                         p.fallback_fd = self.fd

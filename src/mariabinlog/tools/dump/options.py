@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import OptionExit
-from ..printer import printer as P
+from ..printer import base as PB
 from .gtid_filter import GtidFilter
 
 PROG = "mariadb-binlog"
@@ -483,4 +483,4 @@ def base64_mode(value: str) -> int:
             1,
         )
     mode = matches[0]
-    return P.BASE64_AUTO if mode == 2 else mode
+    return PB.BASE64_AUTO if mode == 2 else mode

@@ -32,7 +32,6 @@ from ...codec.events import (
     ANNOTATE_ROWS_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
-    DecodeContext,
     EXECUTE_LOAD_QUERY_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -75,22 +74,6 @@ from .gtid import GtidFamily
 from .query import QueryFamily
 from .rows import ROW_EVENT_TYPES, RowsFamily
 
-# Names callers use through this module (the rooms hold them).
-from .base import (  # noqa: F401
-    BASE64_AUTO,
-    OPTION_NO_FOREIGN_KEY_CHECKS,
-    OPTION_RELAXED_UNIQUE_CHECKS,
-    _backtick,
-    _fast,
-    view_at,
-)
-from .rows import (  # noqa: F401
-    TableInfo,
-    _COMMAND,
-    _KIND_CODE,
-    _verbose_plan,
-)
-from .rowsizes import row_counter  # noqa: F401
 
 
 #: The one incident an Incident event may report (sql/rpl_constants.h INCIDENT_LOST_EVENTS).
