@@ -21,6 +21,7 @@ two versions with the same script).
 from __future__ import annotations
 
 import argparse
+import compileall
 import hashlib
 import os
 import shutil
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     global SRC
     if args.src is not None:
         SRC = args.src.resolve()
+    # The package as an installed wheel has it: bytecode compiled (also after an edit since setup).
+    compileall.compile_dir(SRC, quiet=1)
     files = [str(p) for p in make_binlog(args.bytes)]
     size = sum(os.path.getsize(f) for f in files)
     tools = tool_commands()
