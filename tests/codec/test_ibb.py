@@ -902,3 +902,52 @@ def test_header_file_no_must_match_and_buffers_accepted() -> None:
     with pytest.raises(CorruptRecordError, match="binlog number 5") as info:
         list(RecordReader(source, 0))
     assert info.value.file == "binlog-000000.ibb" and info.value.offset == 16
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_write_records_equals_one_record_at_a_time(seed: int) -> None:
+    """The batch path (`write_records`, an archive's small commits) lays out the same pages as
+    prepare / note / write_record one by one, notes every key before any GTID state record or
+    header that follows the record's first byte, and stops after the record that began a file."""
+    rnd = random.Random(seed)
+    sizes = [rnd.choice((20, 90, 300, 2_000, 9_000, 16_000, 40_000)) for _ in range(400)]
+    items = [(i, rnd.randbytes(size)) for i, size in enumerate(sizes)]
+
+    def run(batch: bool) -> tuple[dict[tuple[int, int], bytes], list[tuple[int, int, int]], list[int]]:
+        noted: list[int] = []
+        states: list[tuple[int, int, int]] = []  # (file, page, keys noted when its state was written)
+
+        def state(file_no: int, page_no: int) -> bytes:
+            states.append((file_no, page_no, len(noted)))
+            return GtidState(((0, 1, len(noted)),), None).encode()
+
+        writer = PageWriter(pages_per_file=6, state_payload=state, state_interval=2)
+        stops = []
+        index = 0
+        while index < len(items):
+            if batch:
+                index = writer.write_records(RecordType.COMMIT, items, index, noted.extend)
+            else:
+                began = len(states)
+                while index < len(items):
+                    writer.prepare()
+                    noted.append(items[index][0])
+                    file_before = writer.position[0]
+                    writer.write_record(RecordType.COMMIT, items[index][1])
+                    index += 1
+                    if writer.position[0] != file_before or any(s[1] == 1 for s in states[began:]):
+                        break
+            stops.append(index)
+        pages = {(p.file_no, p.page_no): p.data for p in writer.drain()}
+        partial = writer.partial_page()
+        if partial is not None:
+            pages[(partial.file_no, partial.page_no)] = partial.data
+        return pages, states, stops
+
+    batch_pages, batch_states, batch_stops = run(True)
+    single_pages, single_states, single_stops = run(False)
+    assert batch_pages == single_pages
+    assert batch_states == single_states
+    # it stops exactly after each record during which a new file (header, page-1 state) began
+    assert batch_stops == single_stops
+    assert len(batch_stops) > 3

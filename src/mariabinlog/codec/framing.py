@@ -44,7 +44,6 @@ from .events.header import (
     ANNOTATE_ROWS_EVENT,
 )
 from .events.transaction import FL_COMPLETED_XA, FL_STANDALONE
-from .gtid import Gtid
 from .groups import EventGroup, is_commit_or_rollback
 from .native import load_fast
 from .primitives import U16, U32, U64, Buffer
@@ -285,6 +284,4 @@ event_offsets: Any = _fast.event_offsets if _fast is not None else py_event_offs
 
 def group_of(found: tuple[Any, ...], fd: Any = None, source: str = "") -> EventGroup:
     """The :class:`EventGroup` of one group a scanner returned."""
-    data, offsets, domain, server, seq, flags2, timestamp, end = found
-    return EventGroup(Gtid(domain, server, seq), data, offsets, flags2=flags2, timestamp=timestamp, fd=fd,
-                      source=source, end_position=end)
+    return EventGroup.of_scan(found, fd, source)

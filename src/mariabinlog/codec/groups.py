@@ -213,6 +213,25 @@ class EventGroup:
         self.timestamp = timestamp
 
     @classmethod
+    def of_scan(cls, found: tuple[Any, ...], fd: FormatDescriptionEvent | None, source: str) -> EventGroup:
+        """A group a :class:`~mariabinlog.codec.framing.Scanner` cut: ``(data, offsets, domain,
+        server, seq, flags2, timestamp, end)``.  The per-group path of every fast reader, so it
+        sets the slots itself rather than going through ``__init__``'s keywords."""
+        data, offsets, domain, server, seq, flags2, timestamp, end = found
+        group = cls.__new__(cls)
+        group.gtid = Gtid(domain, server, seq)
+        group._data = data
+        group._offsets = offsets
+        group._raw = group._events = group._pieces = group._size = None
+        group.fd = fd
+        group.source = source
+        group.end_position = end
+        group.record = group.commit = None
+        group.flags2 = flags2
+        group.timestamp = timestamp
+        return group
+
+    @classmethod
     def of_events(cls, events: list[Event], raw: list[bytes], fd: FormatDescriptionEvent | None = None,
                   source: str = "", end_position: int = 0) -> EventGroup:
         """A group of decoded ``events`` (``events[0]`` its GTID event) with their bytes ``raw``."""
@@ -326,10 +345,12 @@ class EventGroup:
         ctx = self.fd.context() if self.fd is not None else DEFAULT_CONTEXT
         found = []
         data, offsets = self.data(), self.offsets
-        for i in range(1, len(offsets) - 1):
-            start, end = offsets[i], offsets[i + 1]
+        for index, start in enumerate(offsets[1:-1], 2):
             code = data[start + 4]
-            if (code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT) and not data.endswith(_TRANSACTION_TAILS, start, end):
+            if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
+                end = offsets[index]
+                if data.endswith(_TRANSACTION_TAILS, start, end):
+                    continue
                 event = decode_event(data, start, end, ctx)
                 assert isinstance(event, QueryEvent)
                 if event.query not in _TRANSACTION_QUERIES:

@@ -233,6 +233,10 @@ class ConnectState(Mapping[int, Gtid]):
     def __len__(self) -> int:
         return len(self._by_domain)
 
+    def get(self, domain: int, default: Gtid | None = None) -> Gtid | None:  # type: ignore[override]
+        """The domain's GTID, or ``default`` (the dict's own lookup: a job asks per group)."""
+        return self._by_domain.get(domain, default)
+
     def update(self, gtid: Gtid) -> None:
         """Record ``gtid`` as the last applied GTID of its domain."""
         self._by_domain[gtid.domain] = gtid

@@ -69,10 +69,13 @@ class Batch:
             payloads: list[tuple[Gtid, bytes | bytearray]] = []
             size = 0
             room = self._record_room(1)  # one append never begins two files (EngineConfig.record_room)
-            while index < len(groups) and groups[index].size <= spill and size < bound:
+            stored = self._stored_payload
+            while index < len(groups) and size < bound:
                 group = groups[index]
+                if group.size > spill:
+                    break
                 assert group.gtid is not None
-                payload = self._stored_payload(group)
+                payload = stored(group)
                 if payloads and size + len(payload) > room:
                     break
                 payloads.append((group.gtid, payload))
@@ -86,16 +89,7 @@ class Batch:
                     first = done
 
                     def op() -> int:
-                        taken = first
-                        while taken < len(payloads):
-                            gtid, payload = payloads[taken]
-                            writer.prepare()
-                            path.note_gtid(gtid)
-                            writer.write_record(RecordType.COMMIT, payload)
-                            taken += 1
-                            if path.entered() is not None:
-                                break  # a new file: its redo record must be a separate one
-                        return taken
+                        return writer.write_records(RecordType.COMMIT, payloads, first, path.note_gtids)
 
                     left = sum(len(p) for _, p in payloads[first:])
                     done, end_lsn = path.append(op, size=left)
@@ -107,12 +101,10 @@ class Batch:
         """The COMMIT record payload of a received group: header ``00``, the GTID event as the
         engine writes its own, the other events as they are."""
         data = group.data()
-        head_len = group.offsets[1] if len(group.offsets) > 1 else len(data)
-        if stored_gtid_event(data, head_len):
-            payload = bytearray(1 + len(data))
-            payload[1:] = data
-            payload[18:20] = b"\0\0"  # the header flags the engine's own GTID events have
-            return payload
+        offsets = group.offsets
+        if stored_gtid_event(data, offsets[1] if len(offsets) > 1 else len(data)):
+            # the header flags (bytes 17-18 of the event) zeroed, as the engine's own GTID events have them
+            return b"".join((b"\0", data[:17], b"\0\0", data[19:]))
         head = group.gtid_event
         assert group.gtid is not None
         event = self._path.gtid_event(group.gtid, flags2=head.flags2, timestamp=head.timestamp, **head.optional_fields())

@@ -12,7 +12,7 @@ that starts a group (:func:`gtid_event`) is written from it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..codec.events import FL_TRANSACTIONAL, GtidEvent
@@ -65,10 +65,17 @@ class Gtids:
 
     def note(self, gtid: Gtid) -> None:
         """A group with ``gtid`` is being written (inside the layout operation)."""
-        self.state.update(gtid)
-        self.changed.add((gtid.domain, gtid.server))
-        if gtid.seq + 1 > self._next_seq.get(gtid.domain, 0):
-            self._next_seq[gtid.domain] = gtid.seq + 1
+        self.note_many((gtid,))
+
+    def note_many(self, gtids: Sequence[Gtid]) -> None:
+        """Groups with these GTIDs, in commit order, are being written (a batch's records)."""
+        update, changed, next_seq = self.state.update, self.changed, self._next_seq
+        for gtid in gtids:
+            update(gtid)
+            domain, server, seq = gtid
+            changed.add((domain, server))
+            if seq >= next_seq.get(domain, 0):
+                next_seq[domain] = seq + 1
 
     def delete_domains(self, domains: Iterable[int], initial: BinlogState | None) -> list[str]:
         """FLUSH BINARY LOGS DELETE_DOMAIN_ID: drop domains whose GTIDs are all in the initial

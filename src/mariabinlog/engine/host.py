@@ -16,7 +16,7 @@ takes the admin lock while holding the write lock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +54,8 @@ class WritePath:
     after_write: Callable[[int, bool], None]
     #: ``assign(gtid, domain_id, server_id)``: the GTID to write (given, or the domain's next)
     assign: Callable[[Gtid | None, int, int | None], Gtid]
-    #: record a written GTID in the binlog state (inside the layout operation)
-    note_gtid: Callable[[Gtid], None]
+    #: record written GTIDs, in commit order, in the binlog state (inside the layout operation)
+    note_gtids: Callable[[Sequence[Gtid]], None]
     #: the GTID event that starts a group (``Engine.gtid_event``)
     gtid_event: Callable[..., bytes]
 

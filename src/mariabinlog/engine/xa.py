@@ -113,7 +113,7 @@ class Xa:
                 del self.pending[xid]
                 writer.write_record(RecordType.XA_COMPLETE, complete)
                 writer.prepare()
-                path.note_gtid(gtid)
+                path.note_gtids((gtid,))
                 return writer.write_record(RecordType.COMMIT, payload)
 
             hold = prepared.oob.first_file_no if prepared.oob is not None else None

@@ -61,16 +61,22 @@ class JobProgress:
         """Several groups were stored (:class:`~mariabinlog.codec.groups.EventGroup` objects)."""
         with self._lock:
             position = self.position
+            count = events = size = 0
+            timestamp = 0
             for group in groups:
-                self.groups += 1
-                self.events += len(group)
-                self.bytes += group.size
+                count += 1
+                events += len(group)
+                size += group.size
                 gtid = group.gtid
-                seen = position.get(gtid.domain)
-                if seen is None or gtid.seq >= seen.seq:
+                seen = position.get(gtid[0])
+                if seen is None or gtid[2] >= seen[2]:
                     position.update(gtid)
-                if group.timestamp:
-                    self.last_timestamp = float(group.timestamp)
+                timestamp = group.timestamp or timestamp
+            self.groups += count
+            self.events += events
+            self.bytes += size
+            if timestamp:
+                self.last_timestamp = float(timestamp)
 
     def mark_durable(self, position: ConnectState) -> None:
         """Everything up to ``position`` is durable (an archive's batch was fsynced)."""

@@ -185,7 +185,10 @@ def stored_gtid_event(data: Buffer, length: int) -> bool:
     used = 13 + (8 if flags2 & FL_GROUP_COMMIT_ID else 0)
     if length != 19 + max(used, GTID_BODY_MIN):
         return False
-    return not bytes(data[19 + used : length]).strip(b"\0")
+    return data[19 + used : length] == _PADDING[: length - 19 - used]
+
+
+_PADDING = bytes(GTID_BODY_MIN)
 
 
 GTID_LIST_FLAG_UNTIL_REACHED = 1

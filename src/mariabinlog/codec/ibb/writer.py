@@ -10,8 +10,8 @@ caller drains pages and writes them where it wants.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, TypeVar
 
 from .page import (
     CHUNK_HEADER_SIZE,
@@ -30,6 +30,7 @@ from .records import OobData, OobRef
 from ..primitives import Buffer
 
 _MIN_CHUNK_ROOM = CHUNK_HEADER_SIZE + 1
+K = TypeVar("K")
 _STATE_CHUNK_MAX = PAGE_DATA_END - CHUNK_HEADER_SIZE
 
 
@@ -70,6 +71,7 @@ class PageWriter:
         "_file_no",
         "_page_no",
         "_offset",
+        "_headers",
         "_pages_in_file",
         "_interval",
         "_page",
@@ -105,6 +107,8 @@ class PageWriter:
         self._interval = state_interval
         self._page = bytearray(PAGE_SIZE)
         self._done: list[WrittenPage] = []
+        #: Header pages written so far (a file begun): :meth:`write_records` stops after one.
+        self._headers = 0
 
     @classmethod
     def resume(
@@ -175,6 +179,13 @@ class PageWriter:
 
     def write_record(self, record_type: int, payload: Buffer) -> RecordSpan:
         """Append one record, splitting it into chunks across pages and files."""
+        self._prepare_chunk()
+        offset = self._offset
+        if type(payload) is not memoryview and offset + CHUNK_HEADER_SIZE + len(payload) <= PAGE_DATA_END:
+            # Fits in the current page (most small commits): one chunk, no splitting.
+            file_no, start = self._file_no, (self._page_no << PAGE_SIZE_SHIFT) + offset
+            self._put_chunk(record_type | FLAG_LAST, payload)
+            return RecordSpan(file_no, start, self._file_no, (self._page_no << PAGE_SIZE_SHIFT) + self._offset)
         data = memoryview(payload).cast("B")
         size = len(data)
         sent = 0
@@ -192,6 +203,54 @@ class PageWriter:
             cont = FLAG_CONT
             if last:
                 return RecordSpan(start[0], start[1], *self.position)
+
+    def write_records(self, record_type: int, items: Sequence[tuple[K, bytes | bytearray]], start: int,
+                      note: Callable[[Sequence[K]], None]) -> int:
+        """Append a record for each ``(key, payload)`` of ``items[start:]``, as :meth:`prepare`,
+        a note of the key and :meth:`write_record` would one by one, and stop after the record
+        during which a new file began (one redo record begins at most one file); returns the
+        index after the last record written.  ``note(keys)`` hears the keys of the records
+        written, in order, each before the writer writes anything after that record's first byte
+        that reads the caller's state (a GTID state record, a header: the §6.2 first-byte rule).
+
+        The batch path of small commits (an archive's groups): a record that fits in the current
+        page, with nothing falling due before it, is put in place here without the general
+        splitting, and its key noted with the others of the run, so the per-record cost is a few
+        byte stores."""
+        count = len(items)
+        index = start
+        flags = record_type | FLAG_LAST
+        page, offset = self._page, self._offset
+        noted: list[K] = []
+        while index < count:
+            key, payload = items[index]
+            size = len(payload)
+            end = offset + CHUNK_HEADER_SIZE + size
+            if offset and end < PAGE_DATA_END:  # prepare() has nothing to do: one chunk, page not full
+                noted.append(key)
+                page[offset] = flags
+                page[offset + 1] = size & 0xFF
+                page[offset + 2] = size >> 8
+                page[offset + CHUNK_HEADER_SIZE : end] = payload
+                offset = end
+                index += 1
+                continue
+            self._offset = offset
+            if noted:
+                note(noted)
+                noted = []
+            headers = self._headers
+            self.prepare()
+            note((key,))
+            self.write_record(record_type, payload)
+            index += 1
+            page, offset = self._page, self._offset
+            if self._headers != headers:
+                break
+        self._offset = offset
+        if noted:
+            note(noted)
+        return index
 
     def flush_file(self) -> int:
         """FLUSH BINARY LOGS: complete the current page, end the file, begin the next one.
@@ -267,6 +326,7 @@ class PageWriter:
         self._interval = header.gtid_state_interval
         self._done.append(WrittenPage(self._file_no, 0, header.encode()))
         self._page_no = 1
+        self._headers += 1
 
     def _write_state(self) -> None:
         """GTID_STATE at offset 0 of this page, only if a page is left after it (``binlog_gtid_state``)."""
