@@ -22,6 +22,7 @@ its out-of-band pieces only when asked, and events are decoded only when someone
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -51,7 +52,7 @@ from .events import (
     decode_event,
 )
 from .gtid import Gtid
-from .primitives import U32, U64, Buffer
+from .primitives import U32, Buffer
 
 #: Event types that never belong to an event group.
 CONTROL_EVENTS = frozenset(
@@ -150,9 +151,12 @@ def gtid_of(event: Buffer, pos: int = 0) -> tuple[Gtid, int, int]:
     """(GTID, flags2, timestamp) of the GTID event at ``pos`` (19-byte header, no decoding)."""
     if len(event) - pos < 19 + _GTID_BODY_LEN:
         raise DecodeError("GTID event too short", offset=pos, expected=f"{19 + _GTID_BODY_LEN} bytes")
-    seq = U64.unpack_from(event, pos + 19)[0]
-    domain = U32.unpack_from(event, pos + 27)[0]
-    return Gtid(domain, U32.unpack_from(event, pos + 5)[0], seq), event[pos + 31], U32.unpack_from(event, pos)[0]
+    timestamp, server, seq, domain, flags2 = _GTID_HEAD.unpack_from(event, pos)
+    return Gtid(domain, server, seq), flags2, timestamp
+
+
+#: A GTID event's timestamp, server_id (header), sequence number, domain and flags2 (body).
+_GTID_HEAD = struct.Struct("<IxI10xQIB")
 
 
 class EventGroup:

@@ -100,14 +100,19 @@ class Record:
 class _Pages:
     """Validated access to headers and data pages of a PageSource."""
 
-    __slots__ = ("source", "_headers")
+    __slots__ = ("source", "_headers", "_names")
 
     def __init__(self, source: PageSource) -> None:
         self.source = source
         self._headers: dict[int, IbbHeader] = {}
+        self._names: dict[int, str] = {}
 
     def name(self, file_no: int) -> str:
-        return self.source.name(file_no)
+        """The source's name of a file, asked once (every group read names its file)."""
+        name = self._names.get(file_no)
+        if name is None:
+            name = self._names[file_no] = self.source.name(file_no)
+        return name
 
     def header(self, file_no: int) -> IbbHeader | None:
         """The validated header, or None when the file is missing or empty pre-allocated."""
@@ -325,18 +330,18 @@ class RecordReader:
                 err, f"{err.reason} in COMMIT record header", self._pages.name(record.file_no), record.offset
             ) from None
         data = commit.data
-        gtid = None
+        gtid = flags2 = timestamp = None
         if len(data) >= 32 and data[4] == GTID_EVENT:
             try:
-                gtid = gtid_of(data)[0]
+                gtid, flags2, timestamp = gtid_of(data)
             except DecodeError as err:
                 raise err.located(self._pages.name(record.file_no), record.offset) from None
-        if not commit.forests:
-            return EventGroup(gtid, data, event_offsets(data), source=self._pages.name(record.file_no), record=record,
-                              commit=commit)
         pages = self._pages
-        return EventGroup(gtid, pieces=lambda: _stored_pieces(pages, record, commit),
-                          source=self._pages.name(record.file_no), record=record, commit=commit)
+        if not commit.forests:
+            return EventGroup(gtid, data, event_offsets(data), flags2=flags2, timestamp=timestamp,
+                              source=pages.name(record.file_no), record=record, commit=commit)
+        return EventGroup(gtid, pieces=lambda: _stored_pieces(pages, record, commit), flags2=flags2,
+                          timestamp=timestamp, source=pages.name(record.file_no), record=record, commit=commit)
 
 
 def _stored_pieces(pages: _Pages, record: Record, commit: CommitRecord) -> Iterator[bytes]:
