@@ -78,7 +78,7 @@ def _gtid(text: str | None) -> Gtid | None:
     if not text:
         return None
     parts = text.split("-")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    if len(parts) != 3 or not (parts[0].isdigit() and parts[1].isdigit() and parts[2].isdigit()):
         return None
     return Gtid(int(parts[0]), int(parts[1]), int(parts[2]))
 

@@ -64,6 +64,9 @@ class SchemaTracker:
         self._positioned = self._follows = not self.history.records
         # Resolutions by (table version, map shape): a binlog repeats the same Table_map per transaction.
         self._resolved: dict[tuple[int, bytes, tuple[int, ...], Any], tuple[Table | None, Resolution]] = {}
+        # The typed copy of a map object with the history's metadata, for readers that keep one
+        # decoded object per distinct map (the entry holds both, so their ids stay their own).
+        self._typed: dict[tuple[int, int], tuple[TableMapEvent, Any, TableMapEvent]] = {}
 
     def _position(self, gtid: str | None) -> None:
         if not self._positioned and gtid is not None:
@@ -103,11 +106,19 @@ class SchemaTracker:
             self._warn(event, gtid, resolution.problem, full=resolution.metadata is not None)
             if resolution.metadata is None:
                 self.current[(event.schema, event.table)] = None
-        if resolution.metadata is None or resolution.metadata is event.optional_metadata:
+        metadata = resolution.metadata
+        if metadata is None or metadata is event.optional_metadata:
             return event
+        key = (id(event), id(metadata))
+        found = self._typed.get(key)
+        if found is not None and found[0] is event and found[1] is metadata:
+            return found[2]
         typed = copy.copy(event)
-        typed.optional_metadata = resolution.metadata
+        typed.optional_metadata = metadata
         typed.decoder = None
+        if len(self._typed) > 4096:
+            self._typed.clear()
+        self._typed[key] = (event, metadata, typed)
         return typed
 
     def _resolve(self, table: Table | None, event: TableMapEvent) -> Resolution:

@@ -164,10 +164,8 @@ class DebeziumWriter:
         elif code == ANNOTATE_ROWS_EVENT:
             self.query = bytes(ev.decoded().query).decode("utf-8", "replace")
         elif code == TABLE_MAP_EVENT:
-            decoded = ev.decoded()
-            tm = self.schema.typed_map(decoded, self.gtid if self.boundary.open else None)
-            view = self.views.view(ev.body(), tm, decoded)
-            self.tables[tm.table_id] = (view, view.event)
+            view = self.views.of_event(ev, self.schema, self.gtid if self.boundary.open else None)
+            self.tables[view.event.table_id] = (view, view.event)
         elif code in ROWS_KIND:
             out = self._rows(ev)
         elif code == FORMAT_DESCRIPTION_EVENT:

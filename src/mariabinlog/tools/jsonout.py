@@ -133,6 +133,12 @@ def _iso_time(epoch: int) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=None)
+def _type_json(code: int) -> str:
+    """An event type's name as JSON text."""
+    return _dumps(event_type_name(code))
+
+
 def _frac(microsecond: int) -> str:
     return f".{microsecond:06d}" if microsecond else ""
 
@@ -194,13 +200,31 @@ class TableViews:
     the same Table_map in every transaction, and a view (with its row decoder, compiled on
     first use) costs more than the rows of a small one."""
 
-    __slots__ = ("_views",)
+    __slots__ = ("_views", "_maps", "_ctx")
 
     #: Distinct maps kept (a new one beyond that starts the cache afresh).
     LIMIT = 4096
 
     def __init__(self) -> None:
         self._views: dict[tuple[bytes, int], tuple[Any, TableView]] = {}
+        self._maps: dict[bytes, Any] = {}
+        self._ctx: Any = None
+
+    def of_event(self, ev: Any, schema: SchemaTracker | None, gtid: str | None) -> TableView:
+        """The view of the Table_map event ``ev`` (an event view): decoded once per distinct
+        map body (in one Format_description's context), typed by the schema history at
+        ``gtid`` (which follows every map), its view made once per (map, metadata)."""
+        body = ev.body()
+        if ev.ctx is not self._ctx:
+            self._maps.clear()
+            self._ctx = ev.ctx
+        decoded = self._maps.get(body)
+        if decoded is None:
+            if len(self._maps) >= self.LIMIT:
+                self._maps.clear()
+            decoded = self._maps[body] = ev.decoded()
+        tm = schema.typed_map(decoded, gtid) if schema is not None else decoded
+        return self.view(body, tm, decoded)
 
     def view(self, body: bytes, tm: Any, decoded: Any) -> TableView:
         """The view of ``tm``: the map ``decoded`` from the event body ``body``, or the typed copy
@@ -221,7 +245,7 @@ class TableViews:
 class TableView:
     """A table map with what the JSON writer needs to render its rows."""
 
-    __slots__ = ("columns", "database", "event", "table")
+    __slots__ = ("columns", "database", "event", "table", "_described")
 
     def __init__(self, tm: Any) -> None:
         self.event = tm
@@ -251,6 +275,13 @@ class TableView:
             key = json_name(names[index]) if names is not None and index < len(names) else f"@{index + 1}"
             cols.append(_Column(key, binary, members, is_set))
         self.columns = cols
+        self._described: str | None = None
+
+    def described(self) -> str:
+        """:meth:`describe` as JSON text, made once (every Table_map event of this map repeats it)."""
+        if self._described is None:
+            self._described = _dumps(self.describe())
+        return self._described
 
     def describe(self) -> list[dict[str, Any]]:
         """The ``columns`` of a Table_map object."""
@@ -275,11 +306,18 @@ class TableView:
 
     def image(self, values: tuple[Any, ...]) -> dict[str, Any]:
         """One row image as ``{column: value}`` (absent columns left out)."""
-        return {
-            col.key: json_value(value, col)
-            for col, value in zip(self.columns, values)
-            if value is not ABSENT
-        }
+        out = {}
+        for col, value in zip(self.columns, values):
+            kind = type(value)
+            if (
+                value is None
+                or (kind is int and col.members is None and col.set_members is None)
+                or (kind is str and value.isascii())  # (a flag of the string: no scan)
+            ):
+                out[col.key] = value  # NULL, plain integers and ASCII text are their own JSON (most values)
+            elif value is not ABSENT:
+                out[col.key] = json_value(value, col)
+        return out
 
 
 class JsonSink(EventSink):
@@ -300,10 +338,13 @@ class JsonSink(EventSink):
         self.boundary = GroupBoundary()
         self.current_db = ""
         self.display_name = ""
+        self._file_json = '""'
+        self._head = ""
 
     def begin_file(self, name: str = "") -> None:
         super().begin_file(name)
         self.display_name = os.path.basename(name)
+        self._file_json = _dumps(self.display_name)
         self.tables.clear()
 
     def _accept(self, database: str, table: str | None = None) -> bool:
@@ -313,17 +354,13 @@ class JsonSink(EventSink):
 
     def print_event(self, ev: Any) -> None:
         code = ev.type_code
-        obj: dict[str, Any] = {
-            "file": self.display_name,
-            "pos": ev.position,
-            "end_log_pos": ev.log_pos,
-            "timestamp": ev.when,
-            "time": _iso_time(ev.when),
-            "type": event_type_name(code),
-            "type_code": code,
-            "server_id": ev.server_id,
-            "flags": ev.flags,
-        }
+        #: The fields after the common ones (written by _emit after them, "gtid" first).
+        obj: dict[str, Any] = {}
+        self._head = (
+            f'{{"file": {self._file_json}, "pos": {ev.position}, "end_log_pos": {ev.log_pos}, '
+            f'"timestamp": {ev.when}, "time": "{_iso_time(ev.when)}", "type": {_type_json(code)}, '
+            f'"type_code": {code}, "server_id": {ev.server_id}, "flags": {ev.flags}, '
+        )
         if code == GTID_EVENT:
             g = ev.decoded()
             self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
@@ -353,13 +390,14 @@ class JsonSink(EventSink):
                 error_code=q.error_code,
             )
         elif code == TABLE_MAP_EVENT:
-            decoded = tm = ev.decoded()
-            if self.schema is not None:
-                tm = self.schema.typed_map(tm, obj["gtid"])
-            table = self.tables[tm.table_id] = self.views.view(ev.body(), tm, decoded)
+            table = self.views.of_event(ev, self.schema, obj["gtid"])
+            tm = table.event
+            self.tables[tm.table_id] = table
             if not self._accept(table.database, table.table):
                 return
-            obj.update(table_id=tm.table_id, database=table.database, table=table.table, columns=table.describe())
+            obj.update(table_id=tm.table_id, database=table.database, table=table.table)
+            self._emit(obj, columns=table.described())
+            return
         elif code in ROWS_KIND:
             rows_ev = ev.decoded()
             table = self.tables.get(rows_ev.table_id)
@@ -420,8 +458,15 @@ class JsonSink(EventSink):
         if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
             self.boundary.end_after(code)
 
-    def _emit(self, obj: dict[str, Any]) -> None:
-        self.out.append(_dumps(obj).encode("utf-8") + b"\n")
+    def _emit(self, obj: dict[str, Any], columns: str | None = None) -> None:
+        """The line: the common fields formatted by print_event, then ``obj``'s (and a Table_map's
+        ``columns``, already JSON text), as json.dumps would write the whole object."""
+        rest = _dumps(obj)
+        if columns is not None:
+            rest = f"{rest[1:-1]}, \"columns\": {columns}}}"
+        else:
+            rest = rest[1:]
+        self.out.append((self._head + rest).encode("utf-8") + b"\n")
 
 
 def _xid(format_id: int, gtrid: bytes, bqual: bytes) -> dict[str, Any]:
