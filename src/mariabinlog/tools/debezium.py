@@ -225,7 +225,7 @@ class DebeziumWriter:
             return []
         meta = tm.optional_metadata
         key_columns = list(meta.simple_primary_key or ()) if meta is not None and meta.column_names else []
-        types = [C.real_type(t, m) for t, m in zip(tm.column_types, tm.column_meta)]
+        types = view.real_types
         out = []
         for index, change in enumerate(row_decoder(tm).decode(rows_ev)):
             before = self._image(view, tm, types, change.before)
@@ -245,11 +245,18 @@ class DebeziumWriter:
     def _image(self, view: TableView, tm: Any, types: list[int], values: tuple[Any, ...] | None) -> dict[str, Any] | None:
         if values is None:
             return None
-        return {
-            col.key: encode_value(value, rtype, meta, col)
-            for col, value, rtype, meta in zip(view.columns, values, types, tm.column_meta)
-            if value is not ABSENT
-        }
+        out = {}
+        for col, value, rtype, meta in zip(view.columns, values, types, tm.column_meta):
+            kind = type(value)
+            if (
+                value is None
+                or (kind is int and rtype != C.MYSQL_TYPE_BIT and col.members is None and col.set_members is None)
+                or (kind is str and value.isascii())  # (a flag of the string: no scan)
+            ):
+                out[col.key] = value  # NULL, plain integers and ASCII text are their own value (most values)
+            elif value is not ABSENT:
+                out[col.key] = encode_value(value, rtype, meta, col)
+        return out
 
 
 def _envelope(

@@ -245,7 +245,7 @@ class TableViews:
 class TableView:
     """A table map with what the JSON writer needs to render its rows."""
 
-    __slots__ = ("columns", "database", "event", "table", "_described")
+    __slots__ = ("columns", "database", "event", "table", "real_types", "_described")
 
     def __init__(self, tm: Any) -> None:
         self.event = tm
@@ -258,8 +258,11 @@ class TableView:
         enums = iter(meta.enum_str_values or ()) if meta is not None else iter(())
         sets = iter(meta.set_str_values or ()) if meta is not None else iter(())
         cols = []
+        #: Each column's real type (``columns.real_type``: ENUM/SET behind STRING).
+        self.real_types: list[int] = []
         for index, (ctype, cmeta) in enumerate(zip(types, metas)):
             rtype = C.real_type(ctype, cmeta)
+            self.real_types.append(rtype)
             members = None
             is_set = rtype == C.MYSQL_TYPE_SET
             if rtype == C.MYSQL_TYPE_ENUM:
