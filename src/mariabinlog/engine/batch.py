@@ -66,7 +66,7 @@ class Batch:
                                       wait=False, gtid_fields=head.optional_fields()).lsn
                 index += 1
                 continue
-            payloads: list[tuple[Gtid, bytes | bytearray]] = []
+            payloads: list[tuple[Gtid, bytes]] = []
             size = 0
             room = self._record_room(1)  # one append never begins two files (EngineConfig.record_room)
             stored = self._stored_payload
@@ -97,7 +97,7 @@ class Batch:
             path.after_write(end_lsn, False)
         return end_lsn
 
-    def _stored_payload(self, group: EventGroup) -> bytes | bytearray:
+    def _stored_payload(self, group: EventGroup) -> bytes:
         """The COMMIT record payload of a received group: header ``00``, the GTID event as the
         engine writes its own, the other events as they are."""
         data = group.data()

@@ -133,8 +133,8 @@ class Engine:
         #: FLUSHed files not cut yet: file_no -> pages to keep
         self._truncate_due: dict[int, int] = {}
         self._grow_due = False
-        path = WritePath(self._lock, lambda: self._writer, self._check_open, self._append, lambda: self._entered,
-                         self._after_write, self._gtids.assign, self._gtids.note_many, self.gtid_event)
+        path = WritePath(self._lock, lambda: self._writer, self._check_open, self._append, self._after_write,
+                         self._gtids.assign, self._gtids.note_many, self.gtid_event)
         self._xa = Xa(path, self._drop_oob_guard)
         self._batch = Batch(path, config, lambda: self.redo.capacity, self._record_room, self.commit)
         self._purge = Purge(PurgeHost(

@@ -48,8 +48,6 @@ class WritePath:
     #: ``append(op, host_redo=(), extra=None, size=0) -> (op's result, end LSN)``: run a layout
     #: operation on the writer and log it in one redo record (``Engine._append``)
     append: Callable[..., tuple[Any, int]]
-    #: the file the running layout operation began, or None (one redo record begins one file)
-    entered: Callable[[], int | None]
     #: ``after_write(end_lsn, wait)``: durability per mode, once the write lock is released
     after_write: Callable[[int, bool], None]
     #: ``assign(gtid, domain_id, server_id)``: the GTID to write (given, or the domain's next)

@@ -30,8 +30,9 @@ from .records import OobData, OobRef
 from ..primitives import Buffer
 
 _MIN_CHUNK_ROOM = CHUNK_HEADER_SIZE + 1
-K = TypeVar("K")
 _STATE_CHUNK_MAX = PAGE_DATA_END - CHUNK_HEADER_SIZE
+#: The caller's key of a record :meth:`PageWriter.write_records` writes (a GTID).
+K = TypeVar("K")
 
 
 class WrittenPage(NamedTuple):
