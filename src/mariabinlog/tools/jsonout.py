@@ -342,7 +342,6 @@ class JsonSink(EventSink):
         self.current_db = ""
         self.display_name = ""
         self._file_json = '""'
-        self._head = ""
 
     def begin_file(self, name: str = "") -> None:
         super().begin_file(name)
@@ -357,9 +356,10 @@ class JsonSink(EventSink):
 
     def print_event(self, ev: Any) -> None:
         code = ev.type_code
-        #: The fields after the common ones (written by _emit after them, "gtid" first).
+        # The common fields, formatted; then the event's own in ``obj`` ("gtid" first).
         obj: dict[str, Any] = {}
-        self._head = (
+        columns: str | None = None  # a Table_map's, already JSON text
+        head = (
             f'{{"file": {self._file_json}, "pos": {ev.position}, "end_log_pos": {ev.log_pos}, '
             f'"timestamp": {ev.when}, "time": "{_iso_time(ev.when)}", "type": {_type_json(code)}, '
             f'"type_code": {code}, "server_id": {ev.server_id}, "flags": {ev.flags}, '
@@ -374,7 +374,7 @@ class JsonSink(EventSink):
                 obj["commit_id"] = g.commit_id
             if g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
                 obj["xid"] = _xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual)
-            self._emit(obj)
+            self._emit(head, obj)
             return
         obj["gtid"] = self.gtid if self.boundary.open else None
         if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
@@ -399,8 +399,7 @@ class JsonSink(EventSink):
             if not self._accept(table.database, table.table):
                 return
             obj.update(table_id=tm.table_id, database=table.database, table=table.table)
-            self._emit(obj, columns=table.described())
-            return
+            columns = table.described()
         elif code in ROWS_KIND:
             rows_ev = ev.decoded()
             table = self.tables.get(rows_ev.table_id)
@@ -457,19 +456,19 @@ class JsonSink(EventSink):
         elif code == USER_VAR_EVENT:
             uv = ev.decoded()
             obj.update(name=text_or_bytes(uv.var_name), value=_user_var_value(uv))
-        self._emit(obj)
+        self._emit(head, obj, columns)
         if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
             self.boundary.end_after(code)
 
-    def _emit(self, obj: dict[str, Any], columns: str | None = None) -> None:
-        """The line: the common fields formatted by print_event, then ``obj``'s (and a Table_map's
-        ``columns``, already JSON text), as json.dumps would write the whole object."""
+    def _emit(self, head: str, obj: dict[str, Any], columns: str | None = None) -> None:
+        """One line: ``head`` (the common fields, formatted), then ``obj``'s fields (and a
+        Table_map's ``columns``, already JSON text), as json.dumps would write the whole object."""
         rest = _dumps(obj)
         if columns is not None:
             rest = f"{rest[1:-1]}, \"columns\": {columns}}}"
         else:
             rest = rest[1:]
-        self.out.append((self._head + rest).encode("utf-8") + b"\n")
+        self.out.append((head + rest).encode("utf-8") + b"\n")
 
 
 def _xid(format_id: int, gtrid: bytes, bqual: bytes) -> dict[str, Any]:
