@@ -57,6 +57,7 @@ def _batch(work: str, index: int, mode: int, kills: int, seed: int, max_delay: f
         detail = "".join(traceback.format_exception_only(type(err), err)).strip()
         return index, mode, f"{detail} (directory kept: {directory})\n{traceback.format_exc()}"
     shutil.rmtree(directory)
+    shutil.rmtree(crash_harness.crashed_copy(directory), ignore_errors=True)
     return index, mode, stats
 
 

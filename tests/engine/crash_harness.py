@@ -37,6 +37,7 @@ import ctypes
 import os
 import random
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -482,10 +483,16 @@ def kill_point(facts: Facts, early: bool) -> str:
     return "load"
 
 
+def crashed_copy(directory: str) -> str:
+    """Where :func:`crash_loop` keeps the directory as the last kill left it (before recovery)."""
+    return directory.rstrip("/") + ".crashed"
+
+
 def crash_loop(directory: str, mode: int, kills: int, seed: int, *, max_delay: float = 0.5,
                admin: bool = False) -> dict[str, Any]:
     """Kill/recover/verify ``kills`` times; returns counters for reporting (``points``: kills
-    per kill point, ``kinds``: acknowledged groups per kind, ``sizes``: trials per file size)."""
+    per kill point, ``kinds``: acknowledged groups per kind, ``sizes``: trials per file size).
+    A failure names the copy of the directory as the kill left it (:func:`crashed_copy`)."""
     rnd = random.Random(seed)
     recovered: dict[Key, int] = {}
     stats: dict[str, Any] = {"kills": 0, "acked": 0, "received": 0, "groups": 0, "early": 0, "lost": 0,
@@ -499,15 +506,22 @@ def crash_loop(directory: str, mode: int, kills: int, seed: int, *, max_delay: f
             delay = rnd.uniform(0.0, 0.02)  # right after the restart's open
         else:
             delay = rnd.uniform(0.05, max_delay)
+        crashed = crashed_copy(directory)
         try:
             facts = run_child(directory, mode, seed * 100_000 + round_no, delay, after_open=not early,
                               admin=admin, size=size)
             point = kill_point(facts, early)
+            # the directory as the kill left it, kept until the next kill: recovery rewrites it,
+            # and a finding is only reproducible from the state before
+            shutil.rmtree(crashed, ignore_errors=True)
+            if os.path.isdir(directory):
+                shutil.copytree(directory, crashed)
             recovered, purged = verify(directory, mode, facts, recovered, admin=admin, size=size,
                                        deep=round_no % CHECK_EVERY == CHECK_EVERY - 1)
         except AssertionError as err:
             where = f"kill {round_no + 1} of {kills} (mode {mode}, {size // 1024} KiB files, delay {delay:.3f} s"
-            raise AssertionError(f"{where}, {locals().get('point', 'before the kill')}): {err}") from err
+            kept = f" (as the kill left it: {crashed})" if os.path.isdir(crashed) else ""
+            raise AssertionError(f"{where}, {locals().get('point', 'before the kill')}){kept}: {err}") from err
         stats["points"][point] = stats["points"].get(point, 0) + 1
         stats["sizes"][size] = stats["sizes"].get(size, 0) + 1
         for kind, count in facts.kinds.items():
