@@ -22,12 +22,11 @@ its out-of-band pieces only when asked, and events are decoded only when someone
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import DecodeError
-from .events.header import iter_events, reframe, split_events
+from .events.header import HEADER, iter_events, reframe, split_events
 from .events import (
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_LEN,
@@ -50,6 +49,7 @@ from .events import (
     GtidEvent,
     QueryEvent,
     decode_event,
+    gtid_head,
 )
 from .gtid import Gtid
 from .primitives import U32, Buffer
@@ -151,12 +151,9 @@ def gtid_of(event: Buffer, pos: int = 0) -> tuple[Gtid, int, int]:
     """(GTID, flags2, timestamp) of the GTID event at ``pos`` (19-byte header, no decoding)."""
     if len(event) - pos < 19 + _GTID_BODY_LEN:
         raise DecodeError("GTID event too short", offset=pos, expected=f"{19 + _GTID_BODY_LEN} bytes")
-    timestamp, server, seq, domain, flags2 = _GTID_HEAD.unpack_from(event, pos)
+    timestamp, _, server, _, _, _ = HEADER.unpack_from(event, pos)
+    seq, domain, flags2 = gtid_head(event, pos + 19)
     return Gtid(domain, server, seq), flags2, timestamp
-
-
-#: A GTID event's timestamp, server_id (header), sequence number, domain and flags2 (body).
-_GTID_HEAD = struct.Struct("<IxI10xQIB")
 
 
 class EventGroup:
