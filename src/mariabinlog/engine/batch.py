@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec.events import stored_gtid_event
+from ..codec.events import stored_group
 from ..codec.groups import EventGroup
 from ..codec.gtid import Gtid
 from ..codec.ibb.page import PAGE_SIZE, RecordType
@@ -51,7 +51,7 @@ class Batch:
         under their own GTIDs, in as few appends as possible: one redo record for consecutive
         groups up to :data:`BATCH_BYTES` (cut where a new file begins); a group larger than the
         spill size goes out-of-band through :meth:`Engine.commit`.  Each group's GTID event is stored as
-        :meth:`Engine.commit` would write it (:func:`stored_gtid_event`).  Nothing waits for durability
+        :meth:`Engine.commit` would write it (:func:`stored_group`).  Nothing waits for durability
         (:meth:`Engine.group_commit`); returns the LSN after the last append."""
         path = self._path
         end_lsn = 0
@@ -102,9 +102,9 @@ class Batch:
         engine writes its own, the other events as they are."""
         data = group.data()
         offsets = group.offsets
-        if stored_gtid_event(data, offsets[1] if len(offsets) > 1 else len(data)):
-            # the header flags (bytes 17-18 of the event) zeroed, as the engine's own GTID events have them
-            return b"".join((b"\0", data[:17], b"\0\0", data[19:]))
+        stored = stored_group(data, offsets[1] if len(offsets) > 1 else len(data))
+        if stored is not None:
+            return b"\0" + stored
         head = group.gtid_event
         assert group.gtid is not None
         event = self._path.gtid_event(group.gtid, flags2=head.flags2, timestamp=head.timestamp, **head.optional_fields())

@@ -189,7 +189,7 @@ from .transaction import (
     gtid_short_flags_extra,
     GtidListEvent,
     serialize_xid,
-    stored_gtid_event,
+    stored_group,
     xa_prepare_fields,
     XaPrepareEvent,
     xid_value,
