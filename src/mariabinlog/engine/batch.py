@@ -19,6 +19,7 @@ from ..codec.events import stored_group
 from ..codec.groups import EventGroup
 from ..codec.gtid import Gtid
 from ..codec.ibb.page import PAGE_SIZE, RecordType
+from ..codec.ibb.records import CommitRecord
 from .config import EngineConfig
 from .host import WritePath
 
@@ -104,8 +105,8 @@ class Batch:
         offsets = group.offsets
         stored = stored_group(data, offsets[1] if len(offsets) > 1 else len(data))
         if stored is not None:
-            return b"\0" + stored
+            return CommitRecord((), stored).encode()
         head = group.gtid_event
         assert group.gtid is not None
         event = self._path.gtid_event(group.gtid, flags2=head.flags2, timestamp=head.timestamp, **head.optional_fields())
-        return b"\0" + event + group.body()
+        return CommitRecord((), event + group.body()).encode()

@@ -494,7 +494,7 @@ class Engine:
                 payload = CommitRecord((ref,) if ref is not None else (), event).encode()
             else:
                 body = bytes(trx._buf) if trx is not None else bytes(events)
-                payload = b"\0" + event + body
+                payload = CommitRecord((), event + body).encode()
             writer = self._writer
 
             def op() -> RecordSpan:
@@ -518,7 +518,7 @@ class Engine:
         with self._lock:
             self._check_open()
             writer = self._writer
-            _, end_lsn = self._append(lambda: writer.write_record(RecordType.COMMIT, b"\0" + event), size=len(event))
+            _, end_lsn = self._append(lambda: writer.write_record(RecordType.COMMIT, CommitRecord((), event).encode()), size=len(event))
         self._after_write(end_lsn, True)
 
     def write_oob_piece(self, trx: Transaction, data: bytes | memoryview) -> None:
