@@ -46,6 +46,38 @@ def test_flush_pads_truncates_and_continues_in_the_next_file(open_engine, engine
     assert report.ok, report.summary()
 
 
+def test_flush_cut_survives_a_late_preallocation(open_engine, engine_dir: Path) -> None:
+    """The pre-allocation thread may reach file N only after the writer created, wrote and
+    FLUSHed (cut) it; it must then leave N cut, or the empty tail before file N+1 breaks the
+    binlog (§5.2: "page K is empty but a later file follows"; found by the crash soak)."""
+    engine = open_engine()
+    files = engine.files
+    gate, late = threading.Event(), threading.Event()
+    original = files.preallocate
+
+    def held(file_no: int, pages: int) -> bool:
+        gate.wait(10)
+        created = original(file_no, pages)
+        if file_no == 2:
+            late.set()
+        return created
+
+    files.preallocate = held  # the thread is held before it looks at file 2
+    fill_files(engine, 1)  # entering file 1 asks for file 2 in advance
+    fill_files(engine, 1)  # the writer reaches file 2 first and the flush thread creates it
+    engine.commit(query(b"short", 100))
+    engine.flush()
+    kept = os.path.getsize(engine_dir / binlog_name(2))
+    assert kept < 64 * 1024
+    gate.set()
+    assert late.wait(10)
+    assert os.path.getsize(engine_dir / binlog_name(2)) == kept
+    engine.commit(query(b"after", 100))
+    engine.close()
+    report = check_directory(str(engine_dir))
+    assert report.ok, report.summary()
+
+
 def test_flush_delete_domain_id_rules(open_engine) -> None:
     engine = open_engine()
     engine.commit(query(b"d1"), domain_id=1)

@@ -194,8 +194,7 @@ class PageFifo:
                 file_no = self._prealloc.pop(0)
                 self._prealloc_busy = True
             try:
-                if not self.files.exists(file_no):
-                    self.files.create(file_no, self.pages_for_file(file_no))
+                self.files.preallocate(file_no, self.pages_for_file(file_no))
             except BaseException as err:  # noqa: BLE001 - reported through check()
                 self.fail(err)
                 return

@@ -44,6 +44,10 @@ class BinlogFiles(IbbFiles):
         self.readonly = readonly
         self._fds: dict[int, int] = {}
         self._lock = threading.Lock()
+        #: held across every change of a file's size (create, pre-allocate, truncate): the
+        #: pre-allocation thread must not grow a file that FLUSH cut between its look and its
+        #: fallocate (a cut file grown back keeps an empty tail before the next file, §5.2)
+        self._resize = threading.Lock()
 
     def exists(self, file_no: int) -> bool:
         """True if the file exists."""
@@ -67,6 +71,22 @@ class BinlogFiles(IbbFiles):
 
     def create(self, file_no: int, pages: int) -> None:
         """Make the file exist with at least ``pages`` zero pages (pre-allocated blocks), durably."""
+        with self._resize:
+            self._create(file_no, pages)
+
+    def preallocate(self, file_no: int, pages: int) -> bool:
+        """Create the file with ``pages`` zero pages unless it exists; True if it was created.
+
+        Unlike :meth:`create` it never grows an existing file: a file the writer reached,
+        wrote and FLUSHed (cut) before the pre-allocation thread got to it stays cut.
+        """
+        with self._resize:
+            if self.exists(file_no):
+                return False
+            self._create(file_no, pages)
+            return True
+
+    def _create(self, file_no: int, pages: int) -> None:
         existed = self.exists(file_no)
         fd = self._fd(file_no, create=True)
         assert fd is not None
@@ -155,8 +175,9 @@ class BinlogFiles(IbbFiles):
         fd = self._fd(file_no)
         if fd is None:
             return
-        os.ftruncate(fd, pages << PAGE_SIZE_SHIFT)
-        os.fsync(fd)
+        with self._resize:
+            os.ftruncate(fd, pages << PAGE_SIZE_SHIFT)
+            os.fsync(fd)
 
     def delete(self, file_no: int) -> None:
         """Remove the file (descriptor closed first); the directory is not synced here."""
