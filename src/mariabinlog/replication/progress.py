@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
-from ..codec.gtid import ConnectState, Gtid
+from ..codec.gtid import ConnectState
 
 
 class JobProgress:
@@ -44,18 +44,6 @@ class JobProgress:
         self.state = "starting"
         self.queued: Callable[[], int] = lambda: 0
         self.source_idle: Callable[[], bool] = lambda: False
-
-    def done(self, gtid: Gtid, events: int, size: int, timestamp: int) -> None:
-        """A group was applied / stored."""
-        with self._lock:
-            self.groups += 1
-            self.events += events
-            self.bytes += size
-            seen = self.position.get(gtid.domain)
-            if seen is None or gtid.seq >= seen.seq:
-                self.position.update(gtid)
-            if timestamp:
-                self.last_timestamp = float(timestamp)
 
     def done_many(self, groups: Iterable[Any]) -> None:
         """Several groups were stored (:class:`~mariabinlog.codec.groups.EventGroup` objects)."""

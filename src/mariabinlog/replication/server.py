@@ -93,6 +93,8 @@ sends are short."""
 
 _FLUSH_AT = 1 << 16
 """Bytes of events a dump collects before it sends them."""
+_COUNT_AT = 256
+"""Groups a dump sends before it updates the progress counters (one lock per batch, not per group)."""
 
 
 class _Timeout(Exception):
@@ -835,6 +837,7 @@ class _Stream:
         self._flush()
         last_send = time.monotonic()
         progress = session.server.progress
+        counted: list[EventGroup] = []  # sent, not yet told to the progress (one lock per batch)
         while not session._closed and not session.server.stopping:
             sent = False
             for group in self.reader.available():
@@ -849,15 +852,20 @@ class _Stream:
                     self._send_group_engine_style(group)
                 elif send:
                     self._send_group(group)
-                if len(self.out) > _FLUSH_AT:
+                counted.append(group)
+                if len(self.out) > _FLUSH_AT or len(counted) >= _COUNT_AT:
                     self._flush()
-                progress.done(group.gtid, len(group), group.size, group.timestamp)
+                    progress.done_many(counted)
+                    counted.clear()
                 sent = True
                 if reached:
                     self._until_reached()
+                    progress.done_many(counted)
                     return
             if sent:
                 self._flush()
+                progress.done_many(counted)
+                counted.clear()
                 last_send = time.monotonic()
                 continue
             if non_block:
