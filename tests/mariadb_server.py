@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -242,6 +243,7 @@ class MariaDBServer:
                 env={**os.environ, **self.env} if self.env else None,
             )
             _running.add(self)
+            _stop_on_sigterm()
             try:
                 self._wait_ready()
                 return self
@@ -423,6 +425,22 @@ def _read_from(path: Path, offset: int) -> str:
 
 def _tail(path: Path, size: int = 4000) -> str:
     return _read_from(path, 0)[-size:]
+
+
+def _stop_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, ``kill``) unwind like Ctrl-C, so ``finally`` blocks, pytest's
+    teardown and :func:`_stop_leftovers` stop the servers: by default SIGTERM ends Python at
+    once, and a ``start_new_session`` server outlives it.  Only from the main thread, and only
+    where nobody installed a handler of their own."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(number: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise KeyboardInterrupt(f"signal {number}")
 
 
 @atexit.register
