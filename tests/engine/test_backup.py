@@ -12,12 +12,16 @@ import time
 from pathlib import Path
 
 import crash_harness
+import pytest
 from engine_helpers import SMALL, fake_event, gtid_groups, query
 
 from mariabinlog.codec.gtid import BinlogState
+from mariabinlog.engine.redo import REDO_NAME, RedoLog
 from mariabinlog.engine import Engine
-from mariabinlog.engine.backup import prepare
+from mariabinlog.engine import backup as backup_module
+from mariabinlog.engine.backup import backup_from_outside, prepare
 from mariabinlog.engine.check import check_directory
+from mariabinlog.errors import EngineError
 
 
 def test_backup_under_concurrent_writes_is_a_consistent_prefix(open_engine, engine_dir: Path, tmp_path: Path) -> None:
@@ -123,3 +127,75 @@ def test_backup_from_outside_while_another_process_writes(tmp_path: Path) -> Non
     recovered = dict(groups)
     for key, token in acked_before.acked.items():
         assert recovered.get(key) == token, f"commit {key}, acknowledged before the backup began, is not in the copy"
+
+
+def test_outside_backup_follows_the_log_through_checkpoints(open_engine, engine_dir: Path, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """A writer that checkpoints while every file is copied (a busy engine checkpoints each
+    second; a large directory takes longer to copy) does not make the outside backup start
+    over: the copy follows the redo log from the first checkpoint and succeeds in one attempt,
+    a consistent prefix holding every group committed before it began."""
+    engine = open_engine()
+    for n in range(40):
+        engine.commit(query(b"before%d" % n, 3_000))
+    committed = engine.gtid_state()
+    redo_path = str(engine_dir / REDO_NAME)
+    first = RedoLog.read_checkpoint(redo_path).number
+    copy_file = backup_module._copy_file
+    n = 0
+
+    def copy_then_write(source, target, file_no):  # the writer moves on and checkpoints after each file
+        nonlocal n
+        result = copy_file(source, target, file_no)
+        for _ in range(3):
+            engine.commit(query(b"during%d" % n, 3_000))
+            n += 1
+        engine.checkpoint()
+        return result
+
+    monkeypatch.setattr(backup_module, "_copy_file", copy_then_write)
+    info = backup_from_outside(str(engine_dir), tmp_path / "copy", attempts=1)
+    assert RedoLog.read_checkpoint(redo_path).number >= first + len(info.files)
+    assert info.end_lsn > info.start_lsn
+    prepare(str(tmp_path / "copy"))
+    report = check_directory(str(tmp_path / "copy"))
+    assert report.ok, report.summary()
+    seqs = [gtid.seq for gtid, _ in gtid_groups(tmp_path / "copy")]
+    assert seqs == list(range(1, len(seqs) + 1))  # one domain: every GTID from 1, none twice
+    assert str(report.state) == f"0-1-{len(seqs)}"
+    assert len(seqs) >= committed.last(0).seq  # every group committed before the backup began
+
+
+def test_outside_backup_lapped_by_the_writer_tries_again(open_engine, engine_dir: Path, tmp_path: Path,
+                                                         monkeypatch) -> None:
+    """When the writer laps the circular redo log before the follower copied its records (more
+    than the log's capacity written while the follower slept), that attempt is abandoned, not
+    stored with a hole; the next attempt makes a consistent copy."""
+    engine = open_engine()
+    for n in range(20):
+        engine.commit(query(b"before%d" % n, 3_000))
+    attempts = []
+
+    class Sleepy(backup_module._RedoFollower):
+        POLL = 30.0  # one drain as it starts, then asleep until the copy is done
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            attempts.append(self)
+            if len(attempts) == 1:  # in the first attempt only: more than the log holds
+                time.sleep(0.2)
+                for n in range(700):
+                    engine.commit(query(b"lap%d" % n, 3_000))
+
+    monkeypatch.setattr(backup_module, "_RedoFollower", Sleepy)
+    with pytest.raises(EngineError, match="kept moving"):
+        backup_from_outside(str(engine_dir), tmp_path / "one", attempts=1)
+    assert os.listdir(tmp_path / "one") == []  # nothing half-made left behind
+    attempts.clear()
+    backup_from_outside(str(engine_dir), tmp_path / "copy", attempts=2)
+    assert len(attempts) == 2
+    prepare(str(tmp_path / "copy"))
+    report = check_directory(str(tmp_path / "copy"))
+    assert report.ok, report.summary()
+    seqs = [gtid.seq for gtid, _ in gtid_groups(tmp_path / "copy")]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) >= 720

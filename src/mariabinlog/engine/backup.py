@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -117,7 +118,7 @@ class Backup:
                 target = BinlogFiles(destination)
                 try:
                     for file_no in numbers:
-                        copied += _copy_file(source, target, file_no)
+                        copied += _copy_file(source, target, file_no)[0]
                     with host.lock:
                         end_lsn = redo.buffered_lsn
                         end = host.position()
@@ -148,89 +149,201 @@ def backup_from_outside(directory: str, destination: str | os.PathLike[str], *, 
     """Copy an engine directory that another process has open (``engine backup`` beside a
     running ``archive``), without its lock and without writing to it.
 
-    The way mariabackup copies a running server: note the newest checkpoint, copy the binlog
-    files, then the redo log; if the copied log's checkpoint is still the one noted, every
-    page before it was in the files when they were copied and no log bytes after it were
-    overwritten (that needs a checkpoint), so the copy plus its log is a crash image of the
-    directory; pages the log names as forced are copied again.  Otherwise (a checkpoint,
-    FLUSH or RESET ran meanwhile) it starts over.  :func:`prepare` makes the copy consistent.
+    The way mariabackup copies a running server: note the newest checkpoint, and while the
+    binlog files are copied, follow the redo log from that checkpoint's LSN, keeping every
+    record in a stream file as it is written (:class:`_RedoFollower`; the log is circular, and
+    a busy writer checkpoints and laps it many times during a long copy).  The files copied
+    after the checkpoint plus the records from it to the end of the copy are a crash image
+    of the directory; pages the records name as forced are copied again, and the records
+    become the copy's redo log, which :func:`prepare` replays.  If the follower was lapped, or
+    RESET or a restart began a new epoch, it tries again, copying only the files that changed
+    since it copied them (:class:`_Copies`).
     """
     destination = os.fspath(destination)
     os.makedirs(destination, exist_ok=True)
     if os.listdir(destination):
         raise EngineError(f"backup destination {destination} is not empty")
     redo_path = os.path.join(directory, REDO_NAME)
-    for _ in range(attempts):
-        before = RedoLog.read_checkpoint(redo_path)
-        source = BinlogFiles(directory, readonly=True)
-        target = BinlogFiles(destination)
-        try:
-            numbers = source.list()
-            copied = sum(_copy_file(source, target, file_no) for file_no in numbers)
-            copied += _copy_path(redo_path, os.path.join(destination, REDO_NAME))
-            fd, checkpoint = RedoLog.open_for_recovery(destination, readonly=True)
+    stream_path = os.path.join(destination, STREAM_NAME)
+    copies = _Copies()
+    copied = 0  # bytes written into the destination, every attempt counted
+    try:
+        for _ in range(attempts):
+            start = RedoLog.read_checkpoint(redo_path)
+            source = BinlogFiles(directory, readonly=True)
+            target = BinlogFiles(destination)
+            follower = _RedoFollower(redo_path, stream_path, start)
             try:
-                if checkpoint != before:
-                    raise _Moved()
-                end_lsn, end = checkpoint.lsn, checkpoint.end
-                for record in RedoLog.scan(fd, checkpoint):
-                    end_lsn, end = record.end_lsn, record.end
-                    for op in record.ops:
-                        if op[0] == OP_FORCED:
-                            page = source.read_page(op[1], op[2])
-                            if page is None:
-                                raise _Moved()
-                            target.write_pages(op[1], op[2], [page])
-                            copied += PAGE_SIZE
+                numbers = source.list()
+                for file_no in target.list():
+                    if file_no not in numbers:  # purged since the last attempt
+                        target.delete(file_no)
+                        copies.forget(file_no)
+                for file_no in numbers:
+                    size = copies.copy(source, target, file_no)
+                    if size is None:  # purged under the copy: so are the ones before it
+                        for older in target.list():
+                            if older < file_no:
+                                target.delete(older)
+                                copies.forget(older)
+                    copied += size or 0
+                end_lsn, end = follower.finish()
+                for file_no, page_no in _forced_pages(follower.fd, start.lsn, end_lsn):
+                    page = source.read_page(file_no, page_no)
+                    if page is None:
+                        raise _Moved()
+                    target.write_pages(file_no, page_no, [page])
+                    copies.forget(file_no)  # the copy no longer matches one state of the file
+                    copied += PAGE_SIZE
+                _write_redo(destination, follower.fd, start.lsn, end_lsn, start.epoch, start.capacity, start.end)
+                copied += end_lsn - start.lsn
+                for file_no in target.list():
+                    target.sync(file_no)
+            except _Moved:
+                continue
             finally:
-                os.close(fd)
-            for file_no in target.list():
-                target.sync(file_no)
-        except (_Moved, FileNotFoundError):
-            target.close()
-            for name in os.listdir(destination):
-                os.unlink(os.path.join(destination, name))
-            continue
-        finally:
-            source.close()
-            target.close()
-        fsync_dir(destination)
-        return BackupInfo(destination, checkpoint.lsn, end_lsn, end, numbers, copied)
+                follower.close()
+                source.close()
+                target.close()
+            os.unlink(stream_path)
+            fsync_dir(destination)
+            return BackupInfo(destination, start.lsn, end_lsn, end, BinlogFiles(destination).list(), copied)
+    except BaseException:
+        _empty(destination)
+        raise
+    _empty(destination)
     raise EngineError(f"{directory}: the engine kept moving under the backup ({attempts} attempts)")
+
+
+def _empty(directory: str) -> None:
+    """Remove what a failed backup left in its destination."""
+    for name in os.listdir(directory):
+        os.unlink(os.path.join(directory, name))
+
+
+class _RedoFollower:
+    """Copies a live redo log's records, from a checkpoint's LSN on, into a stream file as the
+    writer of another process appends them (mariabackup's log-copying thread).
+
+    A record is complete in the log once a later checkpoint names an LSN past it, and it is
+    not overwritten before the writer's checkpoint passes it (the log is circular): so a
+    missing record at an LSN below the live checkpoint means the follower was lapped.
+    """
+
+    POLL = 0.001
+
+    def __init__(self, redo_path: str, stream_path: str, start: Checkpoint) -> None:
+        self.redo_path = redo_path
+        self.start = start
+        self.lsn = start.lsn
+        self.last: bytes | None = None
+        self.error: _Moved | None = None
+        self._log = os.open(redo_path, os.O_RDONLY)
+        self.fd = os.open(stream_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="backup-redo-follower", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if not self._drain():
+                    self._stop.wait(self.POLL)
+        except _Moved as err:
+            self.error = err
+
+    def _drain(self) -> bool:
+        """Copy the records written since the last call; False when there was none."""
+        start = self.start
+        moved = False
+        while True:
+            data = RedoLog.frame_at(self._log, start, self.lsn, self.lsn + start.capacity)
+            if data is None:
+                live = RedoLog.read_checkpoint(self.redo_path)
+                if live.epoch != start.epoch:
+                    raise _Moved()  # RESET MASTER, or the writer restarted
+                if live.lsn <= self.lsn:
+                    return moved  # not written yet
+                data = RedoLog.frame_at(self._log, start, self.lsn, self.lsn + start.capacity)
+                if data is None:
+                    raise _Moved()  # lapped: the record is gone
+            os.write(self.fd, data)
+            self.lsn += len(data)
+            self.last = data
+            moved = True
+
+    def finish(self) -> tuple[int, tuple[int, int]]:
+        """Stop after the records written so far; (end LSN, binlog end) of the stream."""
+        self._stop.set()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        self._drain()
+        if self.last is None:
+            return self.lsn, self.start.end
+        lsn = self.lsn - len(self.last)
+        return self.lsn, decode_body(lsn, self.lsn, self.last[FRAME.size:]).end
+
+    def close(self) -> None:
+        """Stop the thread and close both descriptors (the stream file stays)."""
+        self._stop.set()
+        self._thread.join()
+        os.close(self._log)
+        os.close(self.fd)
+
+
+class _Copies:
+    """Which copied binlog files still equal their source, so a retry copies only the others.
+
+    A copy is trusted while the source's size and modification time are those it had when
+    it was copied, and that time was at least :attr:`QUIET_NS` before the copy began: file
+    times come from a coarse clock (a few ms), so a write just after the copy may leave the
+    time unchanged, but never one that was already a second old.  Only the files the writer
+    has moved past are that quiet, and those are the bulk of a large directory.
+    """
+
+    QUIET_NS = 1_000_000_000
+
+    def __init__(self) -> None:
+        self._copied: dict[int, tuple[int, int]] = {}  # file_no -> (size, mtime_ns) trusted
+
+    def copy(self, source: BinlogFiles, target: BinlogFiles, file_no: int) -> int | None:
+        """Copy ``file_no`` unless the copy made earlier still equals it; returns bytes
+        copied, None when the source file is gone (purged)."""
+        try:
+            stat = os.stat(source.path(file_no))
+        except FileNotFoundError:
+            return None
+        if self._copied.get(file_no) == (stat.st_size, stat.st_mtime_ns):
+            return 0
+        began = time.time_ns()
+        self._copied.pop(file_no, None)
+        copied, stat = _copy_file(source, target, file_no)
+        if stat is None:
+            return None
+        if stat.st_mtime_ns <= began - self.QUIET_NS:
+            self._copied[file_no] = (stat.st_size, stat.st_mtime_ns)
+        return copied
+
+    def forget(self, file_no: int) -> None:
+        """The copy of ``file_no`` was changed or removed: copy it whole next time."""
+        self._copied.pop(file_no, None)
 
 
 class _Moved(Exception):
     """The source directory changed in a way the copy cannot follow: start over."""
 
 
-def _copy_path(source: str, target: str) -> int:
-    """Copy one file by path; returns bytes copied."""
-    fd = os.open(source, os.O_RDONLY)
-    try:
-        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            size = 0
-            while True:
-                data = os.read(fd, COPY_CHUNK)
-                if not data:
-                    break
-                os.write(out, data)
-                size += len(data)
-        finally:
-            os.close(out)
-        return size
-    finally:
-        os.close(fd)
-
-
-def _copy_file(source: BinlogFiles, target: BinlogFiles, file_no: int) -> int:
-    """Copy a binlog file as it is now; returns bytes copied."""
+def _copy_file(source: BinlogFiles, target: BinlogFiles, file_no: int) -> tuple[int, os.stat_result | None]:
+    """Copy a binlog file as it is now; returns bytes copied and the source's status as the
+    copy began (None when the file is gone)."""
     try:
         fd = os.open(source.path(file_no), os.O_RDONLY)
     except FileNotFoundError:
-        return 0
+        return 0, None
     try:
-        size = os.fstat(fd).st_size
+        stat = os.fstat(fd)
+        size = stat.st_size
         out = os.open(target.path(file_no), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             offset = 0
@@ -243,7 +356,7 @@ def _copy_file(source: BinlogFiles, target: BinlogFiles, file_no: int) -> int:
             os.ftruncate(out, size)
         finally:
             os.close(out)
-        return size
+        return size, stat
     finally:
         os.close(fd)
 
@@ -263,19 +376,25 @@ def _records(fd: int, start_lsn: int, end_lsn: int) -> list[tuple[int, bytes]]:
     return out
 
 
+def _forced_pages(fd: int, start_lsn: int, end_lsn: int) -> list[tuple[int, int]]:
+    """(file_no, page_no) of each page the stream's records name as forced to disk."""
+    return [
+        (op[1], op[2])
+        for lsn, body in _records(fd, start_lsn, end_lsn)
+        for op in decode_body(lsn, lsn, body).ops
+        if op[0] == OP_FORCED
+    ]
+
+
 def _recopy_forced(fd: int, start_lsn: int, end_lsn: int, source: BinlogFiles, target: BinlogFiles) -> int:
     """Copy again the pages that redo records name as forced (written after the file copy maybe)."""
     copied = 0
-    for lsn, body in _records(fd, start_lsn, end_lsn):
-        record = decode_body(lsn, lsn, body)
-        for op in record.ops:
-            if op[0] == OP_FORCED:
-                _, file_no, page_no, _ = op
-                page = source.read_page(file_no, page_no)
-                if page is None:
-                    raise EngineError(f"backup: forced page {page_no} of {binlog_name(file_no)} disappeared")
-                target.write_pages(file_no, page_no, [page])
-                copied += PAGE_SIZE
+    for file_no, page_no in _forced_pages(fd, start_lsn, end_lsn):
+        page = source.read_page(file_no, page_no)
+        if page is None:
+            raise EngineError(f"backup: forced page {page_no} of {binlog_name(file_no)} disappeared")
+        target.write_pages(file_no, page_no, [page])
+        copied += PAGE_SIZE
     return copied
 
 

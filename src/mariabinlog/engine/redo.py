@@ -170,23 +170,32 @@ class RedoLog:
     @classmethod
     def scan(cls, fd: int, checkpoint: Checkpoint) -> Iterator[RedoRecord]:
         """Valid records from the checkpoint on, in LSN order, up to the first invalid one."""
-        capacity = checkpoint.capacity
         lsn = checkpoint.lsn
-        limit = checkpoint.lsn + capacity
-        while lsn + FRAME_SIZE <= limit:
-            head = cls._read(fd, capacity, lsn, FRAME_SIZE)
-            length, crc, stored_lsn = frame_head(head)
-            if stored_lsn != lsn or length < FRAME_SIZE + 3 or lsn + length > limit:
-                return
-            data = cls._read(fd, capacity, lsn, length)
-            if not frame_valid(checkpoint.epoch, data, crc):
+        limit = checkpoint.lsn + checkpoint.capacity
+        while True:
+            data = cls.frame_at(fd, checkpoint, lsn, limit)
+            if data is None:
                 return
             try:
-                record = decode_body(lsn, lsn + length, data[FRAME_SIZE:])
+                record = decode_body(lsn, lsn + len(data), data[FRAME_SIZE:])
             except (EngineError, ValueError, IndexError):
                 return
             yield record
-            lsn += length
+            lsn += len(data)
+
+    @classmethod
+    def frame_at(cls, fd: int, checkpoint: Checkpoint, lsn: int, limit: int) -> bytes | None:
+        """The whole valid record (frame included) written at ``lsn`` in the epoch of
+        ``checkpoint`` and ending by ``limit``; None where there is none (not written yet,
+        torn, or overwritten by a later lap of the circular log)."""
+        capacity = checkpoint.capacity
+        if lsn + FRAME_SIZE > limit:
+            return None
+        length, crc, stored_lsn = frame_head(cls._read(fd, capacity, lsn, FRAME_SIZE))
+        if stored_lsn != lsn or length < FRAME_SIZE + 3 or lsn + length > limit:
+            return None
+        data = cls._read(fd, capacity, lsn, length)
+        return data if frame_valid(checkpoint.epoch, data, crc) else None
 
     # ------------------------------------------------------------------ appending
 
