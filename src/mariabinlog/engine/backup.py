@@ -230,7 +230,9 @@ class _RedoFollower:
     missing record at an LSN below the live checkpoint means the follower was lapped.
     """
 
-    POLL = 0.001
+    #: seconds between looks at the log when nothing new was there (each look also reads the
+    #: checkpoint); a writer laps the log only after a whole capacity (>= 1 MiB) more
+    POLL = 0.005
 
     def __init__(self, redo_path: str, stream_path: str, start: Checkpoint) -> None:
         self.redo_path = redo_path

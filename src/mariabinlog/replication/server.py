@@ -844,6 +844,7 @@ class _Stream:
                 hole = self._hole(group) if self.awaiting else None
                 if hole is not None:
                     self._flush()
+                    progress.done_many(counted)
                     session._dump_error(hole)
                     return
                 self.state.update(group.gtid)
