@@ -31,7 +31,9 @@ import pytest
 from mariabinlog.codec.ibb import CommitRecord, GtidState, PageWriter, RecordType
 from mariabinlog.codec.events.stream import iter_legacy_events
 from mariabinlog.engine.files import IbbDirectory, binlog_name, ibb_file_no
+from mariabinlog.errors import FlashbackError
 from mariabinlog.tools.dump.cli import dump_main
+from mariabinlog.tools.printer.rowsizes import flashback_rows
 
 from corpus_data import CORPUS, corpus_path
 TOOL = shutil.which("mariadb-binlog")
@@ -443,3 +445,16 @@ def test_ibb_directory_page_source(corpus_dir: Path, tmp_path: Path) -> None:
         assert source.page(0, 4) is None and source.page(9, 0) is None
         assert source.name(0) == str(tmp_path / "binlog-000000.ibb")
         assert source.size(0) == 4 * 16384
+
+
+def test_flashback_of_a_row_image_of_no_bytes_is_the_tools_error() -> None:
+    """A Rows event whose column bitmap names no column has row images of no bytes (no NULL
+    bitmap, no value); ``--flashback`` stops with the real tool's "Error row length: 0"
+    instead of measuring empty rows forever (a hang found by the suite's `dump` fuzzing;
+    the input is ``fuzz/crashes/dump/flashback-row-image-of-no-bytes``)."""
+    for update in (False, True):
+        with pytest.raises(FlashbackError):
+            flashback_rows((4, 4), update, 2, b"\x00", None, b"\x01" * 16, 0, 16)
+    # a bitmap naming a column measures a row as before
+    row = b"\x00" + b"\x07\x00\x00\x00"
+    assert flashback_rows((4,), False, 1, b"\x01", None, row * 2, 0, 10) == row * 2

@@ -66,7 +66,9 @@ def flashback_rows(
 
     The 10.11 tool measures an update's after image with the *before* image's
     column bitmap, so it only works on full row images; anything it cannot
-    measure ends the program with "Error row length: 0" (:class:`FlashbackError`).
+    measure ends the program with "Error row length: 0" (:class:`FlashbackError`),
+    and so does an image of no bytes at all (no column present: no NULL bitmap,
+    no value), which would otherwise never end the loop.
     """
     sizes = full_sizes[:width]
     rows = []
@@ -75,6 +77,8 @@ def flashback_rows(
             row_start = pos
             _, pos = image_fields(sizes, cols, data, pos, end)
             before_end = pos
+            if before_end == row_start:
+                raise FlashbackError()
             if update:
                 _, pos = image_fields(sizes, cols, data, pos, end)
                 rows.append(
