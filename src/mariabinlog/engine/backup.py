@@ -239,7 +239,7 @@ class _RedoFollower:
         self.start = start
         self.lsn = start.lsn
         self.last: bytes | None = None
-        self.error: _Moved | None = None
+        self.error: BaseException | None = None  # what ended the thread, raised by finish()
         self._log = os.open(redo_path, os.O_RDONLY)
         self.fd = os.open(stream_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         self._stop = threading.Event()
@@ -251,7 +251,7 @@ class _RedoFollower:
             while not self._stop.is_set():
                 if not self._drain():
                     self._stop.wait(self.POLL)
-        except _Moved as err:
+        except BaseException as err:  # noqa: BLE001 - raised in the caller's thread by finish()
             self.error = err
 
     def _drain(self) -> bool:
