@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mariabinlog.codec import events as E
 from mariabinlog.codec.events.session import (
     FLAGS2_REPLAYED,
@@ -17,6 +19,7 @@ from mariabinlog.codec.events.stream import stored_crc
 from mariabinlog.codec.ibb.redo import Checkpoint, RecordBuilder, decode_body, frame, frame_head, frame_valid
 from mariabinlog.codec.rows.layout import image_fields, row_counter, size_codes
 from mariabinlog.codec import columns as C
+from mariabinlog.errors import TruncatedError
 
 
 def test_redo_frame_and_slot_round_trip() -> None:
@@ -70,10 +73,20 @@ def test_event_field_readers() -> None:
     assert stored_crc(gtid, len(gtid)) == int.from_bytes(gtid[-4:], "little")
     moved = E.with_log_pos(gtid, 1234)
     assert E.header_fields(moved, 0)[4] == 1234 and moved[17:] == gtid[17:]
+    assert E.gtid_fields(gtid, 19, len(gtid) - 4) == (5, 2, E.FL_STANDALONE)
     xid = E.XidEvent(xid=77).encode()
-    assert E.xid_value(xid, 19) == 77
-    assert E.rand_seeds(E.RandEvent(seed1=1, seed2=2).encode(), 19) == (1, 2)
-    assert E.intvar_fields(E.IntvarEvent(kind=2, value=9).encode(), 19) == (2, 9)
+    assert E.xid_value(xid, 19, len(xid)) == 77
+    assert E.rand_seeds(E.RandEvent(seed1=1, seed2=2).encode(), 19, 35) == (1, 2)
+    assert E.intvar_fields(E.IntvarEvent(kind=2, value=9).encode(), 19, 28) == (2, 9)
+    xa = E.XaPrepareEvent(one_phase=False, format_id=1, gtrid=b"g", bqual=b"bq").encode()
+    assert E.xa_prepare_fields(xa, 19, len(xa)) == (0, 1, b"g", b"bq")
+    # a body that ends before its fields (inside a longer buffer: the next event's bytes
+    # must not be read as this one's) is refused with the field and the bytes left
+    for read, buf, end in ((E.gtid_fields, gtid, 19 + 12), (E.xid_value, xid + xid, len(xid) - 1),
+                           (E.xa_prepare_fields, xa + xa, len(xa) - 1),
+                           (E.checkpoint_name, b"\0" * 19 + b"\x09\0\0\0bin.0001" + b"\0" * 30, 19 + 12)):
+        with pytest.raises(TruncatedError, match="truncated"):
+            read(buf, 19, end)
 
 
 def test_row_layout_measures_images() -> None:

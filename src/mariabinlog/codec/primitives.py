@@ -44,6 +44,13 @@ def need(buf: Buffer, pos: int, size: int, what: str) -> None:
         raise TruncatedError(f"truncated {what}", offset=pos, expected=f"{size} bytes, {max(len(buf) - pos, 0)} left")
 
 
+def need_within(pos: int, size: int, end: int, what: str) -> None:
+    """Raise TruncatedError unless ``size`` bytes at ``pos`` end by ``end``: a field inside one
+    event of a larger buffer, where :func:`need` would read on into the next event."""
+    if size < 0 or pos + size > end:
+        raise TruncatedError(f"truncated {what}", offset=pos, expected=f"{size} bytes, {max(end - pos, 0)} left")
+
+
 def read_lenenc(buf: Buffer, pos: int) -> tuple[int | None, int]:
     """Read a MySQL length-encoded integer; returns (value or None for 0xFB NULL, next pos)."""
     need(buf, pos, 1, "length-encoded integer")

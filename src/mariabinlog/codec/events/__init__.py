@@ -185,6 +185,7 @@ from .transaction import (
     GTID_LIST_FLAG_IGN_GTIDS,
     GTID_LIST_FLAG_UNTIL_REACHED,
     GtidEvent,
+    gtid_fields,
     gtid_head,
     gtid_short_flags_extra,
     GtidListEvent,

@@ -24,7 +24,7 @@ from .header import (
     RAND_EVENT,
     USER_VAR_EVENT,
 )
-from ..primitives import Buffer, F64, need, U16, U32, U64, U8
+from ..primitives import Buffer, F64, need, need_within, U16, U32, U64, U8
 from ..rows.packed import decimal_size, decimal_value
 
 # Query status variable codes (sql/log_event.h Q_*).
@@ -364,8 +364,10 @@ _QUERY_POST_V3 = struct.Struct("<IIBH")
 _QUERY_HEAD = struct.Struct("<IIBHH")
 _RAND = struct.Struct("<QQ")
 
-#: ``rand_seeds(buf, pos)``: a Rand body, unchecked, as ``(seed1, seed2)``.
-rand_seeds = _RAND.unpack_from
+def rand_seeds(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """A Rand body from ``pos`` to ``end``: ``(seed1, seed2)``."""
+    need_within(pos, 16, end, "Rand event body")
+    return _RAND.unpack_from(buf, pos)  # type: ignore[return-value]
 
 
 def query_sections(buf: Buffer, pos: int, post: int, end: int) -> tuple[int, int, int, bytes, bytes, int] | None:
@@ -387,8 +389,10 @@ def query_status_bytes(buf: Buffer, pos: int, post: int) -> bytes:
     return bytes(buf[s : s + _QUERY_HEAD.unpack_from(buf, pos)[4]])
 
 
-def intvar_fields(buf: Buffer, pos: int) -> tuple[int, int]:
-    """An Intvar body, unchecked: ``(kind, value)`` with the value as the stored unsigned 64 bits."""
+def intvar_fields(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """An Intvar body from ``pos`` to ``end``: ``(kind, value)`` with the value as the stored
+    unsigned 64 bits."""
+    need_within(pos, 9, end, "Intvar event body")
     return buf[pos], U64.unpack_from(buf, pos + 1)[0]
 
 

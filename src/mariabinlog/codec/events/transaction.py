@@ -15,7 +15,7 @@ from .header import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
-from ..primitives import Buffer, need, U32, U64, U8
+from ..primitives import Buffer, need, need_within, U32, U64, U8
 
 class XidEvent(Event):
     """Xid (16): commit of a transactional event group."""
@@ -222,8 +222,14 @@ _GTID_HEAD = struct.Struct("<QIB")
 _XA_PREPARE_HEAD = struct.Struct("<BIII")
 
 #: ``gtid_head(buf, pos)``: the fixed start of a GTID body (13 bytes), unchecked, as
-#: ``(seq_no, domain_id, flags2)`` (the dump's and the printer's hot loops).
+#: ``(seq_no, domain_id, flags2)`` (hot loops that checked the body's length).
 gtid_head = _GTID_HEAD.unpack_from
+
+
+def gtid_fields(buf: Buffer, pos: int, end: int) -> tuple[int, int, int]:
+    """:data:`gtid_head` of a GTID body from ``pos`` to ``end``, TruncatedError when shorter."""
+    need_within(pos, 13, end, "GTID event body")
+    return _GTID_HEAD.unpack_from(buf, pos)  # type: ignore[return-value]
 
 
 def gtid_short_flags_extra(buf: Buffer, pos: int, end: int) -> int:
@@ -233,22 +239,27 @@ def gtid_short_flags_extra(buf: Buffer, pos: int, end: int) -> int:
 
 
 
-def xa_prepare_fields(buf: Buffer, pos: int) -> tuple[int, int, bytes, bytes]:
-    """An XA_prepare body, unchecked: ``(one_phase, format_id, gtrid, bqual)`` (the format id
-    unsigned, as the printer shows it)."""
+def xa_prepare_fields(buf: Buffer, pos: int, end: int) -> tuple[int, int, bytes, bytes]:
+    """An XA_prepare body from ``pos`` to ``end``: ``(one_phase, format_id, gtrid, bqual)`` (the
+    format id unsigned, as the printer shows it); TruncatedError when the ids do not fit."""
+    need_within(pos, 13, end, "XA_prepare event body")
     one_phase, format_id, glen, blen = _XA_PREPARE_HEAD.unpack_from(buf, pos)
     q = pos + 13
+    need_within(q, glen + blen, end, "XA_prepare xid")
     return one_phase, format_id, bytes(buf[q : q + glen]), bytes(buf[q + glen : q + glen + blen])
 
 
-def xid_value(buf: Buffer, pos: int) -> int:
-    """An Xid body, unchecked: the transaction id."""
+def xid_value(buf: Buffer, pos: int, end: int) -> int:
+    """An Xid body from ``pos`` to ``end``: the transaction id."""
+    need_within(pos, 8, end, "Xid event body")
     return U64.unpack_from(buf, pos)[0]  # type: ignore[no-any-return]
 
 
-def checkpoint_name(buf: Buffer, pos: int) -> bytes:
-    """A Binlog_checkpoint body, unchecked: the file name."""
+def checkpoint_name(buf: Buffer, pos: int, end: int) -> bytes:
+    """A Binlog_checkpoint body from ``pos`` to ``end``: the file name."""
+    need_within(pos, 4, end, "Binlog_checkpoint event body")
     n = U32.unpack_from(buf, pos)[0]
+    need_within(pos + 4, n, end, "Binlog_checkpoint file name")
     return bytes(buf[pos + 4 : pos + 4 + n])
 
 

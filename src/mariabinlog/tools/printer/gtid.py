@@ -24,7 +24,7 @@ from ...codec.events import (
     FL_TRANSACTIONAL,
     FL_WAITED,
     GtidEvent,
-    gtid_head,
+    gtid_fields,
     gtid_short_flags_extra,
     LOG_EVENT_SKIP_REPLICATION_F,
     serialize_xid,
@@ -67,7 +67,7 @@ class GtidFamily(PrintFamily):
     def xa_prepare(self, ev: EventView) -> None:
         pc = self.pc
         pc.skip_replication_statement(ev.flags)
-        _one_phase, fmt, gtrid, bqual = xa_prepare_fields(ev.buf, ev.body_pos)
+        _one_phase, fmt, gtrid, bqual = xa_prepare_fields(ev.buf, ev.body_pos, ev.body_end)
         xid = serialize_xid(fmt, gtrid, bqual)
         h = self.head
         if not self.opt.short_form:
@@ -78,7 +78,7 @@ class GtidFamily(PrintFamily):
 
 
     def gtid(self, ev: EventView) -> None:
-        seq_no, domain_id, flags2 = gtid_head(ev.buf, ev.body_pos)
+        seq_no, domain_id, flags2 = gtid_fields(ev.buf, ev.body_pos, ev.body_end)
         pc = self.pc
         if pc.schema is not None:
             pc.schema_gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
@@ -181,7 +181,7 @@ class GtidFamily(PrintFamily):
         h = self.head
         if not self.opt.short_form:
             self.header(ev, h)
-            h.append(b"\tXid = %d\n" % xid_value(ev.buf, ev.body_pos))
+            h.append(b"\tXid = %d\n" % xid_value(ev.buf, ev.body_pos, ev.body_end))
         if self.opt.flashback:
             h.append(b"START TRANSACTION%s\n" % DELIM)
             self.pc.release_owned()

@@ -299,14 +299,14 @@ class Printer:
         elif code == BINLOG_CHECKPOINT_EVENT:
             if short:
                 return
-            name = checkpoint_name(ev.buf, ev.body_pos)
+            name = checkpoint_name(ev.buf, ev.body_pos, ev.body_end)
             self.header(ev, h)
             h.append(b"\tBinlog checkpoint " + name + b"\n")
         elif code == INTVAR_EVENT:
             if not short:
                 self.header(ev, h)
                 h.append(b"\tIntvar\n")
-            kind, value = intvar_fields(ev.buf, ev.body_pos)
+            kind, value = intvar_fields(ev.buf, ev.body_pos, ev.body_end)
             name = (
                 b"LAST_INSERT_ID"
                 if kind == 1
@@ -321,7 +321,7 @@ class Printer:
             if not short:
                 self.header(ev, h)
                 h.append(b"\tRand\n")
-            s1, s2 = rand_seeds(ev.buf, ev.body_pos)
+            s1, s2 = rand_seeds(ev.buf, ev.body_pos, ev.body_end)
             h.append(b"SET @@RAND_SEED1=%d, @@RAND_SEED2=%d%s\n" % (s1, s2, DELIM))
         elif code == STOP_EVENT:
             if short:
