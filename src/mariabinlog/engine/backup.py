@@ -130,7 +130,10 @@ class Backup:
                 if tap.next_lsn != end_lsn:
                     raise EngineError(f"backup: redo stream ends at LSN {tap.next_lsn}, expected {end_lsn}")
                 try:
-                    copied += _recopy_forced(tap.fd, start_lsn, end_lsn, source, target)
+                    try:
+                        copied += _recopy_forced(tap.fd, start_lsn, end_lsn, source, target)[0]
+                    except _Moved as err:  # the admin lock holds purge off: nothing may vanish here
+                        raise EngineError(f"backup: {err}") from None
                     _write_redo(destination, tap.fd, start_lsn, end_lsn, redo.epoch, redo.capacity, start_end)
                     for file_no in target.list():
                         target.sync(file_no)
@@ -188,13 +191,10 @@ def backup_from_outside(directory: str, destination: str | os.PathLike[str], *, 
                                 copies.forget(older)
                     copied += size or 0
                 end_lsn, end = follower.finish()
-                for file_no, page_no in _forced_pages(follower.fd, start.lsn, end_lsn):
-                    page = source.read_page(file_no, page_no)
-                    if page is None:
-                        raise _Moved()
-                    target.write_pages(file_no, page_no, [page])
+                forced, touched = _recopy_forced(follower.fd, start.lsn, end_lsn, source, target)
+                copied += forced
+                for file_no in touched:
                     copies.forget(file_no)  # the copy no longer matches one state of the file
-                    copied += PAGE_SIZE
                 _write_redo(destination, follower.fd, start.lsn, end_lsn, start.epoch, start.capacity, start.end)
                 copied += end_lsn - start.lsn
                 for file_no in target.list():
@@ -378,26 +378,24 @@ def _records(fd: int, start_lsn: int, end_lsn: int) -> list[tuple[int, bytes]]:
     return out
 
 
-def _forced_pages(fd: int, start_lsn: int, end_lsn: int) -> list[tuple[int, int]]:
-    """(file_no, page_no) of each page the stream's records name as forced to disk."""
-    return [
-        (op[1], op[2])
-        for lsn, body in _records(fd, start_lsn, end_lsn)
-        for op in decode_body(lsn, lsn, body).ops
-        if op[0] == OP_FORCED
-    ]
-
-
-def _recopy_forced(fd: int, start_lsn: int, end_lsn: int, source: BinlogFiles, target: BinlogFiles) -> int:
-    """Copy again the pages that redo records name as forced (written after the file copy maybe)."""
+def _recopy_forced(fd: int, start_lsn: int, end_lsn: int, source: BinlogFiles,
+                   target: BinlogFiles) -> tuple[int, set[int]]:
+    """Copy again the pages that the stream's redo records name as forced (written after the
+    file copy maybe); returns the bytes copied and the files touched.  _Moved when one is gone."""
     copied = 0
-    for file_no, page_no in _forced_pages(fd, start_lsn, end_lsn):
-        page = source.read_page(file_no, page_no)
-        if page is None:
-            raise EngineError(f"backup: forced page {page_no} of {binlog_name(file_no)} disappeared")
-        target.write_pages(file_no, page_no, [page])
-        copied += PAGE_SIZE
-    return copied
+    touched: set[int] = set()
+    for lsn, body in _records(fd, start_lsn, end_lsn):
+        for op in decode_body(lsn, lsn, body).ops:
+            if op[0] != OP_FORCED:
+                continue
+            _, file_no, page_no, _ = op
+            page = source.read_page(file_no, page_no)
+            if page is None:
+                raise _Moved(f"forced page {page_no} of {binlog_name(file_no)} disappeared")
+            target.write_pages(file_no, page_no, [page])
+            copied += PAGE_SIZE
+            touched.add(file_no)
+    return copied, touched
 
 
 def _write_redo(destination: str, fd: int, start_lsn: int, end_lsn: int, epoch: int, capacity: int,

@@ -835,16 +835,24 @@ class _Stream:
         else:
             self._begin(first_file)
         self._flush()
-        last_send = time.monotonic()
         progress = session.server.progress
         counted: list[EventGroup] = []  # sent, not yet told to the progress (one lock per batch)
+        try:
+            self._send_loop(first_file, non_block, progress, counted)
+        finally:
+            progress.done_many(counted)
+
+    def _send_loop(self, first_file: str, non_block: bool, progress: JobProgress, counted: list[EventGroup]) -> None:
+        """:meth:`run`'s loop; ``counted`` collects the sent groups the progress has not seen."""
+        session = self.session
+        engine_style = session.server.config.engine_style
+        last_send = time.monotonic()
         while not session._closed and not session.server.stopping:
             sent = False
             for group in self.reader.available():
                 hole = self._hole(group) if self.awaiting else None
                 if hole is not None:
                     self._flush()
-                    progress.done_many(counted)
                     session._dump_error(hole)
                     return
                 self.state.update(group.gtid)
@@ -861,7 +869,6 @@ class _Stream:
                 sent = True
                 if reached:
                     self._until_reached()
-                    progress.done_many(counted)
                     return
             if sent:
                 self._flush()

@@ -229,7 +229,7 @@ gtid_head = _GTID_HEAD.unpack_from
 def gtid_fields(buf: Buffer, pos: int, end: int) -> tuple[int, int, int]:
     """:data:`gtid_head` of a GTID body from ``pos`` to ``end``, TruncatedError when shorter."""
     need_within(pos, 13, end, "GTID event body")
-    return _GTID_HEAD.unpack_from(buf, pos)  # type: ignore[return-value]
+    return gtid_head(buf, pos)  # type: ignore[no-any-return]
 
 
 def gtid_short_flags_extra(buf: Buffer, pos: int, end: int) -> int:

@@ -53,6 +53,7 @@ from ...codec.events import (
     event_length,
     event_type,
     event_type_name,
+    gtid_fields,
     gtid_head,
     header_fields,
 )
@@ -765,8 +766,8 @@ class Dumper:
             # No offset, datetime, position or id filter: only the strict-mode validator
             # watches the GTIDs, and the first Gtid_list is checked.
             try:
-                if code == GTID_EVENT and ev.body_end - ev.body_pos >= 13:
-                    seq_no, domain_id, _ = gtid_head(ev.buf, ev.body_pos)
+                if code == GTID_EVENT:  # a body shorter than the head: the printer's error
+                    seq_no, domain_id, _ = gtid_fields(ev.buf, ev.body_pos, ev.body_end)
                     filt = self.gtid_filter
                     filt.accept(Gtid(domain_id, ev.server_id, seq_no))
                     if filt.stopped:
