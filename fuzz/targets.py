@@ -351,13 +351,19 @@ def dump_ibb(data: bytes) -> None:
 # ----------------------------------------------------------------------------- replication
 
 
+#: The most reads (or ``receive_data`` calls) a replication target splits its input into.
+READS_PER_INPUT = 128
+
+
 class FakeSocket:
     """The peer's side of a connection played from fuzz bytes: ``recv`` hands out the input in
     reads whose sizes byte 0 picks (then end of stream); once the input is spent, sending fails
     as it does to a peer that went away."""
 
     def __init__(self, data: bytes) -> None:
-        self.step = 1 + (data[0] if data else 0) * 61
+        # At most READS_PER_INPUT reads: byte-at-a-time reads of a 32 KiB input cost the
+        # campaign 30,000 calls per execution and reach no code that 128 reads do not.
+        self.step = max(1 + (data[0] if data else 0) * 61, len(data) // READS_PER_INPUT)
         self.data = data[1:]
         self.pos = 0
         self.sent = 0
@@ -483,7 +489,7 @@ def protocol(data: bytes) -> None:
     else:
         machine = P.ClientProtocol(max_packet=1 << 16)
         machine.semi_sync = bool(data[0] & 2)
-    step = 1 + (data[0] >> 2) * 97
+    step = max(1 + (data[0] >> 2) * 97, len(data) // READS_PER_INPUT)
     body = data[1:]
     commands = ["query", "register", "dump"]
     for pos in range(0, len(body) + 1, step):
