@@ -32,6 +32,11 @@ issue's goal, and the machine's load.  A quick run: ``--groups 10000`` (about tw
 
     python bench/oltp.py [--groups 100000] [--domains 4] [--clients 4] [--rows 1-3]
                          [--row-bytes 100] [--threads 4] [--only floors,archive,replicate,serve,dump,spark]
+                         [--repeat N]
+
+Timings of two seconds move by a third with the machine's minute: ``--repeat 5`` times
+``archive`` and the IO-thread pair five times each, each back to back with its reference,
+and judges the median of the five paired ratios.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -323,6 +329,8 @@ class Run:
     rss_mib: float | None = None
     check: str = "ok"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Every timing of a ``--repeat`` run, in run order (``seconds`` is their median).
+    samples: list[float] = field(default_factory=list)
 
 
 def _env() -> dict[str, str]:
@@ -429,8 +437,9 @@ def digest(command: list[str]) -> tuple[int, str]:
 class Bench:
     """One run over one cached workload."""
 
-    def __init__(self, shape: Shape, folder: Path, threads: int, work: Path) -> None:
+    def __init__(self, shape: Shape, folder: Path, threads: int, work: Path, repeat: int = 1) -> None:
         self.shape = shape
+        self.repeat = repeat
         self.folder = folder
         self.manifest = json.loads((folder / "manifest.json").read_text())
         self.threads = threads
@@ -481,6 +490,16 @@ class Bench:
         return ""
 
     def record(self, run: Run) -> Run:
+        """Keep ``run``; a repeat of a run already kept adds its timing to the samples (the
+        seconds become their median, the check the first failure, the RSS the peak)."""
+        before = self.runs.get(run.name)
+        if before is not None:
+            run.samples = [*before.samples, run.seconds]
+            run.seconds = statistics.median(run.samples)
+            run.check = before.check if before.check != "ok" else run.check
+            run.rss_mib = max(before.rss_mib or 0.0, run.rss_mib or 0.0) or None
+        else:
+            run.samples = [run.seconds]
         self.runs[run.name] = run
         rss = f", peak RSS {run.rss_mib:.0f} MiB" if run.rss_mib else ""
         _progress(f"{run.name}: {run.seconds:.2f} s ({self.groups / run.seconds:,.0f} groups/s){rss}"
@@ -597,6 +616,13 @@ class Bench:
     # -- archive ----------------------------------------------------------------------------
 
     def archive(self) -> None:
+        """``--repeat`` times, the reference and ours alternately (the last archive stays for serve)."""
+        for trial in range(self.repeat):
+            if trial:
+                shutil.rmtree(self.archive_dir)
+            self._archive_once()
+
+    def _archive_once(self) -> None:
         assert self.primary is not None
         real = program("mariadb-binlog")
         raw_dir = self.work / "raw"
@@ -714,8 +740,9 @@ class Bench:
             port = int(port_file.read_text())
             mode = "optimistic"
             self.native(f"replica fed by serve, {self.threads} threads, {mode}", port, mode)
-            self.native("replica IO thread fed by serve", port, mode, io_only=True)
-            self.native("replica IO thread fed by the primary", self.primary.port, mode, io_only=True)
+            for _ in range(self.repeat):
+                self.native("replica IO thread fed by serve", port, mode, io_only=True)
+                self.native("replica IO thread fed by the primary", self.primary.port, mode, io_only=True)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait()
@@ -805,6 +832,14 @@ COMPARISONS = [
 ]
 
 
+def paired_ratios(a: Run, b: Run) -> list[float]:
+    """Ours over the reference, trial by trial where both were repeated alike (each pair ran
+    back to back, so a slow minute of the machine weighs on both), else of the medians."""
+    if len(a.samples) == len(b.samples) > 1:
+        return [x / y for x, y in zip(a.samples, b.samples)]
+    return [a.seconds / b.seconds]
+
+
 def report(bench: Bench, args: argparse.Namespace, load: tuple[float, float]) -> None:
     m = bench.manifest
     runs = bench.runs
@@ -827,14 +862,23 @@ def report(bench: Bench, args: argparse.Namespace, load: tuple[float, float]) ->
     print(f"| {'ours':<48} | {'reference':<62} | {'ratio':>6} | {'goal':>6} | {'ratio/goal':>10} |")
     print(f"|{'-' * 50}|{'-' * 64}|{'-' * 7}:|{'-' * 7}:|{'-' * 11}:|")
     fill = {"t": bench.threads, "c": bench.shape.clients, "d": bench.shape.domains}
+    spread: list[str] = []
     for mine, ref, goal, _ in COMPARISONS:
         a, b = runs.get(mine.format(**fill)), runs.get(ref.format(**fill))
         if a is None or b is None or not a.seconds or not b.seconds:
             continue
-        ratio = a.seconds / b.seconds
+        ratios = paired_ratios(a, b)
+        ratio = statistics.median(ratios)
         verdict = "" if goal is None else f"{ratio / goal:.2f}{' met' if ratio <= goal else ''}"
         print(f"| {a.name:<48} | {b.name:<62} | {ratio:>6.2f} | {'' if goal is None else f'{goal:.2f}':>6} |"
               f" {verdict:>10} |")
+        if len(ratios) > 1:
+            spread.append(f"{a.name} / {b.name}: {len(ratios)} trials, ratios "
+                          + ", ".join(f"{r:.2f}" for r in ratios))
+    if spread:
+        print("\nrepeated (median ratio above; each trial's own ratio here):")
+        for line in spread:
+            print("  " + line)
     limits = [(name, run.rss_mib) for name, run in runs.items()
               if run.rss_mib and name.split()[0] in ("archive", "replicate", "serve")]
     if limits:
@@ -863,6 +907,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4, help="replica threads: ours and native (default 4)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated of: {', '.join(SECTIONS)}")
     parser.add_argument("--keep", action="store_true", help="keep the run's work folder")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="time archive and the IO-thread pair N times each, alternating with their"
+                             " references; the table gives medians and the ratio's range (default 1)")
     parser.add_argument("--profile", type=Path, metavar="DIR", help="run our commands under py-spy, samples in DIR"
                         " (collapsed stacks; timings then include py-spy's overhead)")
     args = parser.parse_args(argv)
@@ -881,7 +928,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = make_workload(shape)
     load_start = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="oltp-", dir=os.environ.get("TMPDIR", "/tmp")))
-    bench = Bench(shape, folder, args.threads, work)
+    bench = Bench(shape, folder, args.threads, work, args.repeat)
     try:
         if {"floors", "archive", "replicate", "serve"} & set(only):
             bench.start_primary()

@@ -26,7 +26,7 @@ from typing import Any
 
 from mariabinlog.errors import MariabinlogError
 
-from .checksums import fix_event_crcs, fix_legacy_file, seal_pages
+from .checksums import fix_legacy_file, seal_pages
 
 PAGE_SIZE = 16384
 _U16 = struct.Struct("<H")
@@ -338,7 +338,6 @@ def dump_ibb(data: bytes) -> None:
         return
     files, first = ibb_pages(data)
     paths = []
-    global _SCRATCH
     for index, pages in enumerate(files):
         paths.append(scratch_file(f"binlog-{first + index:06d}.ibb", b"".join(pages)))
     for stale in os.listdir(_SCRATCH or "."):
