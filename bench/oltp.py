@@ -621,6 +621,19 @@ class Bench:
             if trial:
                 shutil.rmtree(self.archive_dir)
             self._archive_once()
+        self._archive_start_up()
+
+    def _archive_start_up(self) -> None:
+        """The fixed cost in ``archive``'s time: the command started at the primary's end
+        (interpreter, imports, connect, dump request, caught up at once)."""
+        assert self.primary is not None
+        empty = self.work / "archive-of-nothing"
+        end = self.primary.rows("SELECT @@gtid_binlog_pos")[0][0]
+        wall, _, status, err = measure(ours("archive", "--from", self.url(self.primary), "--dir", str(empty),
+                                            "--start-position", end, "--quiet"), name="archive-start-up")
+        why = f"exit {status}: {err}" if status else ("" if not ibb_gtids(empty) else "copied groups")
+        self.record(Run("floor: archive start-up (nothing to copy)", wall, check=why or "ok"))
+        shutil.rmtree(empty, ignore_errors=True)
 
     def _archive_once(self) -> None:
         assert self.primary is not None
@@ -814,6 +827,7 @@ class Bench:
 COMPARISONS = [
     ("archive", "mariadb-binlog --read-from-remote-server --raw --to-last-log", 1.5, "max"),
     ("archive", "floor: raw read of the dump stream", None, "max"),
+    ("floor: archive start-up (nothing to copy)", "archive", None, "max"),
     ("replicate --parallel {t}", "native replica, {t} threads, optimistic", 1.0, "max"),
     ("replicate --parallel {t}", "native replica, {t} threads, conservative", 1.0, "max"),
     ("replicate --parallel {t}", "mariadb-binlog FILES | mariadb", 1.0, "max"),
