@@ -23,11 +23,9 @@ from typing import IO, Any
 from ..codec.gtid import ConnectState
 from ..codec.wire import DEFAULT_MAX_PACKET
 from ..errors import ConnectionLostError, OptionError, ReplicationError, ServerError
-from .apply import PositionTable, Replicator
 from .filters import GroupFilter, option_ids
 from .net import ClientSettings, ConnectionOptions
 from .progress import JobProgress, Reporter
-from .sources import PrimarySource, open_source
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +184,9 @@ def add_replicate_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-
 
 def replicate_main(args: argparse.Namespace) -> int:
     """Run ``replicate``."""
+    from .apply import PositionTable, Replicator
+    from .sources import PrimarySource, open_source
+
     database, _, table = args.position_table.partition(".")
     if not table:
         raise ReplicationError("--position-table must be DB.TABLE")

@@ -20,7 +20,6 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pymysql
 import sqlglot
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
@@ -69,6 +68,8 @@ def from_dump_file(path: str | os.PathLike[str]) -> SchemaHistory:
 
 def from_server(url: str) -> SchemaHistory:
     """A history whose snapshot is every base table of a live server, read now."""
+    import pymysql  # only here: every archive imports this module, few read a live server
+
     parts = urlsplit(url)
     if parts.scheme not in ("mariadb", "mysql") or not parts.hostname:
         raise SchemaHistoryError(f"--schema-from wants mariadb://user[:password]@host[:port], not {url!r}")
