@@ -34,7 +34,8 @@ issue's goal, and the machine's load.  A quick run: ``--groups 10000`` (about tw
                          [--row-bytes 100] [--threads 4] [--only floors,archive,replicate,serve,dump,spark]
                          [--repeat N]
 
-Timings of two seconds move by a third with the machine's minute: ``--repeat 5`` times
+One timing moves by a third with the machine's minute (one commit gave archive 1.36x and
+1.97x its reference within the hour): ``--repeat 5`` times
 ``archive`` and the IO-thread pair five times each, each back to back with its reference,
 and judges the median of the five paired ratios.
 """
