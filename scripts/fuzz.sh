@@ -13,6 +13,10 @@
 # also lets -malloc_limit_mb=64 catch any single allocation over 64 MiB.  --no-sanitize runs
 # the package's own build (then -rss_limit_mb is the memory bound).
 #
+# The last column sums the executions of every run on the code the target fuzzes now
+# (fuzz/ledger.py; python -m fuzz.ledger totals OUT): a million executions of a slow target
+# may take several runs, each resuming from the corpus the last one grew.
+#
 # Working corpora, logs and findings go to --out (default /tmp/mariabinlog-fuzz); a finding
 # (crash-*, timeout-*, oom-*) is an input to minimise and commit under fuzz/crashes/TARGET/
 # with its fix.  Campaigns share the machine: they run under nice -n 19.  Exit status 1 when
@@ -38,7 +42,7 @@ while [ $# -gt 0 ]; do
     --no-sanitize) sanitize=no; shift ;;
     --list) list=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -121,6 +125,7 @@ run_target() {
     "${extra[@]}" "$out/corpus/$t" "fuzz/seeds/$t" >"$out/$t.log" 2>&1 || status=$?
   nice -n 19 "$py" -m fuzz.replay "$t" "$out/corpus/$t" >"$out/$t.replay" 2>&1 || status=${status/#0/1}
   echo "$status" >"$out/$t.status"
+  "$py" -m fuzz.ledger record "$out" "$t" "$out/$t.log" "$status"
   local stamp
   stamp="$(date +%Y%m%d-%H%M%S)"
   cp "$out/$t.log" "$out/logs/$t.$stamp.log"
@@ -140,8 +145,11 @@ wait || true
 import glob, os, re, sys
 out, targets = sys.argv[1], sys.argv[2:]
 rows, failed = [], False
-print(f"| target | executions | exec/s | coverage (edges) | features | corpus | corpus peak | findings |")
-print(f"| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+sys.path.insert(0, ".")
+from fuzz.ledger import totals
+ledger = totals(__import__("pathlib").Path(out), targets)
+print(f"| target | executions | exec/s | coverage (edges) | features | corpus | corpus peak | findings | executions on this code, all runs |")
+print(f"| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
 for t in targets:
     log = open(os.path.join(out, f"{t}.log"), errors="replace").read()
     stat = dict(re.findall(r"stat::(\w+):\s+(\d+)", log))
@@ -157,6 +165,7 @@ for t in targets:
     if peak and peak[-1][1] != "0":
         findings.append(f"{peak[-1][1]} in {t}.replay")
     note = ", ".join(findings) or ("none" if status == "0" else f"exit {status}, see {t}.log")
-    print(f"| {t} | {int(stat.get('number_of_executed_units', 0)):,} | {stat.get('average_exec_per_sec', '?')} | {cov_edges} | {features} | {corpus} | {peak_text} | {note} |")
+    runs, done, bad = ledger[t]
+    print(f"| {t} | {int(stat.get('number_of_executed_units', 0)):,} | {stat.get('average_exec_per_sec', '?')} | {cov_edges} | {features} | {corpus} | {peak_text} | {note} | {done:,} ({runs} run{'s' if runs != 1 else ''}{f', {bad} with findings' if bad else ''}) |")
 sys.exit(1 if failed else 0)
 EOF

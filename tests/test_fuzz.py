@@ -89,3 +89,17 @@ def short_campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[
 def test_short_campaign_finds_nothing(name: str, short_campaign: dict[str, tuple[int, str]]) -> None:
     status, output = short_campaign[name]
     assert status == 0 and "stat::number_of_executed_units" in output, output[-4000:]
+
+
+def test_the_ledger_counts_runs_on_the_code_fuzzed_now(tmp_path: Path) -> None:
+    from fuzz import ledger
+
+    log = tmp_path / "gtid.log"
+    log.write_text("#1000\tpulse\nstat::number_of_executed_units: 250000\n")
+    ledger.record(tmp_path, "gtid", log, "0")
+    log.write_text("#4096\tpulse\n#8192\tpulse\n")  # cut short: the last status line counts
+    ledger.record(tmp_path, "gtid", log, "1")
+    with (tmp_path / ledger.LEDGER).open("a") as fh:  # a run on other code does not count
+        fh.write("2026-01-01T00:00:00\tgtid\t000000000000\t999999\t0\n")
+    assert ledger.totals(tmp_path, ["gtid", "ddl"]) == {"gtid": (2, 258192, 1), "ddl": (0, 0, 0)}
+    assert ledger.code_id("gtid") != ledger.code_id("ddl")  # each target hashes its own packages

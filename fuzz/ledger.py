@@ -1,0 +1,94 @@
+"""The campaign ledger: executions per target summed over runs on the same code.
+
+A million executions of the slow targets (tens of exec/s under the sanitizers) take more
+than one sitting on two cores; libFuzzer resumes from the corpus a run leaves, so a campaign
+may be several runs.  The ledger counts a run toward a target's total only while the code
+it fuzzes is unchanged: its *code id* hashes the sources of the packages the target
+instruments (``Target.packages``), ``mariabinlog/errors.py`` and the harness files
+``fuzz/*.py``.  Any edit there starts the count again.
+
+    python -m fuzz.ledger record OUT TARGET LOG STATUS   # scripts/fuzz.sh, after each run
+    python -m fuzz.ledger totals OUT [TARGET...]         # per target: runs, executions, findings
+
+Entries are lines of ``OUT/ledger.tsv``: time, target, code id, executions, exit status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER = "ledger.tsv"
+
+
+def code_id(target: str) -> str:
+    """A short hash of every source file whose change could change what ``target`` finds."""
+    from fuzz.run import _packages_of
+
+    src = ROOT / "src"
+    files = {src / "mariabinlog" / "errors.py", *sorted((ROOT / "fuzz").glob("*.py"))}
+    for package in _packages_of(str(ROOT / "fuzz" / "targets.py"), target):
+        path = src.joinpath(*package.split("."))
+        if path.is_dir():
+            files.update(p for p in path.rglob("*") if p.suffix in (".py", ".c", ".h"))
+        else:
+            files.add(path.with_suffix(".py"))
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def executions(log: Path) -> int:
+    """Executions a libFuzzer log reports (its final stats, else its last status line)."""
+    text = log.read_text(errors="replace")
+    final = re.findall(r"stat::number_of_executed_units:\s+(\d+)", text)
+    if final:
+        return int(final[-1])
+    lines = re.findall(r"^#(\d+)\s", text, re.MULTILINE)
+    return int(lines[-1]) if lines else 0
+
+
+def record(out: Path, target: str, log: Path, status: str) -> None:
+    """Append one run of ``target`` to the ledger."""
+    with (out / LEDGER).open("a", encoding="utf-8") as fh:
+        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{target}\t{code_id(target)}\t{executions(log)}\t{status}\n")
+
+
+def totals(out: Path, targets: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Per target, over the ledger's runs on its current code: (runs, executions, runs that
+    did not exit 0)."""
+    ids = {t: code_id(t) for t in targets}
+    result = {t: (0, 0, 0) for t in targets}
+    path = out / LEDGER
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        _, target, code, count, status = line.split("\t")
+        if ids.get(target) == code:
+            runs, done, bad = result[target]
+            result[target] = (runs + 1, done + int(count), bad + (status != "0"))
+    return result
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 6 and argv[1] == "record":
+        record(Path(argv[2]), argv[3], Path(argv[4]), argv[5])
+        return 0
+    if len(argv) >= 3 and argv[1] == "totals":
+        from fuzz.targets import TARGETS
+
+        names = argv[3:] or list(TARGETS)
+        print("| target | runs on this code | executions on this code | runs with findings |")
+        print("| --- | ---: | ---: | ---: |")
+        for name, (runs, done, bad) in totals(Path(argv[2]), names).items():
+            print(f"| {name} | {runs} | {done:,} | {bad} |")
+        return 0
+    print(__doc__.split("\n\n")[2], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
