@@ -458,3 +458,19 @@ def test_flashback_of_a_row_image_of_no_bytes_is_the_tools_error() -> None:
     # a bitmap naming a column measures a row as before
     row = b"\x00" + b"\x07\x00\x00\x00"
     assert flashback_rows((4,), False, 1, b"\x01", None, row * 2, 0, 10) == row * 2
+
+
+def test_a_rows_column_count_whose_bitmap_passes_the_event_is_invalid() -> None:
+    """The server's reader refuses a Rows event whose column bitmap would end past the event
+    ("Found invalid event"); a count of 2^64 - 1 reached the compiled row counter as an
+    ``OverflowError`` (found by fuzzing: ``fuzz/crashes/dump/rows-column-count-past-the-event``)."""
+    from mariabinlog.codec.events.rows import rows_bitmaps
+    from mariabinlog.errors import DecodeError
+
+    width_max = b"\xfe" + b"\xff" * 8
+    with pytest.raises(DecodeError, match="runs past the event"):
+        rows_bitmaps(width_max + b"\x00" * 32, 0, False, 41)
+    with pytest.raises(DecodeError):
+        rows_bitmaps(b"\x10\xff", 0, False, 2)  # 16 columns: two bitmap bytes, one there
+    assert rows_bitmaps(b"\x10\xff\xff", 0, False, 3) == (16, b"\xff\xff", None, 3)
+    assert rows_bitmaps(b"\x08\x01\x02\x00", 0, True, 4) == (8, b"\x01", b"\x02", 3)

@@ -323,11 +323,19 @@ def rows_head(buf: Buffer, pos: int, post: int) -> tuple[int, int, int]:
     return read_u48(buf, pos), U16.unpack_from(buf, pos + 6)[0], pos + 6
 
 
-def rows_bitmaps(buf: Buffer, pos: int, update: bool) -> tuple[int, bytes, bytes | None, int]:
+def rows_bitmaps(buf: Buffer, pos: int, update: bool, end: int) -> tuple[int, bytes, bytes | None, int]:
     """A rows event's column count and present-columns bitmaps at ``pos`` (the after-image
-    bitmap only for an update, else None): ``(width, columns, columns_after, rows offset)``."""
+    bitmap only for an update, else None): ``(width, columns, columns_after, rows offset)``.
+    A column count whose bitmap would end past ``end`` (the event's body) makes the event
+    invalid, as the server's reader finds it (``Rows_log_event``: "avoid reading out of
+    buffer"), whatever the count: up to 2^64 - 1."""
     width, q = read_lenenc_int(buf, pos, "rows event column count")
     nb = (width + 7) >> 3
+    if q + nb > end:
+        raise DecodeError(
+            f"invalid rows event: a column bitmap of {width} columns runs past the event",
+            offset=pos, expected="the column count of the event's own bitmap",
+        )
     cols = bytes(buf[q : q + nb])
     q += nb
     if not update:

@@ -662,7 +662,7 @@ class RowsFamily(PrintFamily):
         if code in _V2_ROWS:
             # The post-header ends with the extra data's length, which counts itself.
             q = rows_extra_end(buf, q - 2, ev.body_end)
-        width, cols, cols_ai, q = rows_bitmaps(buf, q, code in _UPDATE_ROWS)
+        width, cols, cols_ai, q = rows_bitmaps(buf, q, code in _UPDATE_ROWS, ev.body_end)
         data: Any = buf
         start, end = q, ev.body_end
         if code in UNCOMPRESSED_TYPE:
