@@ -5,9 +5,11 @@ than one sitting on two cores; libFuzzer resumes from the corpus a run leaves, s
 may be several runs.  The ledger counts a run toward a target's total only while the code
 it fuzzes is unchanged: its *code id* hashes the sources of the packages the target
 instruments (``Target.packages``), ``mariabinlog/errors.py`` and the harness files
-``fuzz/*.py``.  Any edit there starts the count again.
+(``fuzz/targets.py``, ``run.py``, ``checksums.py``), taken when the run starts.  Any edit
+there starts the count again.
 
-    python -m fuzz.ledger record OUT TARGET LOG STATUS   # scripts/fuzz.sh, after each run
+    python -m fuzz.ledger id TARGET                          # scripts/fuzz.sh, before a run
+    python -m fuzz.ledger record OUT TARGET ID LOG STATUS    # scripts/fuzz.sh, after it
     python -m fuzz.ledger totals OUT [TARGET...]         # per target: runs, executions, findings
 
 Entries are lines of ``OUT/ledger.tsv``: time, target, code id, executions, exit status.
@@ -23,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = "ledger.tsv"
+#: The files of the harness itself (the rest of ``fuzz/`` does not change what a run finds).
+HARNESS = ("targets.py", "run.py", "checksums.py")
 
 
 def code_id(target: str) -> str:
@@ -30,7 +34,7 @@ def code_id(target: str) -> str:
     from fuzz.run import _packages_of
 
     src = ROOT / "src"
-    files = {src / "mariabinlog" / "errors.py", *sorted((ROOT / "fuzz").glob("*.py"))}
+    files = {src / "mariabinlog" / "errors.py", *(ROOT / "fuzz" / name for name in HARNESS)}
     for package in _packages_of(str(ROOT / "fuzz" / "targets.py"), target):
         path = src.joinpath(*package.split("."))
         if path.is_dir():
@@ -53,10 +57,10 @@ def executions(log: Path) -> int:
     return int(lines[-1]) if lines else 0
 
 
-def record(out: Path, target: str, log: Path, status: str) -> None:
-    """Append one run of ``target`` to the ledger."""
+def record(out: Path, target: str, code: str, log: Path, status: str) -> None:
+    """Append one run of ``target`` on the code ``code`` (its id when the run began)."""
     with (out / LEDGER).open("a", encoding="utf-8") as fh:
-        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{target}\t{code_id(target)}\t{executions(log)}\t{status}\n")
+        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{target}\t{code}\t{executions(log)}\t{status}\n")
 
 
 def totals(out: Path, targets: list[str]) -> dict[str, tuple[int, int, int]]:
@@ -74,8 +78,11 @@ def totals(out: Path, targets: list[str]) -> dict[str, tuple[int, int, int]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 6 and argv[1] == "record":
-        record(Path(argv[2]), argv[3], Path(argv[4]), argv[5])
+    if len(argv) == 3 and argv[1] == "id":
+        print(code_id(argv[2]))
+        return 0
+    if len(argv) == 7 and argv[1] == "record":
+        record(Path(argv[2]), argv[3], argv[4], Path(argv[5]), argv[6])
         return 0
     if len(argv) >= 3 and argv[1] == "totals":
         from fuzz.targets import TARGETS

@@ -119,13 +119,14 @@ run_target() {
   local t="$1" runner=()
   case "$native_targets" in *" $t "*) runner=("${env_run[@]}") ;; esac
   mkdir -p "$out/corpus/$t"
-  local status=0
+  local status=0 code
+  code="$("$py" -m fuzz.ledger id "$t")"  # the code as the run finds it, for the ledger
   nice -n 19 "${runner[@]}" "$py" -m fuzz.run "$t" "${limit[@]}" -print_final_stats=1 -timeout=30 \
     -rss_limit_mb=2048 -malloc_limit_mb=64 -artifact_prefix="$out/findings/$t-" \
     "${extra[@]}" "$out/corpus/$t" "fuzz/seeds/$t" >"$out/$t.log" 2>&1 || status=$?
   nice -n 19 "$py" -m fuzz.replay "$t" "$out/corpus/$t" >"$out/$t.replay" 2>&1 || status=${status/#0/1}
   echo "$status" >"$out/$t.status"
-  "$py" -m fuzz.ledger record "$out" "$t" "$out/$t.log" "$status"
+  "$py" -m fuzz.ledger record "$out" "$t" "$code" "$out/$t.log" "$status"
   local stamp
   stamp="$(date +%Y%m%d-%H%M%S)"
   cp "$out/$t.log" "$out/logs/$t.$stamp.log"

@@ -96,9 +96,10 @@ def test_the_ledger_counts_runs_on_the_code_fuzzed_now(tmp_path: Path) -> None:
 
     log = tmp_path / "gtid.log"
     log.write_text("#1000\tpulse\nstat::number_of_executed_units: 250000\n")
-    ledger.record(tmp_path, "gtid", log, "0")
+    code = ledger.code_id("gtid")
+    ledger.record(tmp_path, "gtid", code, log, "0")
     log.write_text("#4096\tpulse\n#8192\tpulse\n")  # cut short: the last status line counts
-    ledger.record(tmp_path, "gtid", log, "1")
+    ledger.record(tmp_path, "gtid", code, log, "1")
     with (tmp_path / ledger.LEDGER).open("a") as fh:  # a run on other code does not count
         fh.write("2026-01-01T00:00:00\tgtid\t000000000000\t999999\t0\n")
     assert ledger.totals(tmp_path, ["gtid", "ddl"]) == {"gtid": (2, 258192, 1), "ddl": (0, 0, 0)}
