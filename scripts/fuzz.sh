@@ -105,6 +105,7 @@ if [ "$sanitize" != no ]; then
 fi
 
 mkdir -p "$out/findings" "$out/logs"
+started="$(date +%s)"  # the table lists the findings of this run, not those left from earlier ones
 limit=()
 if [ -n "$runs" ]; then limit+=("-runs=$runs"); fi
 if [ -n "$minutes" ]; then limit+=("-max_total_time=$((minutes * 60))"); fi
@@ -142,13 +143,14 @@ for t in "${targets[@]}"; do
 done
 wait || true
 
-"$py" - "$out" "${targets[@]}" <<'EOF'
+"$py" - "$out" "$started" "${targets[@]}" <<'EOF'
 import glob, os, re, sys
-out, targets = sys.argv[1], sys.argv[2:]
+from pathlib import Path
+out, started, targets = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 rows, failed = [], False
 sys.path.insert(0, ".")
 from fuzz.ledger import totals
-ledger = totals(__import__("pathlib").Path(out), targets)
+ledger = totals(Path(out), targets)
 print(f"| target | executions | exec/s | coverage (edges) | features | corpus | corpus peak | findings | executions on this code, all runs |")
 print(f"| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
 for t in targets:
@@ -156,7 +158,8 @@ for t in targets:
     stat = dict(re.findall(r"stat::(\w+):\s+(\d+)", log))
     cov = re.findall(r"cov: (\d+) ft: (\d+) corp: (\d+)", log)
     cov_edges, features, corpus = cov[-1] if cov else ("?", "?", "?")
-    findings = sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "findings", f"{t}-*")))
+    findings = sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "findings", f"{t}-*"))
+                      if os.path.getmtime(p) >= started)
     status = open(os.path.join(out, f"{t}.status")).read().strip()
     if status != "0" or findings:
         failed = True
