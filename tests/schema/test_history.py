@@ -287,3 +287,15 @@ def test_add_column_after_a_column_the_history_does_not_know_is_unreadable_not_a
     assert history.apply("ALTER TABLE t ADD COLUMN b INT AFTER nope", "d", warn=False) == [("d", "t")]
     table = history.table("d", "t")
     assert table is not None and "AFTER nope" in (table.unknown or "")
+
+
+@pytest.mark.parametrize("name", ["a..t", "..t", "c.d.t"])
+def test_a_table_name_of_three_parts_or_an_empty_part_is_unreadable_not_a_crash(name: str) -> None:
+    """sqlglot reads ``a..t`` as catalog ``a``, database ``''`` (a str, not a node) and table
+    ``t``: ``ALTER TABLE a..t`` raised AttributeError out of the history (found by the ddl
+    fuzz target, stop 37).  The server has no such names (a syntax error there); the statement
+    is now unreadable DDL, and the tables the history knows are untouched."""
+    history = SchemaHistory()
+    history.apply("CREATE TABLE t (a INT)", "d", warn=False)
+    history.apply(f"ALTER TABLE {name} ADD COLUMN b INT", "d", warn=False)
+    assert names(history, "d", "t") == ["a"]

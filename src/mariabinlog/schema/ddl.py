@@ -456,7 +456,11 @@ def _ident(node: exp.Expression) -> str:
 
 
 def _table_key(node: exp.Expression, database: str) -> tuple[str, str]:
+    """(database, table) of a table name; a name of three parts, or with an empty part
+    (``a..b``, which the parser reads as a catalog), is none the server accepts."""
     db = node.args.get("db") if isinstance(node, exp.Table) else None
+    if isinstance(node, exp.Table) and (node.args.get("catalog") is not None or not isinstance(db, (exp.Identifier, type(None)))):
+        raise UnparsedDDLError(f"{node.sql(_DIALECT)} is not a database.table name", ())
     return (_ident(db) if db is not None else database, node.name)
 
 
