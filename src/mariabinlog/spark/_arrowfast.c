@@ -73,6 +73,9 @@ buf_free(Buf *b)
 static inline int
 buf_put(Buf *b, const void *src, Py_ssize_t n)
 {
+    if (n == 0) {  /* nothing to copy; an empty buffer may have no storage yet (p NULL) */
+        return 0;
+    }
     if (buf_reserve(b, n) < 0) {
         return -1;
     }

@@ -60,6 +60,8 @@ static int buf_reserve(Buf *b, Py_ssize_t extra) {
 }
 
 static inline int buf_put(Buf *b, const char *s, Py_ssize_t n) {
+    if (n == 0) /* nothing to copy; an empty buffer may have no storage yet (data NULL) */
+        return 0;
     if (buf_reserve(b, n) < 0)
         return -1;
     memcpy(b->data + b->len, s, n);
