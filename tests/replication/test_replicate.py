@@ -183,3 +183,43 @@ def test_unreachable_source_and_bad_options(target: MariaDBServer, capsys: pytes
                      "--ignore-domain-ids", "2") == 1
     assert "cannot be used together" in capsys.readouterr().err
     assert root_options(target).port == target.port
+
+
+
+def test_a_run_waits_for_an_earlier_runs_sessions_before_it_reads_its_position(
+    mariadb_server_factory: MariaDBServerFactory,
+) -> None:
+    """A killed ``replicate``'s session goes on applying the packet of groups it was sent until
+    the server sees the client gone; a run started at once read a position those groups then
+    passed, and applied them again (the crash soak's restart: duplicate key, once packets
+    held 64 groups).  Each apply connection holds a named lock of its channel, and a new run
+    waits for all of them before it reads the position; a second run beside a live one is
+    refused, naming the target."""
+    import threading
+    import time
+
+    from mariabinlog.errors import ReplicationError
+    from mariabinlog.replication.apply import PositionTable, Replicator, TargetSession
+    from mariabinlog.replication.net import Connection, ConnectionOptions
+
+    server = mariadb_server_factory(*CORPUS_OPTIONS, "--log-bin", "--server-id=97", name="lock-target")
+    options = ConnectionOptions.from_url(url(server))
+    table = PositionTable(channel="locks")
+    earlier = Connection.open(options)  # an earlier run's apply connection 3, still on the server
+    assert earlier.scalar(f"SELECT GET_LOCK('{table.lock(3)}', 0)") == b"1"
+    with pytest.raises(ReplicationError, match=f"another replicate is applying channel 'locks' to 127.0.0.1:{server.port}"):
+        Replicator(options, table=table, lock_wait=0.5).prepare(None)
+    threading.Timer(1.0, earlier.close).start()  # the server ends that session
+    started = time.monotonic()
+    Replicator(options, table=table, lock_wait=30).prepare(None)
+    assert time.monotonic() - started >= 0.9
+    # A live run's apply connections hold their locks: a second run for the channel is refused,
+    # and so is a second apply connection with the same lock.
+    live = TargetSession(options, table, lock=table.lock(0), lock_wait=0.5)
+    live.connect()
+    with pytest.raises(ReplicationError, match="another replicate is applying channel 'locks'"):
+        Replicator(options, table=table, lock_wait=0.5).prepare(None)
+    with pytest.raises(ReplicationError, match=f"its connection holds {table.lock(0)}"):
+        TargetSession(options, table, lock=table.lock(0), lock_wait=0.5).connect()
+    live.close()
+    Replicator(options, table=table, lock_wait=0.5).prepare(None)

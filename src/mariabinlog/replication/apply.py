@@ -40,6 +40,7 @@ parallel while each domain keeps its order.
 from __future__ import annotations
 
 import base64
+import hashlib
 import queue
 from binascii import b2a_base64
 import threading
@@ -56,7 +57,7 @@ from ..codec.events.session import (
     time_zone_literal,
 )
 from ..codec.gtid import ConnectState, Gtid, GtidList
-from ..errors import ApplyError, ConnectionLostError, ServerError, UnsupportedError
+from ..errors import ApplyError, ConnectionLostError, OptionError, ReplicationError, ServerError, UnsupportedError
 from .filters import Decision, GroupFilter
 from ..codec.groups import EventGroup
 from .net import Connection, ConnectionOptions, sql_string
@@ -67,6 +68,14 @@ from .sources import GroupSource
 #: their bytes at most.
 BATCH_GROUPS = 64
 BATCH_BYTES = 1 << 20
+#: Most apply connections one run has (``--parallel``).  Connection ``i`` holds the channel's
+#: named lock ``i`` (:meth:`PositionTable.lock`) while it applies, and a run starting waits for
+#: every one of them to be free before it reads its position: a killed run's session goes on
+#: applying the packet it was sent until the server sees the client gone, and a position read
+#: before that session ends would have the next run apply those groups a second time.
+MAX_WORKERS = 64
+#: Seconds a run waits for those locks before it says another run holds the channel.
+LOCK_WAIT = 60.0
 #: Errors after which a group is simply retried (deadlock, lock wait timeout).
 RETRYABLE = frozenset({1213, 1205})
 #: Errors that mean "this DDL already ran" when re-running a pending stand-alone group
@@ -127,6 +136,12 @@ class PositionTable:
     def name(self) -> str:
         """Qualified, quoted table name."""
         return f"{_ident(self.database)}.{_ident(self.table)}"
+
+    def lock(self, worker: int) -> str:
+        """The named lock (``GET_LOCK``) apply connection ``worker`` of this channel holds
+        (names are at most 64 characters: the table and channel are hashed into it)."""
+        key = hashlib.sha256(f"{self.database}.{self.table}/{self.channel}".encode()).hexdigest()[:32]
+        return f"mariabinlog:{key}:{worker}"
 
     def create(self) -> list[str]:
         """Statements that create the table when missing (InnoDB: it must commit with the data)."""
@@ -200,11 +215,16 @@ class TargetSession:
         *,
         preserve_gtids: bool = True,
         retries: int = 5,
+        lock: str | None = None,
+        lock_wait: float = LOCK_WAIT,
     ) -> None:
         self.options = options
         self.table = table
         self.preserve_gtids = preserve_gtids
         self.retries = retries
+        #: The named lock this session's connection holds while it applies (a run's workers).
+        self.lock = lock
+        self.lock_wait = lock_wait
         self.conn: Connection | None = None
         self._fd_key: tuple[Any, ...] | None = None
         self._session: dict[str, bytes] = {}
@@ -218,6 +238,12 @@ class TargetSession:
         self.close()
         conn = Connection.open(self.options)
         conn.query("SET @@session.pseudo_slave_mode=1, @@session.sql_log_bin=1")
+        if self.lock is not None and conn.scalar(f"SELECT GET_LOCK({sql_string(self.lock)}, {self.lock_wait:g})") != b"1":
+            conn.close()
+            raise ReplicationError(
+                f"another replicate is applying channel {self.table.channel!r} to {self.options.host}:"
+                f"{self.options.port} (its connection holds {self.lock})"
+            )
         self.conn = conn
         self._fd_key = None
         self._session = {}
@@ -633,7 +659,8 @@ class _Worker(threading.Thread):
         self.replicator = replicator
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=replicator.queue_size)
         self.session = TargetSession(
-            replicator.target, replicator.table, preserve_gtids=replicator.preserve_gtids
+            replicator.target, replicator.table, preserve_gtids=replicator.preserve_gtids,
+            lock=replicator.table.lock(index), lock_wait=replicator.lock_wait,
         )
         self.error: BaseException | None = None
 
@@ -698,10 +725,14 @@ class Replicator:
         preserve_gtids: bool = True,
         queue_size: int = 256,
         progress: JobProgress | None = None,
+        lock_wait: float = LOCK_WAIT,
     ) -> None:
+        if workers > MAX_WORKERS:
+            raise OptionError(f"--parallel {workers}: at most {MAX_WORKERS} apply connections")
         self.target = target
         self.table = table or PositionTable()
         self.workers_wanted = max(1, workers)
+        self.lock_wait = lock_wait
         self.preserve_gtids = preserve_gtids
         self.queue_size = queue_size
         self.progress = progress or JobProgress("replicate")
@@ -716,9 +747,19 @@ class Replicator:
         """Create the position table, resolve pending stand-alone groups, return the start position.
 
         The recorded position wins; ``start`` is used when the channel has none (or with
-        ``reset``, which forgets the recorded one).
+        ``reset``, which forgets the recorded one).  First it waits until no session holds
+        one of the channel's apply locks (:data:`MAX_WORKERS`): an earlier run's sessions
+        may still be applying what that run sent before it was killed.
         """
         with Connection.open(self.target) as conn:
+            waits = ", ".join(f"GET_LOCK({sql_string(self.table.lock(i))}, {self.lock_wait:g})" for i in range(MAX_WORKERS))
+            free = conn.rows(f"SELECT {waits}")
+            conn.query("SELECT RELEASE_ALL_LOCKS()")
+            if not free or any(value != b"1" for value in free[0]):
+                raise ReplicationError(
+                    f"another replicate is applying channel {self.table.channel!r} to {self.target.host}:"
+                    f"{self.target.port} (one of its apply locks is still held after {self.lock_wait:g} s)"
+                )
             exists = conn.rows(
                 "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA="
                 f"{sql_string(self.table.database)} AND TABLE_NAME={sql_string(self.table.table)}"

@@ -174,7 +174,7 @@ def add_replicate_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-
     parser.add_argument("--do-server-ids", metavar="IDS")
     parser.add_argument("--ignore-server-ids", metavar="IDS")
     parser.add_argument("--parallel", type=int, default=4, metavar="N",
-                        help="connections applying GTID domains in parallel (1 = serial; default 4)")
+                        help="connections applying GTID domains in parallel (1 = serial; default 4; at most 64)")
     parser.add_argument("--no-preserve-gtids", dest="preserve_gtids", action="store_false",
                         help="let the target give applied groups its own GTIDs")
     _common_source_options(parser)
