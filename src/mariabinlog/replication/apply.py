@@ -752,14 +752,14 @@ class Replicator:
         may still be applying what that run sent before it was killed.
         """
         with Connection.open(self.target) as conn:
-            waits = ", ".join(f"GET_LOCK({sql_string(self.table.lock(i))}, {self.lock_wait:g})" for i in range(MAX_WORKERS))
-            free = conn.rows(f"SELECT {waits}")
+            for worker in range(MAX_WORKERS):  # one at a time: the first held past the wait is the answer
+                lock = sql_string(self.table.lock(worker))
+                if conn.scalar(f"SELECT GET_LOCK({lock}, {self.lock_wait:g})") != b"1":
+                    raise ReplicationError(
+                        f"another replicate is applying channel {self.table.channel!r} to {self.target.host}:"
+                        f"{self.target.port} (its apply lock {worker} is still held after {self.lock_wait:g} s)"
+                    )
             conn.query("SELECT RELEASE_ALL_LOCKS()")
-            if not free or any(value != b"1" for value in free[0]):
-                raise ReplicationError(
-                    f"another replicate is applying channel {self.table.channel!r} to {self.target.host}:"
-                    f"{self.target.port} (one of its apply locks is still held after {self.lock_wait:g} s)"
-                )
             exists = conn.rows(
                 "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA="
                 f"{sql_string(self.table.database)} AND TABLE_NAME={sql_string(self.table.table)}"
