@@ -474,3 +474,22 @@ def test_a_rows_column_count_whose_bitmap_passes_the_event_is_invalid() -> None:
         rows_bitmaps(b"\x10\xff", 0, False, 2)  # 16 columns: two bitmap bytes, one there
     assert rows_bitmaps(b"\x10\xff\xff", 0, False, 3) == (16, b"\xff\xff", None, 3)
     assert rows_bitmaps(b"\x08\x01\x02\x00", 0, True, 4) == (8, b"\x01", b"\x02", 3)
+
+
+def test_a_rows_event_that_ends_before_its_post_header_is_invalid() -> None:
+    """A Rows event whose body is shorter than its post-header (table id and flags) is invalid
+    to the server's reader; ``rows_head`` read on into the next bytes, and ``--flashback``,
+    which rewrites the flags in the event's own bytes, died with ``struct.error`` (found by
+    the dump fuzz target, stop 37; its input was lost, libFuzzer's alarm fired while the
+    traceback printed)."""
+    from mariabinlog.codec.events.rows import rows_head
+    from mariabinlog.errors import TruncatedError
+
+    head = b"\x2a\x00\x00\x00\x00\x00" + b"\x01\x00"  # table id 42, STMT_END_F
+    assert rows_head(head + b"\xee" * 4, 0, 8, 8) == (42, 1, 6)
+    assert rows_head(head[:4] + head[6:], 0, 6, 6) == (42, 1, 4)  # 4-byte table ids
+    for end in (0, 5, 7):
+        with pytest.raises(TruncatedError, match="rows event post-header"):
+            rows_head(head + b"\xee" * 4, 0, 8, end)
+    with pytest.raises(TruncatedError):
+        rows_head(head, 0, 6, 5)

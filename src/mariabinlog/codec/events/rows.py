@@ -32,7 +32,7 @@ from .header import (
     WRITE_ROWS_EVENT_V1,
 )
 from .query import compress_block, decompress_block
-from ..primitives import Buffer, need, read_lenenc_int, read_u48, U16, U32, U64, write_lenenc
+from ..primitives import Buffer, need, need_within, read_lenenc_int, read_u48, U16, U32, U64, write_lenenc
 
 class TableMapEvent(Event):
     """Table_map (19): table id -> db.table with column types and metadata.
@@ -315,9 +315,11 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
     )
 
 
-def rows_head(buf: Buffer, pos: int, post: int) -> tuple[int, int, int]:
-    """A rows event's post-header at ``pos`` (``post`` bytes long: 6 for a 4-byte table id),
-    unchecked: ``(table_id, flags, offset of the flags)``."""
+def rows_head(buf: Buffer, pos: int, post: int, end: int) -> tuple[int, int, int]:
+    """A rows event's post-header at ``pos`` (``post`` bytes long: 6 for a 4-byte table id):
+    ``(table_id, flags, offset of the flags)``.  An event whose body ends (``end``) before its
+    post-header does is invalid, as the server's reader finds it."""
+    need_within(pos, 8 if post != 6 else 6, end, "rows event post-header")
     if post == 6:
         return U32.unpack_from(buf, pos)[0], U16.unpack_from(buf, pos + 4)[0], pos + 4
     return read_u48(buf, pos), U16.unpack_from(buf, pos + 6)[0], pos + 6

@@ -593,7 +593,7 @@ class RowsFamily(PrintFamily):
         buf = ev.buf
         p = ev.body_pos
         post = self.pc.ctx.post_header_len(code)
-        table_id, rows_flags, flags_at = rows_head(buf, p, post)
+        table_id, rows_flags, flags_at = rows_head(buf, p, post, ev.body_end)
         if code in _V2_ROWS:
             rows_extra_end(buf, p + post - 2, ev.body_end)  # an invalid event stops the dump here
         stmt_end = bool(rows_flags & STMT_END_F)
@@ -636,7 +636,7 @@ class RowsFamily(PrintFamily):
                 view.hexdump_from = ev.position
                 code_i = view.type_code
                 p_i = view.body_pos
-                table_i, flags_i, _ = rows_head(raw_event, p_i, post)
+                table_i, flags_i, _ = rows_head(raw_event, p_i, post, view.body_end)
                 self._print_rows(view, code_i, post, table_i, flags_i)
             if self.opt.print_row_count:
                 self.out.append(b"# Number of rows: %d\n" % self.row_events)
