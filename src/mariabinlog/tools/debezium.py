@@ -47,7 +47,7 @@ from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimes
 from ..codec.rows.packed import geometry_parts, uint_image
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
-from .jsonout import TableView, TableViews, json_value
+from .jsonout import TableView, TableViews, json_name, json_value
 from .dump.sink import EventSink
 
 log = logging.getLogger(__name__)
@@ -353,5 +353,10 @@ class DebeziumSink(EventSink):
             if self.collect is not None:
                 self.collect.append(record)
                 continue
-            self.out.append(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+            line = json.dumps(record, ensure_ascii=False)
+            try:
+                data = line.encode("utf-8")
+            except UnicodeEncodeError:  # names the history kept with undecodable bytes
+                data = json_name(line).encode("utf-8")
+            self.out.append(data + b"\n")
 

@@ -106,8 +106,9 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan
 
 
 def json_name(text: str) -> str:
-    """A name the codec decoded with ``surrogateescape`` (database, table, column), as JSON
-    text: undecodable bytes become U+FFFD, as Query database names do (JSON is UTF-8)."""
+    """A name the codec decoded with ``surrogateescape`` (database, table, column), or a JSON
+    line holding such names, as JSON text: undecodable bytes become U+FFFD, as Query database
+    names do (JSON is UTF-8)."""
     try:
         text.encode("utf-8")
         return text
