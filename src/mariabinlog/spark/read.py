@@ -717,8 +717,11 @@ def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event:
         changes = row_decoder(table_map).decode(event)
     except DecodeError as err:
         raise err.located(split.path, item.position) from None
-    partial_before = not _full(event.present_before, event.width)
-    partial_after = not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
+    # An event narrower than its table map (its images hold the first ``width`` columns) is
+    # paired name by name, as a partial image is.
+    narrow = event.width != len(info.names)
+    partial_before = narrow or not _full(event.present_before, event.width)
+    partial_after = narrow or not _full(event.present_after if event.kind == "update" else event.present_before, event.width)
     fixed = _location_and_gtid(split, item)
     fixed[4:4] = [None]  # row_index, set per row
     fixed += [valid_text(table_map.schema), valid_text(table_map.table), None, info.keys]
