@@ -259,12 +259,13 @@ def _packet(plans: list[list[bytes]]) -> tuple[bytes, int]:
 
 
 def _send_statements(url: str, packets: list[tuple[bytes, int]], errors: Any) -> None:
-    """A process sending ``packets`` in order on one connection, reading every result."""
-    from mariabinlog.replication.net import Connection, ConnectionOptions
+    """A process sending ``packets`` in order on one connection set up as replicate's, reading
+    every result."""
+    from mariabinlog.replication.apply import PositionTable, TargetSession
+    from mariabinlog.replication.net import ConnectionOptions
 
     try:
-        conn = Connection.open(ConnectionOptions.from_url(url))
-        conn.query("SET @@session.pseudo_slave_mode=1, @@session.sql_log_bin=1")
+        conn = TargetSession(ConnectionOptions.from_url(url), PositionTable()).connect()
         for text, statements in packets:
             conn.query(text, statements=statements)
         conn.close()
