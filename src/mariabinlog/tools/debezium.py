@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -35,19 +34,24 @@ from .. import __version__
 from ..codec import columns as C
 from ..codec.events import (
     ANNOTATE_ROWS_EVENT,
+    FL_COMPLETED_XA,
+    FL_GROUP_COMMIT_ID,
+    FL_PREPARED_XA,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     QUERY_COMPRESSED_EVENT,
     QUERY_EVENT,
     ROWS_KIND,
     TABLE_MAP_EVENT,
+    gtid_fields,
+    gtid_short_flags_extra,
 )
 from ..codec.groups import GroupBoundary
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
 from ..codec.rows.packed import geometry_parts, uint_image
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
-from .jsonout import TableView, TableViews, json_name, json_value
+from .jsonout import TableView, TableViews, json_encoder, json_name, json_value
 from .dump.sink import EventSink
 
 log = logging.getLogger(__name__)
@@ -57,6 +61,8 @@ VERSION = __version__
 _OPS = {"insert": "c", "update": "u", "delete": "d"}
 #: Statements that change rows: logged as text (STATEMENT/MIXED), they are reported as such.
 _ROW_STATEMENTS = (b"INSERT", b"UPDATE", b"DELETE", b"REPLACE", b"LOAD")
+#: One record as JSON text, as ``json.dumps(record, ensure_ascii=False)`` writes it.
+_dumps = json_encoder(allow_nan=True)
 
 
 def _epoch_days(year: int, month: int, day: int) -> int | None:
@@ -166,11 +172,15 @@ class DebeziumWriter:
         """The records one event gives (most give none)."""
         code = ev.type_code
         if code == GTID_EVENT:
-            g = ev.decoded()
-            self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
-            self.boundary.start(g.flags2)
+            seq_no, domain_id, flags2 = gtid_fields(ev.buf, ev.body_pos, ev.body_end)
+            self.gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
+            self.boundary.start(flags2)
             self.query = None
-            self.thread = g.thread_id  # logged by MariaDB 11.x+ GTID events; None before
+            # The thread id is an extra field of MariaDB 11.x+ GTID events; None before.
+            extra = flags2 & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA) or gtid_short_flags_extra(
+                ev.buf, ev.body_pos, ev.body_end
+            )
+            self.thread = ev.decoded().thread_id if extra else None
             return []
         out: list[dict[str, Any]] = []
         if code in (QUERY_EVENT, QUERY_COMPRESSED_EVENT):
@@ -179,7 +189,7 @@ class DebeziumWriter:
             out = self._query(ev, q)
             self.boundary.end_after(code, bytes(q.query))
         elif code == ANNOTATE_ROWS_EVENT:
-            self.query = bytes(ev.decoded().query).decode("utf-8", "replace")
+            self.query = ev.body().decode("utf-8", "replace")
         elif code == TABLE_MAP_EVENT:
             view = self.views.of_event(ev, self.schema, self.gtid if self.boundary.open else None)
             self.tables[view.event.table_id] = (view, view.event)
@@ -353,7 +363,7 @@ class DebeziumSink(EventSink):
             if self.collect is not None:
                 self.collect.append(record)
                 continue
-            line = json.dumps(record, ensure_ascii=False)
+            line = _dumps(record)
             try:
                 data = line.encode("utf-8")
             except UnicodeEncodeError:  # names the history kept with undecodable bytes

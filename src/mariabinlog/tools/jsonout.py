@@ -87,6 +87,8 @@ from ..codec.events import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
     event_type_name,
+    gtid_fields,
+    xid_value,
 )
 from ..codec.groups import GroupBoundary
 from ..codec.rows import (
@@ -102,7 +104,30 @@ from ..codec import charsets
 from ..schema import SchemaTracker
 from .dump.sink import EventSink
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
+#: JSON text of a string (``ensure_ascii=False``: UTF-8 kept, quotes and controls escaped).
+_string = json.encoder.encode_basestring
+
+
+def json_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
+    """``json.dumps(obj, ensure_ascii=False, allow_nan=allow_nan)`` with one C encoder made once:
+    ``json.dumps`` builds a new encoder per call, which cost more than encoding a small event's
+    fields.  No cycle check (the objects written are trees)."""
+    base = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=allow_nan)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the json accelerator
+        return base.encode
+    chunks = make(None, base.default, _string, None, ": ", ", ", False, False, allow_nan)
+
+    def dumps(obj: Any) -> str:
+        if type(obj) is str:
+            return _string(obj)  # type: ignore[no-any-return]
+        return "".join(chunks(obj, 0))
+
+    return dumps
+
+
+#: The JSON output's encoder: no NaN or infinity (the writer gives those as strings).
+_dumps = json_encoder(allow_nan=False)
 
 
 def json_name(text: str) -> str:
@@ -246,12 +271,14 @@ class TableViews:
 class TableView:
     """A table map with what the JSON writer needs to render its rows."""
 
-    __slots__ = ("columns", "database", "event", "table", "real_types", "_described")
+    __slots__ = ("columns", "database", "event", "table", "real_types", "names_json", "_described")
 
     def __init__(self, tm: Any) -> None:
         self.event = tm
         self.database = json_name(tm.schema)
         self.table = json_name(tm.table)
+        #: ``"table_id": ..., "database": ..., "table": ...`` of this map's events, as JSON text.
+        self.names_json = f'"table_id": {tm.table_id}, "database": {_string(self.database)}, "table": {_string(self.table)}'
         meta = tm.optional_metadata
         types, metas = tm.column_types, tm.column_meta
         names = meta.column_names if meta is not None else None
@@ -357,25 +384,46 @@ class JsonSink(EventSink):
 
     def print_event(self, ev: Any) -> None:
         code = ev.type_code
-        # The common fields, formatted; then the event's own in ``obj`` ("gtid" first).
+        # The common fields, formatted; then the event's own: formatted for the events of every
+        # transaction (GTID, Annotate_rows, Table_map, Xid), in ``obj`` for the others.
         obj: dict[str, Any] = {}
-        columns: str | None = None  # a Table_map's, already JSON text
         head = (
             f'{{"file": {self._file_json}, "pos": {ev.position}, "end_log_pos": {ev.log_pos}, '
             f'"timestamp": {ev.when}, "time": "{_iso_time(ev.when)}", "type": {_type_json(code)}, '
             f'"type_code": {code}, "server_id": {ev.server_id}, "flags": {ev.flags}, '
         )
         if code == GTID_EVENT:
-            g = ev.decoded()
-            self.gtid = f"{g.domain_id}-{ev.server_id}-{g.seq_no}"
-            self.boundary.start(g.flags2)
-            obj["gtid"] = self.gtid
-            obj.update(domain_id=g.domain_id, seq_no=g.seq_no, standalone=self.boundary.standalone, flags2=g.flags2)
-            if g.flags2 & FL_GROUP_COMMIT_ID:
-                obj["commit_id"] = g.commit_id
-            if g.flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
-                obj["xid"] = _xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual)
-            self._emit(head, obj)
+            seq_no, domain_id, flags2 = gtid_fields(ev.buf, ev.body_pos, ev.body_end)
+            self.gtid = gtid = f"{domain_id}-{ev.server_id}-{seq_no}"
+            self.boundary.start(flags2)
+            fields = (
+                f'"gtid": "{gtid}", "domain_id": {domain_id}, "seq_no": {seq_no}, '
+                f'"standalone": {"true" if self.boundary.standalone else "false"}, "flags2": {flags2}'
+            )
+            if flags2 & (FL_GROUP_COMMIT_ID | FL_PREPARED_XA | FL_COMPLETED_XA):
+                g = ev.decoded()
+                if flags2 & FL_GROUP_COMMIT_ID:
+                    obj["commit_id"] = g.commit_id
+                if flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
+                    obj["xid"] = _xid(g.xa_format_id or 0, g.xa_gtrid, g.xa_bqual)
+            self._line(head, fields, obj)
+            return
+        # Within a group, its GTID ("0-1-5": no character JSON escapes), else null.
+        gtid_json = f'"gtid": "{self.gtid}"' if self.boundary.open else '"gtid": null'
+        if code == XID_EVENT:
+            self._line(head, f'{gtid_json}, "xid": {xid_value(ev.buf, ev.body_pos, ev.body_end)}')
+            self.boundary.end_after(code)
+            return
+        if code == ANNOTATE_ROWS_EVENT:
+            self._line(head, f'{gtid_json}, "query": {_dumps(text_or_bytes(ev.body()))}')
+            self.boundary.end_after(code)
+            return
+        if code == TABLE_MAP_EVENT:
+            table = self.views.of_event(ev, self.schema, self.gtid if self.boundary.open else None)
+            self.tables[table.event.table_id] = table
+            if self._accept(table.database, table.table):
+                self._line(head, f'{gtid_json}, {table.names_json}, "columns": {table.described()}')
+            self.boundary.end_after(code)
             return
         obj["gtid"] = self.gtid if self.boundary.open else None
         if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
@@ -393,14 +441,6 @@ class JsonSink(EventSink):
                 exec_time=q.exec_time,
                 error_code=q.error_code,
             )
-        elif code == TABLE_MAP_EVENT:
-            table = self.views.of_event(ev, self.schema, obj["gtid"])
-            tm = table.event
-            self.tables[tm.table_id] = table
-            if not self._accept(table.database, table.table):
-                return
-            obj.update(table_id=tm.table_id, database=table.database, table=table.table)
-            columns = table.described()
         elif code in ROWS_KIND:
             rows_ev = ev.decoded()
             table = self.tables.get(rows_ev.table_id)
@@ -426,13 +466,9 @@ class JsonSink(EventSink):
                     stmt_end=rows_ev.stmt_end,
                     rows=rows,
                 )
-        elif code == XID_EVENT:
-            obj["xid"] = ev.decoded().xid
         elif code == XA_PREPARE_LOG_EVENT:
             x = ev.decoded()
             obj.update(xid=_xid(x.format_id, x.gtrid, x.bqual), one_phase=x.one_phase)
-        elif code == ANNOTATE_ROWS_EVENT:
-            obj["query"] = text_or_bytes(ev.decoded().query)
         elif code == FORMAT_DESCRIPTION_EVENT:
             fd = ev.decoded()
             obj.update(
@@ -457,18 +493,18 @@ class JsonSink(EventSink):
         elif code == USER_VAR_EVENT:
             uv = ev.decoded()
             obj.update(name=text_or_bytes(uv.var_name), value=_user_var_value(uv))
-        self._emit(head, obj, columns)
+        self._emit(head, obj)
         if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
             self.boundary.end_after(code)
 
-    def _emit(self, head: str, obj: dict[str, Any], columns: str | None = None) -> None:
-        """One line: ``head`` (the common fields, formatted), then ``obj``'s fields (and a
-        Table_map's ``columns``, already JSON text), as json.dumps would write the whole object."""
-        rest = _dumps(obj)
-        if columns is not None:
-            rest = f"{rest[1:-1]}, \"columns\": {columns}}}"
-        else:
-            rest = rest[1:]
+    def _emit(self, head: str, obj: dict[str, Any]) -> None:
+        """One line: ``head`` (the common fields, formatted), then ``obj``'s fields, as json.dumps
+        would write the whole object."""
+        self.out.append((head + _dumps(obj)[1:]).encode("utf-8") + b"\n")
+
+    def _line(self, head: str, fields: str, obj: dict[str, Any] | None = None) -> None:
+        """One line: ``head``, then ``fields`` (the event's own, formatted), then ``obj``'s."""
+        rest = f"{fields}, {_dumps(obj)[1:]}" if obj else fields + "}"
         self.out.append((head + rest).encode("utf-8") + b"\n")
 
 
