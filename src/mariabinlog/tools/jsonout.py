@@ -172,17 +172,51 @@ def _frac(microsecond: int) -> str:
 class _Column:
     """How one column's values become JSON."""
 
-    __slots__ = ("binary", "key", "members", "set_members")
+    __slots__ = ("binary", "key", "members", "plain", "set_members")
 
     def __init__(self, key: str, binary: bool | None, members: tuple[bytes, ...] | None, is_set: bool) -> None:
         self.key = key
         self.binary = binary
         self.members = None if is_set else members
         self.set_members = members if is_set else None
+        #: Whether an integer value is its own JSON (no ENUM or SET labels).
+        self.plain = members is None
+
+
+def _datetime_json(value: MysqlDateTime) -> str:
+    return (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
+        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{_frac(value.microsecond)}"
+    )
+
+
+def _timestamp_json(value: MysqlTimestamp) -> str:
+    if value.seconds == 0 and value.microsecond == 0:
+        return "0000-00-00T00:00:00Z"
+    moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + _frac(value.microsecond) + "Z"
+
+
+def _float_json(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+#: Values whose JSON form depends on their type alone, by exact type (one lookup per value).
+_BY_TYPE: dict[type, Callable[[Any], Any]] = {
+    Decimal: str,
+    float: _float_json,
+    MysqlDateTime: _datetime_json,
+    MysqlDate: str,
+    MysqlTime: str,
+    MysqlTimestamp: _timestamp_json,
+}
 
 
 def json_value(value: Any, column: _Column) -> Any:
     """One column value as a JSON-ready object (see the module docstring)."""
+    convert = _BY_TYPE.get(type(value))
+    if convert is not None:
+        return convert(value)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -203,21 +237,13 @@ def json_value(value: Any, column: _Column) -> Any:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
+        return _float_json(value)
     if isinstance(value, MysqlDateTime):
-        return (
-            f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
-            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{_frac(value.microsecond)}"
-        )
-    if isinstance(value, MysqlDate):
-        return str(value)
-    if isinstance(value, MysqlTime):
+        return _datetime_json(value)
+    if isinstance(value, MysqlDate | MysqlTime):
         return str(value)
     if isinstance(value, MysqlTimestamp):
-        if value.seconds == 0 and value.microsecond == 0:
-            return "0000-00-00T00:00:00Z"
-        moment = datetime.datetime.fromtimestamp(value.seconds, datetime.UTC)
-        return moment.strftime("%Y-%m-%dT%H:%M:%S") + _frac(value.microsecond) + "Z"
+        return _timestamp_json(value)
     return str(value)
 
 
@@ -340,12 +366,8 @@ class TableView:
         out = {}
         for col, value in zip(self.columns, values):
             kind = type(value)
-            if (
-                value is None
-                or (kind is int and col.members is None and col.set_members is None)
-                or (kind is str and value.isascii())  # (a flag of the string: no scan)
-            ):
-                out[col.key] = value  # NULL, plain integers and ASCII text are their own JSON (most values)
+            if value is None or (kind is int and col.plain) or (kind is str and value.isascii()):
+                out[col.key] = value  # NULL, plain integers, ASCII text (isascii: a flag, no scan): most values
             elif value is not ABSENT:
                 out[col.key] = json_value(value, col)
         return out
