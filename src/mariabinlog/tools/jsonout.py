@@ -154,15 +154,17 @@ def text_or_bytes(value: bytes) -> str | dict[str, str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _iso_time(epoch: int) -> str:
-    """``epoch`` as ISO 8601 UTC (cached: the events of a group, and groups, share their second)."""
-    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _time_fields(epoch: int) -> str:
+    """The ``timestamp`` and ``time`` (ISO 8601 UTC) fields of an event written at ``epoch``
+    (cached: the events of a group, and groups, share their second)."""
+    iso = datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f'"timestamp": {epoch}, "time": "{iso}"'
 
 
 @functools.lru_cache(maxsize=None)
-def _type_json(code: int) -> str:
-    """An event type's name as JSON text."""
-    return _dumps(event_type_name(code))
+def _type_fields(code: int) -> str:
+    """The ``type`` and ``type_code`` fields of an event type."""
+    return f'"type": {_dumps(event_type_name(code))}, "type_code": {code}'
 
 
 def _frac(microsecond: int) -> str:
@@ -184,10 +186,10 @@ class _Column:
 
 
 def _datetime_json(value: MysqlDateTime) -> str:
-    return (
-        f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
-        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{_frac(value.microsecond)}"
-    )
+    # %-formatting of the tuple itself: twice as fast as an f-string of its seven fields.
+    if value.microsecond:
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % value
+    return "%04d-%02d-%02dT%02d:%02d:%02d" % value[:6]
 
 
 def _timestamp_json(value: MysqlTimestamp) -> str:
@@ -411,8 +413,7 @@ class JsonSink(EventSink):
         obj: dict[str, Any] = {}
         head = (
             f'{{"file": {self._file_json}, "pos": {ev.position}, "end_log_pos": {ev.log_pos}, '
-            f'"timestamp": {ev.when}, "time": "{_iso_time(ev.when)}", "type": {_type_json(code)}, '
-            f'"type_code": {code}, "server_id": {ev.server_id}, "flags": {ev.flags}, '
+            f'{_time_fields(ev.when)}, {_type_fields(code)}, "server_id": {ev.server_id}, "flags": {ev.flags}, '
         )
         if code == GTID_EVENT:
             seq_no, domain_id, flags2 = gtid_fields(ev.buf, ev.body_pos, ev.body_end)
