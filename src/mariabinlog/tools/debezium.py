@@ -54,6 +54,7 @@ from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
 from .jsonout import TableView, TableViews, json_encoder, json_name, json_value
 from .dump.sink import EventSink
+from .printer.rows import rows_parts
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ class DebeziumWriter:
         return [{"topic": f"{self.name}.statements", "key": None, "value": value}]
 
     def _rows(self, ev: Any) -> list[dict[str, Any]]:
-        rows_ev = ev.decoded()
+        rows_ev = rows_parts(ev) or ev.decoded()
         entry = self.tables.get(rows_ev.table_id)
         if entry is None:
             return []

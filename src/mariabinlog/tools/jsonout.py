@@ -103,6 +103,7 @@ from ..codec.rows.packed import decimal_str
 from ..codec import charsets
 from ..schema import SchemaTracker
 from .dump.sink import EventSink
+from .printer.rows import rows_parts
 
 #: JSON text of a string (``ensure_ascii=False``: UTF-8 kept, quotes and controls escaped).
 _string = json.encoder.encode_basestring
@@ -465,30 +466,29 @@ class JsonSink(EventSink):
                 error_code=q.error_code,
             )
         elif code in ROWS_KIND:
-            rows_ev = ev.decoded()
+            rows_ev = rows_parts(ev) or ev.decoded()
             table = self.tables.get(rows_ev.table_id)
             if table is None:
                 obj.update(table_id=rows_ev.table_id, kind=rows_ev.kind, error="no table map for this table_id")
             else:
                 if not self._accept(table.database, table.table):
                     return
-                changes = row_decoder(table.event).decode(rows_ev)
                 rows = []
-                for change in changes:
+                for change in row_decoder(table.event).decode(rows_ev):
                     row: dict[str, Any] = {}
                     if change.before is not None:
                         row["before"] = table.image(change.before)
                     if change.after is not None:
                         row["after"] = table.image(change.after)
                     rows.append(row)
-                obj.update(
-                    table_id=rows_ev.table_id,
-                    database=table.database,
-                    table=table.table,
-                    kind=rows_ev.kind,
-                    stmt_end=rows_ev.stmt_end,
-                    rows=rows,
+                # (the table map's names_json holds this event's table id: it found the map by it)
+                self._line(
+                    head,
+                    f'{gtid_json}, {table.names_json}, "kind": "{rows_ev.kind}", '
+                    f'"stmt_end": {"true" if rows_ev.stmt_end else "false"}, "rows": {_dumps(rows)}',
                 )
+                self.boundary.end_after(code)
+                return
         elif code == XA_PREPARE_LOG_EVENT:
             x = ev.decoded()
             obj.update(xid=_xid(x.format_id, x.gtrid, x.bqual), one_phase=x.one_phase)
