@@ -117,30 +117,21 @@ ROW_EVENT_TYPES = frozenset(_ROWS_NAMES)
 
 
 class RowsParts:
-    """A rows event's parts as the row decoder reads them (``codec.rows.RowsEventLike``)."""
+    """A rows event's parts as the row decoder reads them (``codec.rows.RowsEventLike``), and
+    its ``kind`` ('insert', 'update' or 'delete') and ``stmt_end`` (last of its statement)."""
 
-    __slots__ = ("type_code", "table_id", "rows_flags", "width", "present_before", "present_after", "rows_data")
+    __slots__ = ("kind", "stmt_end", "table_id", "width", "present_before", "present_after", "rows_data")
 
     def __init__(
-        self, type_code: int, table_id: int, rows_flags: int, width: int, before: bytes, after: bytes | None, data: bytes
+        self, code: int, table_id: int, rows_flags: int, width: int, before: bytes, after: bytes | None, data: bytes
     ) -> None:
-        self.type_code = type_code
+        self.kind = ROWS_KIND[code]
+        self.stmt_end = bool(rows_flags & STMT_END_F)
         self.table_id = table_id
-        self.rows_flags = rows_flags
         self.width = width
         self.present_before = before
         self.present_after = after
         self.rows_data = data
-
-    @property
-    def kind(self) -> str:
-        """'insert', 'update' or 'delete'."""
-        return ROWS_KIND[self.type_code]
-
-    @property
-    def stmt_end(self) -> bool:
-        """True on the last rows event of a statement."""
-        return bool(self.rows_flags & STMT_END_F)
 
 
 def rows_parts(ev: EventView) -> RowsParts | None:
