@@ -257,13 +257,13 @@ class DebeziumWriter:
         meta = tm.optional_metadata
         key_columns = list(meta.simple_primary_key or ()) if meta is not None and meta.column_names else []
         types = view.real_types
+        topic = f"{self.name}.{view.database}.{view.table}"
         out = []
         for index, change in enumerate(row_decoder(tm).decode(rows_ev)):
             before = self._image(view, tm, types, change.before)
             after = self._image(view, tm, types, change.after)
             key = _key(key_columns, view, after, before)
             source = self._source(ev, view.database, view.table, row=index, thread=self.thread)
-            topic = f"{self.name}.{view.database}.{view.table}"
             old_key = _key(key_columns, view, None, before) if change.kind == "update" else key
             if old_key is not None and key is not None and old_key != key:
                 # A primary key change: Debezium sends a delete under the old key, then a create.
@@ -279,12 +279,8 @@ class DebeziumWriter:
         out = {}
         for col, value, rtype, meta in zip(view.columns, values, types, tm.column_meta):
             kind = type(value)
-            if (
-                value is None
-                or (kind is int and rtype != C.MYSQL_TYPE_BIT and col.members is None and col.set_members is None)
-                or (kind is str and value.isascii())  # (a flag of the string: no scan)
-            ):
-                out[col.key] = value  # NULL, plain integers and ASCII text are their own value (most values)
+            if value is None or (kind is int and col.plain and rtype != C.MYSQL_TYPE_BIT) or (kind is str and value.isascii()):
+                out[col.key] = value  # NULL, plain integers, ASCII text (isascii: a flag, no scan): most values
             elif value is not ABSENT:
                 out[col.key] = encode_value(value, rtype, meta, col)
         return out
