@@ -204,7 +204,8 @@ def _float_json(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-#: Values whose JSON form depends on their type alone, by exact type (one lookup per value).
+#: Values whose JSON form depends on their type alone, by exact type (one lookup per value;
+#: the row decoder makes these types, never subclasses of them).
 _BY_TYPE: dict[type, Callable[[Any], Any]] = {
     Decimal: str,
     float: _float_json,
@@ -237,16 +238,6 @@ def json_value(value: Any, column: _Column) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         value = bytes(value)
         return _bytes(value) if column.binary else text_or_bytes(value)
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, float):
-        return _float_json(value)
-    if isinstance(value, MysqlDateTime):
-        return _datetime_json(value)
-    if isinstance(value, MysqlDate | MysqlTime):
-        return str(value)
-    if isinstance(value, MysqlTimestamp):
-        return _timestamp_json(value)
     return str(value)
 
 

@@ -113,7 +113,7 @@ _WRITE_ROWS = frozenset(
 ROW_EVENT_TYPES = frozenset(_ROWS_NAMES)
 
 
-# --------------------------------------------------------------------------- table maps
+# -------------------------------------------------------------------------- rows events
 
 
 class RowsParts:
@@ -149,6 +149,9 @@ def rows_parts(ev: EventView) -> RowsParts | None:
         q = rows_extra_end(buf, q - 2, end)  # the post-header ends with the extra data's length
     width, cols, cols_ai, q = rows_bitmaps(buf, q, code in _UPDATE_ROWS, end)
     return RowsParts(code, table_id, rows_flags, width, cols, cols_ai, bytes(buf[q:end]))
+
+
+# --------------------------------------------------------------------------- table maps
 
 
 class TableInfo:
