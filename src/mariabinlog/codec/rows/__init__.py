@@ -281,7 +281,13 @@ _Readers = dict[tuple[bytes, int, bool], _ImageReader]
 #: Compiled columns and image readers by table shape (column types, metadata, optional
 #: metadata): a binlog repeats the same Table_map in every transaction.
 _PLANS: dict[tuple[bytes, tuple[int, ...], OptionalMetadata | None], tuple[_ColumnSets, _Readers]] = {}
-_MAX_PLANS = 1024
+#: The cache's bound is the columns it holds, not its entries: a plan costs ~0.75 KiB a
+#: column and a table may have 4,096 (1,024 such plans were 3 GiB).  2^15 columns (~24 MiB):
+#: a thousand tables of 32 columns, or eight of the widest.
+_MAX_PLAN_COLUMNS = 1 << 15
+_plan_columns = [0]  # columns in _PLANS
+#: Image readers per plan, one per column bitmap seen (MINIMAL images vary it per statement).
+_MAX_READERS = 64
 
 
 def _compile_columns(types: bytes, metas: Sequence[int], optional: OptionalMetadata | None) -> _ColumnSets:
@@ -320,9 +326,11 @@ class RowDecoder:
         key = (bytes(types), tuple(metas), table_map.optional_metadata)
         plan = _PLANS.get(key)
         if plan is None:
-            if len(_PLANS) >= _MAX_PLANS:
+            if _plan_columns[0] + len(types) > _MAX_PLAN_COLUMNS:
                 _PLANS.clear()
+                _plan_columns[0] = 0
             plan = _PLANS[key] = (_compile_columns(*key), {})
+            _plan_columns[0] += len(types)
         self._columns, self._readers = plan
 
     def _reader(self, bitmap: bytes, width: int, raw: bool) -> _ImageReader:
@@ -331,6 +339,8 @@ class RowDecoder:
         if reader is None:
             cols = self._columns[raw]
             reader = _ImageReader([cols[i] for i in _bitmap_columns(bitmap, width)], width)
+            if len(self._readers) >= _MAX_READERS:
+                self._readers.clear()
             self._readers[key] = reader
         return reader
 
