@@ -474,6 +474,23 @@ def test_a_rows_column_count_whose_bitmap_passes_the_event_is_invalid() -> None:
         rows_bitmaps(b"\x10\xff", 0, False, 2)  # 16 columns: two bitmap bytes, one there
     assert rows_bitmaps(b"\x10\xff\xff", 0, False, 3) == (16, b"\xff\xff", None, 3)
     assert rows_bitmaps(b"\x08\x01\x02\x00", 0, True, 4) == (8, b"\x01", b"\x02", 3)
+    with pytest.raises(DecodeError, match="runs past the event"):
+        rows_bitmaps(b"\x08\x01\x02\x00", 0, True, 2)  # an update's after-image bitmap too
+
+
+def test_the_decoder_frames_a_rows_event_within_the_event() -> None:
+    """The codec's event decoder reads a rows event's bitmaps with ``rows_bitmaps``, the text
+    printer's framing: a bitmap running past the event is invalid even when the bytes after
+    the event (the next event's) would supply it."""
+    from mariabinlog.codec.events import DecodeContext, decode_event
+    from mariabinlog.errors import DecodeError
+
+    body = b"\x2a\x00\x00\x00\x00\x00\x01\x00" + b"\x10"  # Write_rows_v1: table 42, 16 columns
+    header = struct.pack("<IBIIIH", 0, 23, 1, 19 + len(body) + 2, 0, 0)
+    event = header + body + b"\xff\xff"
+    assert decode_event(event, 0, len(event), DecodeContext()).width == 16
+    with pytest.raises(DecodeError, match="runs past the event"):
+        decode_event(event + b"\xff" * 8, 0, len(event) - 1, DecodeContext())
 
 
 def test_a_rows_event_that_ends_before_its_post_header_is_invalid() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from ...errors import DecodeError, TruncatedError
+from ...errors import DecodeError
 from .. import columns
 from .header import (
     reframe,
@@ -333,7 +333,7 @@ def rows_bitmaps(buf: Buffer, pos: int, update: bool, end: int) -> tuple[int, by
     buffer"), whatever the count: up to 2^64 - 1."""
     width, q = read_lenenc_int(buf, pos, "rows event column count")
     nb = (width + 7) >> 3
-    if q + nb > end:
+    if q + (2 * nb if update else nb) > end:
         raise DecodeError(
             f"invalid rows event: a column bitmap of {width} columns runs past the event",
             offset=pos, expected="the column count of the event's own bitmap",
@@ -393,18 +393,7 @@ def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
         stop = rows_extra_end(buf, q, end)
         extra = bytes(buf[q + 2 : stop])
         q = stop
-    width, q = read_lenenc_int(buf, q, "rows event column count")
-    nb = (width + 7) >> 3
-    need(buf, q, nb, "rows event column bitmap")
-    before = bytes(buf[q : q + nb])
-    q += nb
-    after = None
-    if ROWS_KIND[type_code] == "update":
-        need(buf, q, nb, "rows event after-image column bitmap")
-        after = bytes(buf[q : q + nb])
-        q += nb
-    if q > end:
-        raise TruncatedError("truncated rows event", offset=q, expected="row data")
+    width, before, after, q = rows_bitmaps(buf, q, ROWS_KIND[type_code] == "update", end)
     block = None
     if type_code in _ROWS_COMPRESSED:
         block = bytes(buf[q:end])
