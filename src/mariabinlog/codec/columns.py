@@ -18,6 +18,7 @@ a Table_map event is decoded into :class:`OptionalMetadata`.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -357,6 +358,24 @@ class _Absent:
 
 #: A column missing from a row image (MINIMAL/NOBLOB); NULL is ``None``.
 ABSENT = _Absent()
+
+
+@functools.lru_cache(maxsize=4096)
+def epoch_days(year: int, month: int, day: int) -> int | None:
+    """Days from 1970-01-01 to a proleptic Gregorian date, year 0 included (MariaDB's
+    '0000-01-01' is a date, Python's ``datetime`` has no year 0); None for zero dates and for
+    those no calendar has (month 13, February 30): what a reader gives as null (Debezium's
+    Date and Timestamp values).  Cached: the rows of a binlog share few days."""
+    if not 1 <= month <= 12 or not 1 <= day <= 31:
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day > (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]:
+        return None
+    y = year - (month <= 2)  # days from civil, the year counted from March
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
 
 
 class MysqlDate(NamedTuple):

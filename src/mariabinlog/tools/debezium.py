@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import functools
 import logging
 import os
 from collections.abc import Callable
@@ -67,24 +66,6 @@ _ROW_STATEMENTS = (b"INSERT", b"UPDATE", b"DELETE", b"REPLACE", b"LOAD")
 _dumps = json_encoder(allow_nan=True)
 
 
-@functools.lru_cache(maxsize=4096)
-def _epoch_days(year: int, month: int, day: int) -> int | None:
-    """Days from 1970-01-01 to a proleptic Gregorian date, year 0 included (MariaDB's
-    '0000-01-01' is a date, Python's ``datetime`` has no year 0); None for zero dates and for
-    those no calendar has (month 13, February 30), which Debezium gives as null.  Cached: the
-    rows of a binlog share few days."""
-    if not 1 <= month <= 12 or not 1 <= day <= 31:
-        return None
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if day > (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]:
-        return None
-    y = year - (month <= 2)  # days from civil, the year counted from March
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
 def _b64(value: bytes) -> str:
     return base64.b64encode(value).decode("ascii")
 
@@ -101,13 +82,13 @@ def encode_value(value: Any, rtype: int, meta: int, column: Any) -> Any:
     if rtype == C.MYSQL_TYPE_SET and isinstance(value, int) and column.set_members is not None:
         return ",".join(m.decode("utf-8", "replace") for i, m in enumerate(column.set_members) if value >> i & 1)
     if isinstance(value, MysqlDateTime):  # DATETIME: Timestamp (ms) up to fsp 3, MicroTimestamp (µs) above
-        days = _epoch_days(value.year, value.month, value.day)
+        days = C.epoch_days(value.year, value.month, value.day)
         if days is None or value.hour > 23 or value.minute > 59 or value.second > 59 or value.microsecond > 999_999:
             return None
         micros = ((days * 24 + value.hour) * 60 + value.minute) * 60_000_000 + value.second * 1_000_000 + value.microsecond
         return micros if meta > 3 else micros // 1000
     if isinstance(value, MysqlDate):  # Date: days since the epoch
-        return _epoch_days(value.year, value.month, value.day)
+        return C.epoch_days(value.year, value.month, value.day)
     if isinstance(value, MysqlTime):  # MicroTime: microseconds
         return value.to_timedelta() // datetime.timedelta(microseconds=1)
     if isinstance(value, MysqlTimestamp):  # ZonedTimestamp: ISO-8601 in UTC
