@@ -144,11 +144,16 @@ def rows_parts(ev: EventView) -> RowsParts | None:
     buf, end = ev.buf, ev.body_end
     post = ev.ctx.post_header_len(code)
     table_id, rows_flags, _ = rows_head(buf, ev.body_pos, post, end)
-    q = ev.body_pos + post
+    width, cols, cols_ai, q = _rows_layout(buf, ev.body_pos + post, code, end)
+    return RowsParts(code, table_id, rows_flags, width, cols, cols_ai, bytes(buf[q:end]))
+
+
+def _rows_layout(buf: Any, q: int, code: int, end: int) -> tuple[int, bytes, bytes | None, int]:
+    """A rows event's ``(width, columns, columns_after, rows offset)`` from the end of its
+    post-header at ``q``: a v2 event's extra data skipped, then its column count and bitmaps."""
     if code in _V2_ROWS:
         q = rows_extra_end(buf, q - 2, end)  # the post-header ends with the extra data's length
-    width, cols, cols_ai, q = rows_bitmaps(buf, q, code in _UPDATE_ROWS, end)
-    return RowsParts(code, table_id, rows_flags, width, cols, cols_ai, bytes(buf[q:end]))
+    return rows_bitmaps(buf, q, code in _UPDATE_ROWS, end)
 
 
 # --------------------------------------------------------------------------- table maps
@@ -695,12 +700,7 @@ class RowsFamily(PrintFamily):
         if opt.flashback:
             name = _FLASHBACK_NAMES.get(name, name)
         raw: bytes | None = None
-        # Row layout: width, present bitmaps, rows.
-        q = p + post
-        if code in _V2_ROWS:
-            # The post-header ends with the extra data's length, which counts itself.
-            q = rows_extra_end(buf, q - 2, ev.body_end)
-        width, cols, cols_ai, q = rows_bitmaps(buf, q, code in _UPDATE_ROWS, ev.body_end)
+        width, cols, cols_ai, q = _rows_layout(buf, p + post, code, ev.body_end)
         data: Any = buf
         start, end = q, ev.body_end
         if code in UNCOMPRESSED_TYPE:
