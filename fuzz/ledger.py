@@ -11,8 +11,12 @@ there starts the count again.
     python -m fuzz.ledger id TARGET                          # scripts/fuzz.sh, before a run
     python -m fuzz.ledger record OUT TARGET ID LOG STATUS    # scripts/fuzz.sh, after it
     python -m fuzz.ledger totals OUT [TARGET...]         # per target: runs, executions, findings
+    python -m fuzz.ledger keep OUT                       # copy OUT's runs into fuzz/ledger.tsv
 
 Entries are lines of ``OUT/ledger.tsv``: time, target, code id, executions, exit status.
+A campaign outlives the machine it ran on only through the committed record,
+``fuzz/ledger.tsv`` (``keep`` appends the runs it lacks); ``totals`` counts the lines of
+both once each.  Lines starting with ``#`` are comments.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = "ledger.tsv"
+#: The committed campaign record.
+KEPT = ROOT / "fuzz" / LEDGER
 #: The files of the harness itself (the rest of ``fuzz/`` does not change what a run finds).
 HARNESS = ("targets.py", "run.py", "checksums.py")
 
@@ -63,13 +69,27 @@ def record(out: Path, target: str, code: str, log: Path, status: str) -> None:
         fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{target}\t{code}\t{executions(log)}\t{status}\n")
 
 
+def _runs(path: Path) -> list[str]:
+    """The run lines of one ledger file (none if it does not exist)."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def keep(out: Path) -> int:
+    """Append to the committed record the runs of ``out``'s ledger it lacks; how many."""
+    kept = set(_runs(KEPT))
+    new = [line for line in _runs(out / LEDGER) if line not in kept]
+    with KEPT.open("a", encoding="utf-8") as fh:
+        fh.writelines(line + "\n" for line in new)
+    return len(new)
+
+
 def totals(out: Path, targets: list[str]) -> dict[str, tuple[int, int, int]]:
-    """Per target, over the ledger's runs on its current code: (runs, executions, runs that
-    did not exit 0)."""
+    """Per target, over the runs on its current code in ``out``'s ledger and the committed
+    record (each line once): (runs, executions, runs that did not exit 0)."""
     ids = {t: code_id(t) for t in targets}
     result = {t: (0, 0, 0) for t in targets}
-    path = out / LEDGER
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+    for line in dict.fromkeys(_runs(KEPT) + _runs(out / LEDGER)):
         _, target, code, count, status = line.split("\t")
         if ids.get(target) == code:
             runs, done, bad = result[target]
@@ -83,6 +103,9 @@ def main(argv: list[str]) -> int:
         return 0
     if len(argv) == 7 and argv[1] == "record":
         record(Path(argv[2]), argv[3], argv[4], Path(argv[5]), argv[6])
+        return 0
+    if len(argv) == 3 and argv[1] == "keep":
+        print(f"{keep(Path(argv[2]))} run(s) added to {KEPT.relative_to(ROOT)}")
         return 0
     if len(argv) >= 3 and argv[1] == "totals":
         from fuzz.targets import TARGETS

@@ -15,7 +15,8 @@
 #
 # The last column sums the executions of every run on the code the target fuzzes now
 # (fuzz/ledger.py; python -m fuzz.ledger totals OUT): a million executions of a slow target
-# may take several runs, each resuming from the corpus the last one grew.
+# may take several runs, each resuming from the corpus the last one grew.  The totals also
+# count the committed record, fuzz/ledger.tsv (python -m fuzz.ledger keep OUT adds a campaign's runs).
 #
 # Working corpora, logs and findings go to --out (default /tmp/mariabinlog-fuzz); a finding
 # (crash-*, timeout-*, oom-*) is an input to minimise and commit under fuzz/crashes/TARGET/
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
     --no-sanitize) sanitize=no; shift ;;
     --list) list=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac

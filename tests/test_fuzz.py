@@ -91,9 +91,10 @@ def test_short_campaign_finds_nothing(name: str, short_campaign: dict[str, tuple
     assert status == 0 and "stat::number_of_executed_units" in output, output[-4000:]
 
 
-def test_the_ledger_counts_runs_on_the_code_fuzzed_now(tmp_path: Path) -> None:
+def test_the_ledger_counts_runs_on_the_code_fuzzed_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fuzz import ledger
 
+    monkeypatch.setattr(ledger, "KEPT", tmp_path / "kept.tsv")
     log = tmp_path / "gtid.log"
     log.write_text("#1000\tpulse\nstat::number_of_executed_units: 250000\n")
     code = ledger.code_id("gtid")
@@ -104,3 +105,10 @@ def test_the_ledger_counts_runs_on_the_code_fuzzed_now(tmp_path: Path) -> None:
         fh.write("2026-01-01T00:00:00\tgtid\t000000000000\t999999\t0\n")
     assert ledger.totals(tmp_path, ["gtid", "ddl"]) == {"gtid": (2, 258192, 1), "ddl": (0, 0, 0)}
     assert ledger.code_id("gtid") != ledger.code_id("ddl")  # each target hashes its own packages
+    # Kept in the committed record, each run counts once, whether or not OUT still has it.
+    assert ledger.keep(tmp_path) == 3 and ledger.keep(tmp_path) == 0
+    assert ledger.totals(tmp_path, ["gtid"]) == {"gtid": (2, 258192, 1)}
+    assert ledger.totals(tmp_path / "lost", ["gtid"]) == {"gtid": (2, 258192, 1)}
+    with ledger.KEPT.open("a") as fh:
+        fh.write("# a comment line\n")
+    assert ledger.totals(tmp_path / "lost", ["gtid"]) == {"gtid": (2, 258192, 1)}
