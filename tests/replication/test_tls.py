@@ -4,6 +4,7 @@ and the binlog server serves over TLS."""
 from __future__ import annotations
 
 import shutil
+import socket
 import ssl
 import subprocess
 from pathlib import Path
@@ -18,6 +19,8 @@ from replication_helpers import (
     create_repl_user,
 )
 
+from mariabinlog.codec.wire.packets import AuthSwitchRequest, OkPacket
+from mariabinlog.codec.wire.protocol import NEED_DATA, ClientProtocol
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.replication.net import Connection, ConnectionOptions
 from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
@@ -77,5 +80,74 @@ def test_binlog_server_over_tls(tls_primary: MariaDBServer, certificate: tuple[P
         options = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, ssl=client_context)
         groups = list(BinlogClient(options, blocking=False).groups())
         assert [str(g.gtid) for g in groups] == binlog_gtids(tls_primary)
+    finally:
+        server.stop()
+
+
+def _login_with_the_hello_behind_the_request(address: tuple[str, int], context: ssl.SSLContext) -> object:
+    """Log in over TLS sending the SSL request and the TLS hello in ONE segment, as a client
+    may and as a loaded server finds them anyway: the server must leave the hello to TLS."""
+    proto = ClientProtocol()
+    with socket.create_connection(address, timeout=10) as sock:
+        def event() -> object:
+            while (got := proto.next_event()) is NEED_DATA:
+                data = sock.recv(1 << 16)
+                assert data, "the server closed the connection"
+                proto.receive_data(data)
+            return got
+
+        event()  # the handshake
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = context.wrap_bio(incoming, outgoing, server_hostname=address[0])
+        with pytest.raises(ssl.SSLWantReadError):
+            tls.do_handshake()
+        sock.sendall(proto.send_ssl_request() + outgoing.read())
+
+        def pump() -> None:
+            if pending := outgoing.read():
+                sock.sendall(pending)
+            data = sock.recv(1 << 16)
+            assert data, "the server closed the connection during the TLS handshake"
+            incoming.write(data)
+
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pump()
+        tls.write(proto.send_handshake_response(REPL_USER, REPL_PASSWORD))
+        while True:
+            try:
+                data = tls.read(1 << 16)
+            except ssl.SSLWantReadError:
+                pump()
+                continue
+            proto.receive_data(data)
+            got = proto.next_event()
+            if isinstance(got, AuthSwitchRequest):
+                tls.write(proto.send_auth_switch_response(got))
+            elif got is not NEED_DATA:
+                return got
+
+
+@pytest.mark.parametrize("peer", ["mariadb", "serve"])
+def test_a_tls_hello_in_the_same_segment_as_the_ssl_request(
+    peer: str, tls_primary: MariaDBServer, certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    cert, key = certificate
+    client_context = ssl.create_default_context(cafile=str(cert))
+    if peer == "mariadb":  # the real server shows the test's login is a valid one
+        assert isinstance(_login_with_the_hello_behind_the_request(("127.0.0.1", tls_primary.port), client_context), OkPacket)
+        return
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server = BinlogServer(
+        ServerConfig(str(tmp_path), {REPL_USER: hash_password(REPL_PASSWORD)}, ssl=context, connect_timeout=3)
+    ).start()
+    try:
+        for _ in range(4):  # past the door's threshold: each login succeeds at once
+            assert isinstance(_login_with_the_hello_behind_the_request(server.address, client_context), OkPacket)
+        assert server.admission.failures("127.0.0.1") == 0
     finally:
         server.stop()

@@ -379,9 +379,10 @@ class _Session(threading.Thread):
         except TimeoutError:
             raise _Timeout(f"took no data for {self._write_timeout:g} s (net_write_timeout)") from None
 
-    def _next(self, wait: float) -> object:
+    def _next(self, wait: float, *, exact: bool = False) -> object:
         """The next client event: its first byte within ``wait`` s, the rest of a packet that has
-        begun within ``net_read_timeout`` s of no progress, all before the login deadline."""
+        begun within ``net_read_timeout`` s of no progress, all before the login deadline.
+        ``exact`` reads no byte past the packet (what follows an SSL request is TLS's)."""
         config = self.server.config
         while True:
             event = self.proto.next_event()
@@ -395,10 +396,11 @@ class _Session(threading.Thread):
                 why = f"a packet begun but not finished within net_read_timeout ({limit:g} s)"
             else:
                 limit, why = wait, f"idle for wait_timeout ({wait:g} s)"
-            self.proto.receive_data(self._recv(limit, why))
+            self.proto.receive_data(self._recv(limit, why, self.proto.framer.missing if exact else 1 << 16))
 
-    def _recv(self, limit: float, why: str) -> bytes:
-        """Bytes from the client within ``limit`` s (b"" once closed or stopping), else _Timeout(why)."""
+    def _recv(self, limit: float, why: str, size: int) -> bytes:
+        """Up to ``size`` bytes from the client within ``limit`` s (b"" once closed or stopping),
+        else _Timeout(why)."""
         end = time.monotonic() + limit
         while not (self._closed or self.server.stopping):
             remaining = end - time.monotonic()
@@ -406,7 +408,7 @@ class _Session(threading.Thread):
                 raise _Timeout(why)
             self._settimeout(min(remaining, 1.0))  # wake up now and then to see the server stop
             try:
-                return self.sock.recv(1 << 16)
+                return self.sock.recv(size)
             except TimeoutError:
                 continue
             except OSError:
@@ -435,7 +437,10 @@ class _Session(threading.Thread):
         nonce = bytes((b % 94) + 33 for b in os.urandom(20))
         self._send(self.proto.send_handshake("5.5.5-" + config.server_version, self.connection_id, nonce, tls=config.ssl is not None))
         wait = config.connect_timeout
-        event = self._next(wait)
+        # With TLS on, the first packet is read to its last byte and no further: a client may
+        # send its TLS hello right behind its SSL request, and a loaded server then finds both
+        # in the socket at once (every TLS login failed, then was slowed down by the door).
+        event = self._next(wait, exact=config.ssl is not None)
         if isinstance(event, P.SslRequest):
             if config.ssl is None:
                 return

@@ -184,13 +184,15 @@ class PacketFramer:
         """Bytes received but not yet cut into packets (parts of a long packet included)."""
         return len(self._buf) - self._pos + self._parts_size
 
-    def take_buffered(self) -> bytes:
-        """Remove and return the unread bytes (a TLS upgrade must not lose them)."""
-        data = bytes(self._buf[self._pos :])
-        self._buf = bytearray()
-        self._pos = 0
-        self._inspected = -1
-        return data
+    @property
+    def missing(self) -> int:
+        """Bytes still to come before the next packet (or part) is complete: a reader that asks
+        for no more leaves what follows it in the socket, as a TLS upgrade needs (the peer's
+        TLS hello may arrive in the same segment as its SSL request)."""
+        have = len(self._buf) - self._pos
+        if have < 4:
+            return 4 - have
+        return max(4 + (_HEADER.unpack_from(self._buf, self._pos)[0] & _U24_MAX) - have, 1)
 
     def scan_events(self, scanner: Any, limit: int, expected: int) -> tuple[list[Any], int, int]:
         """Event groups of the buffered dump-stream event packets, cut by a
