@@ -226,6 +226,35 @@ def test_generated_rows_event_frames_round_trip(table_id: int, code: int, width:
     assert decoded.rows_data == rows and decoded.kind == event.kind
 
 
+def test_rows_framing_follows_the_post_header_length_as_the_server_does() -> None:
+    """``Rows_log_event`` reads extra data when the Format_description's post-header length is
+    10 (ROWS_HEADER_LEN_V2), whatever the type code, and the bitmaps after the declared
+    post-header: one rule, ``rows_layout``, for the event decoder and the printers."""
+    from mariabinlog.codec.events.header import DecodeContext, default_post_header_lengths
+    from mariabinlog.codec.events.rows import rows_layout
+
+    head = (42).to_bytes(6, "little") + b"\x01\x00"  # table id 42, STMT_END_F
+    extra = b"\x04\x00\x01\xaa"  # length 4 (itself included): a chunk of an unknown tag
+    bitmaps = b"\x03\x07"  # 3 columns, all present
+    body = head + extra + bitmaps + b"ROW"
+    assert rows_layout(body, 0, 10, False, len(body)) == (42, 1, 6, 8, 3, b"\x07", None, 14)
+    body = head + bitmaps + b"ROW"
+    assert rows_layout(body, 0, 8, False, len(body)) == (42, 1, 6, -1, 3, b"\x07", None, 10)
+    body = head + b"\xee" * 4 + bitmaps + b"\x05ROW"  # a longer post-header: its bytes skipped
+    assert rows_layout(body, 0, 12, True, len(body)) == (42, 1, 6, -1, 3, b"\x07", b"\x05", 15)
+    body = head[:4] + head[6:] + bitmaps + b"ROW"  # 4-byte table ids
+    assert rows_layout(body, 0, 6, False, len(body)) == (42, 1, 4, -1, 3, b"\x07", None, 8)
+    # A v1 type code under a post-header length of 10 has extra data, a v2 one under 8 none.
+    for code, post, framed in ((ev.WRITE_ROWS_EVENT_V1, 10, head + extra), (ev.WRITE_ROWS_EVENT, 8, head)):
+        lengths = bytearray(default_post_header_lengths())
+        lengths[code - 1] = post
+        event = ev.RowsEvent(code, table_id=42, width=3, present_before=b"\x07", rows_data=b"ROW").encode(checksum=False)
+        data = event[:19] + framed + bitmaps + b"ROW"
+        data = data[:9] + len(data).to_bytes(4, "little") + data[13:]
+        decoded = ev.decode_event(data, 0, len(data), DecodeContext(bytes(lengths)))
+        assert (decoded.table_id, decoded.width, decoded.present_before, decoded.rows_data) == (42, 3, b"\x07", b"ROW")
+
+
 # --------------------------------------------------------------------- traps
 
 

@@ -159,9 +159,11 @@ from .rows import (
     STMT_END_F,
     TableMapEvent,
     UNCOMPRESSED_ROWS_TYPE,
+    RowsLayout,
     rows_bitmaps,
     rows_extra_end,
     rows_head,
+    rows_layout,
     set_rows_flags,
     with_table_map_database,
 )

@@ -7,6 +7,7 @@ Rows events keep their row images undecoded (lazy decoding); the row codec in
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from ...errors import DecodeError
 from .. import columns
@@ -381,19 +382,49 @@ def rows_extra_end(buf: Buffer, q: int, end: int) -> int:
     return stop
 
 
+#: A v2 rows event's post-header: table id, flags and the extra data's length (ROWS_HEADER_LEN_V2).
+ROWS_HEADER_LEN_V2 = 10
+
+
+class RowsLayout(NamedTuple):
+    """Where a rows event's parts are (:func:`rows_layout`)."""
+
+    table_id: int
+    flags: int
+    #: Offset of the flags (``--flashback`` rewrites them in place).
+    flags_at: int
+    #: Offset of the extra data's 2-byte length (a v2 event), else -1.
+    extra_at: int
+    width: int
+    columns: bytes
+    #: An update's after-image bitmap, else None.
+    columns_after: bytes | None
+    #: Offset of the row images (the compressed block of a compressed event).
+    rows_at: int
+
+
+def rows_layout(buf: Buffer, pos: int, post: int, update: bool, end: int) -> RowsLayout:
+    """A rows event's parts from its post-header at ``pos`` (``post`` bytes long, from the
+    Format_description) to its row images, as the server's ``Rows_log_event`` reads them: a
+    4-byte table id when ``post`` is 6, else 6 bytes; extra data when ``post`` is 10 (v2),
+    whatever the type code says; the bitmaps after the declared post-header and the extra
+    data.  The one framing of rows events: the event decoder, the printers and the JSON and
+    Debezium writers all call it.  Bitmaps of an ``update`` include its after-image's."""
+    table_id, flags, flags_at = rows_head(buf, pos, post, end)
+    q = pos + post
+    extra_at = -1
+    if post == ROWS_HEADER_LEN_V2:
+        extra_at = pos + 8
+        q = rows_extra_end(buf, extra_at, end)
+    width, columns, after, q = rows_bitmaps(buf, q, update, end)
+    return RowsLayout(table_id, flags, flags_at, extra_at, width, columns, after, q)
+
+
 def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, type_code: int) -> Event:
-    post = ctx.post_header_len(type_code)
-    need(buf, p, post, "rows event post-header")
-    if post == 6:
-        table_id, rows_flags, q = U32.unpack_from(buf, p)[0], U16.unpack_from(buf, p + 4)[0], p + 6
-    else:
-        table_id, rows_flags, q = read_u48(buf, p), U16.unpack_from(buf, p + 6)[0], p + 8
-    extra = None
-    if type_code in _ROWS_V2:
-        stop = rows_extra_end(buf, q, end)
-        extra = bytes(buf[q + 2 : stop])
-        q = stop
-    width, before, after, q = rows_bitmaps(buf, q, ROWS_KIND[type_code] == "update", end)
+    layout = rows_layout(buf, p, ctx.post_header_len(type_code), ROWS_KIND[type_code] == "update", end)
+    table_id, rows_flags, extra_at = layout.table_id, layout.flags, layout.extra_at
+    extra = None if extra_at < 0 else bytes(buf[extra_at + 2 : extra_at + U16.unpack_from(buf, extra_at)[0]])
+    width, before, after, q = layout.width, layout.columns, layout.columns_after, layout.rows_at
     block = None
     if type_code in _ROWS_COMPRESSED:
         block = bytes(buf[q:end])

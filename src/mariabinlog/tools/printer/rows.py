@@ -19,9 +19,8 @@ from typing import Any
 from ...codec import columns as C
 from ...codec.events import (
     with_event_type,
-    rows_bitmaps,
-    rows_extra_end,
-    rows_head,
+    RowsLayout,
+    rows_layout,
     set_rows_flags,
     with_table_map_database,
     decompress_block,
@@ -84,16 +83,6 @@ _OLD_ROWS = frozenset(range(20, 23))
 _FLASHBACK_NAMES = {b"Write_rows": b"Delete_rows", b"Delete_rows": b"Write_rows"}
 #: Compressed row event type -> the uncompressed type the tool re-encodes it as.
 UNCOMPRESSED_TYPE = UNCOMPRESSED_ROWS_TYPE
-_V2_ROWS = frozenset(
-    (
-        WRITE_ROWS_EVENT,
-        UPDATE_ROWS_EVENT,
-        DELETE_ROWS_EVENT,
-        WRITE_ROWS_COMPRESSED_EVENT,
-        UPDATE_ROWS_COMPRESSED_EVENT,
-        DELETE_ROWS_COMPRESSED_EVENT,
-    )
-)
 _UPDATE_ROWS = frozenset(
     (
         UPDATE_ROWS_EVENT_V1,
@@ -142,18 +131,8 @@ def rows_parts(ev: EventView) -> RowsParts | None:
     if code in UNCOMPRESSED_TYPE:
         return None
     buf, end = ev.buf, ev.body_end
-    post = ev.ctx.post_header_len(code)
-    table_id, rows_flags, _ = rows_head(buf, ev.body_pos, post, end)
-    width, cols, cols_ai, q = _rows_layout(buf, ev.body_pos + post, code, end)
-    return RowsParts(code, table_id, rows_flags, width, cols, cols_ai, bytes(buf[q:end]))
-
-
-def _rows_layout(buf: Any, q: int, code: int, end: int) -> tuple[int, bytes, bytes | None, int]:
-    """A rows event's ``(width, columns, columns_after, rows offset)`` from the end of its
-    post-header at ``q``: a v2 event's extra data skipped, then its column count and bitmaps."""
-    if code in _V2_ROWS:
-        q = rows_extra_end(buf, q - 2, end)  # the post-header ends with the extra data's length
-    return rows_bitmaps(buf, q, code in _UPDATE_ROWS, end)
+    lay = rows_layout(buf, ev.body_pos, ev.ctx.post_header_len(code), code in _UPDATE_ROWS, end)
+    return RowsParts(code, lay.table_id, lay.flags, lay.width, lay.columns, lay.columns_after, bytes(buf[lay.rows_at : end]))
 
 
 # --------------------------------------------------------------------------- table maps
@@ -636,9 +615,10 @@ class RowsFamily(PrintFamily):
         buf = ev.buf
         p = ev.body_pos
         post = self.pc.ctx.post_header_len(code)
-        table_id, rows_flags, flags_at = rows_head(buf, p, post, ev.body_end)
-        if code in _V2_ROWS:
-            rows_extra_end(buf, p + post - 2, ev.body_end)  # an invalid event stops the dump here
+        # Framed whole, as the server's reader does, before anything else: an invalid event
+        # stops the dump here, whether or not its table is ignored.
+        layout = rows_layout(buf, p, post, code in _UPDATE_ROWS, ev.body_end)
+        table_id, rows_flags = layout.table_id, layout.flags
         stmt_end = bool(rows_flags & STMT_END_F)
         ignored = table_id in self.ignored_maps
         if self.opt.flashback:
@@ -648,7 +628,7 @@ class RowsFamily(PrintFamily):
             if not self.flashback_stmt:
                 new_flags |= STMT_END_F
             raw = bytearray(ev.raw())
-            set_rows_flags(raw, flags_at - ev.start, new_flags)
+            set_rows_flags(raw, layout.flags_at - ev.start, new_flags)
             self.flashback_stmt.append(
                 (bytes(raw), ev.position, ev.crc if ev.crc is not None else -1)
             )
@@ -667,7 +647,7 @@ class RowsFamily(PrintFamily):
         if ignored:
             return
         if not self.opt.flashback:
-            self._print_rows(ev, code, post, table_id, rows_flags)
+            self._print_rows(ev, code, layout)
             return
         if stmt_end:
             events = self.flashback_stmt
@@ -678,21 +658,17 @@ class RowsFamily(PrintFamily):
                     view.crc = crc
                 view.hexdump_from = ev.position
                 code_i = view.type_code
-                p_i = view.body_pos
-                table_i, flags_i, _ = rows_head(raw_event, p_i, post, view.body_end)
-                self._print_rows(view, code_i, post, table_i, flags_i)
+                self._print_rows(view, code_i, rows_layout(raw_event, view.body_pos, post, code_i in _UPDATE_ROWS, view.body_end))
             if self.opt.print_row_count:
                 self.out.append(b"# Number of rows: %d\n" % self.row_events)
             self.row_events = 0
 
-    def _print_rows(
-        self, ev: EventView, code: int, post: int, table_id: int, rows_flags: int
-    ) -> None:
+    def _print_rows(self, ev: EventView, code: int, layout: RowsLayout) -> None:
         """Rows_log_event::print_helper (with print_base64's --flashback conversion)."""
         opt = self.opt
         buf = ev.buf
-        p = ev.body_pos
-        stmt_end = bool(rows_flags & STMT_END_F)
+        table_id = layout.table_id
+        stmt_end = bool(layout.flags & STMT_END_F)
         encoded = self.encoded
         if encoded and not self.pc.printed_fd_event:
             self.pc.need_format_description(_ROWS_NAMES[code])
@@ -700,7 +676,7 @@ class RowsFamily(PrintFamily):
         if opt.flashback:
             name = _FLASHBACK_NAMES.get(name, name)
         raw: bytes | None = None
-        width, cols, cols_ai, q = _rows_layout(buf, p + post, code, ev.body_end)
+        width, cols, cols_ai, q = layout.width, layout.columns, layout.columns_after, layout.rows_at
         data: Any = buf
         start, end = q, ev.body_end
         if code in UNCOMPRESSED_TYPE:
