@@ -106,7 +106,7 @@ from .dump.sink import EventSink
 from .printer.rows import rows_parts
 
 #: JSON text of a string (``ensure_ascii=False``: UTF-8 kept, quotes and controls escaped).
-_string = json.encoder.encode_basestring
+json_string = json.encoder.encode_basestring
 
 
 def json_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
@@ -117,11 +117,11 @@ def json_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # an interpreter without the json accelerator
         return base.encode
-    chunks = make(None, base.default, _string, None, ": ", ", ", False, False, allow_nan)
+    chunks = make(None, base.default, json_string, None, ": ", ", ", False, False, allow_nan)
 
     def dumps(obj: Any) -> str:
         if type(obj) is str:
-            return _string(obj)  # type: ignore[no-any-return]
+            return json_string(obj)  # type: ignore[no-any-return]
         return "".join(chunks(obj, 0))
 
     return dumps
@@ -298,7 +298,7 @@ class TableView:
         self.database = json_name(tm.schema)
         self.table = json_name(tm.table)
         #: ``"table_id": ..., "database": ..., "table": ...`` of this map's events, as JSON text.
-        self.names_json = f'"table_id": {tm.table_id}, "database": {_string(self.database)}, "table": {_string(self.table)}'
+        self.names_json = f'"table_id": {tm.table_id}, "database": {json_string(self.database)}, "table": {json_string(self.table)}'
         meta = tm.optional_metadata
         types, metas = tm.column_types, tm.column_meta
         names = meta.column_names if meta is not None else None
