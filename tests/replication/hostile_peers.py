@@ -47,13 +47,15 @@ class Proxy:
 
     Later connections pass through untouched.  With ``times`` > 1, a later connection gets the
     damage at the same event of the binlog as the first (found by its position): damage that a
-    new connection meets again where it was, as a primary's own damaged binlog would be.
+    new connection meets again where it was, as a primary's own damaged binlog would be; with
+    ``moving`` at its own ``at``-th event packet instead, as a flaky network damages a stream.
     ``sent_bytes`` counts what reached the client, ``accepted_at`` holds the
     ``time.monotonic()`` of each connection and ``closed_at`` when the client closed the first.
     """
 
     def __init__(
-        self, port: int, *, damage: str, at: int, times: int = 1, chain_parts: int = 70, forge: bool = False
+        self, port: int, *, damage: str, at: int, times: int = 1, chain_parts: int = 70, forge: bool = False,
+        moving: bool = False,
     ) -> None:
         if damage not in DAMAGES:
             raise ValueError(f"damage must be one of {DAMAGES}")
@@ -63,6 +65,7 @@ class Proxy:
         self.times = times
         self.chain_parts = chain_parts
         self.forge = forge
+        self.moving = moving
         self._target: bytes | None = None  # the damaged event's log_pos (bytes 13-17 of the event)
         self.connections = 0
         self.accepted_at: list[float] = []
@@ -143,7 +146,7 @@ class Proxy:
                         log_pos = bytes(packet[4 + 14 : 4 + 18])
                         if self._target is None and events == self.at:
                             self._target = log_pos
-                        if log_pos == self._target:
+                        if (events == self.at) if self.moving else (log_pos == self._target):
                             self._send(client, out)
                             out = bytearray()
                             if not self._apply(client, upstream, packet):

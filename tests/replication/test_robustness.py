@@ -119,6 +119,19 @@ def test_damage_on_the_way_is_a_logged_reconnect_and_the_archive_ends_equal(
         assert proxy.sent_bytes < 2 * 0xFFFFFF
 
 
+@pytest.mark.parametrize("damage", ["flip-length", "truncate", "cut", "duplicate", "replay"])
+def test_an_archive_through_a_flaky_network_ends_equal(
+    origin: MariaDBServer, tmp_path: Path, proxies: list[Proxy], damage: str
+) -> None:
+    """Damage again and again, each time at another place of the stream: a reconnect each."""
+    proxy = Proxy(origin.port, damage=damage, at=25, times=4, moving=True)
+    proxies.append(proxy)
+    directory = tmp_path / damage
+    assert cli_main(["archive", "--quiet", "--from", _url(proxy.address[1]), "--dir", str(directory)]) == 0
+    assert proxy.connections == 5
+    _assert_complete(origin, directory)
+
+
 def test_a_stalled_stream_is_a_reconnect(origin: MariaDBServer, tmp_path: Path, proxies: list[Proxy]) -> None:
     proxy = Proxy(origin.port, damage="stall", at=30)
     proxies.append(proxy)
@@ -188,6 +201,32 @@ def test_replicate_applies_nothing_malformed(
         assert ids == list(range(position[domain].seq - others))
     assert cli_main(["replicate", "--quiet", "--from", _url(origin.port), "--to", url]) == 0
     assert target.checksum_table("r.a", "r.b", "r.big") == origin.checksum_table("r.a", "r.b", "r.big")
+
+
+@pytest.mark.parametrize("damage", ["cut", "duplicate", "flip-body"])
+def test_replicate_through_a_flaky_network_ends_equal(
+    origin: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, proxies: list[Proxy], damage: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Three domains applied in parallel while the stream is damaged again and again, each time
+    at another place: every damage is a reconnect from the last complete group, and the
+    target ends equal to the primary, every group applied once."""
+    target = mariadb_server_factory("--log-bin", "--server-id=2", name=f"flaky-{damage}")
+    proxy = Proxy(origin.port, damage=damage, at=25, times=4, moving=True)
+    proxies.append(proxy)
+    url = f"mariadb://root@127.0.0.1:{target.port}"
+    assert cli_main(["replicate", "--quiet", "--from", _url(proxy.address[1]), "--to", url, "--parallel", "4"]) == 0
+    assert proxy.connections == 5
+    assert capsys.readouterr().err.count("reconnecting in") == 4
+    tables = ("r.a", "r.b", "r.big")
+    assert target.checksum_table(*tables) == origin.checksum_table(*tables)
+    applied = target.rows("SELECT domain_id, server_id, seq_no FROM mariabinlog.gtid_slave_pos ORDER BY domain_id")
+    assert ConnectState.parse(",".join("-".join(row) for row in applied)) == ConnectState.parse(gtid_binlog_pos(origin))
+    # Each group once: the target logged each of the primary's GTIDs once, in its domain's order.
+    mine = [g for g in binlog_gtids(target) if "-2-" not in g]
+    assert sorted(mine) == sorted(binlog_gtids(origin))
+    for domain in ("0", "5", "7"):
+        assert [g for g in mine if g.startswith(f"{domain}-")] == [g for g in binlog_gtids(origin) if g.startswith(f"{domain}-")]
 
 
 def _dump_remote(port: int, *args: str) -> subprocess.CompletedProcess[bytes]:
