@@ -286,11 +286,9 @@ class DebeziumWriter:
             return []
         view = changes[0][0]
         when = ev.when * 1000
-        # The source up to its row, and after it: the same for every row of the event.
+        # The record up to its key, and its source around the row: the same for every row.
         gtid = self.gtid if self.boundary.open else None
-        head = (
-            f'{{"topic": {json_string(f"{self.name}.{view.database}.{view.table}")}, "key": '
-        )
+        head = f'{{"topic": {json_string(f"{self.name}.{view.database}.{view.table}")}, "key": '
         source = (
             f'{{"version": {json_string(VERSION)}, "connector": "{CONNECTOR}", "name": {json_string(self.name)},'
             f' "ts_ms": {when}, "snapshot": "false", "db": {json_string(view.database)}, "sequence": null,'
