@@ -414,3 +414,37 @@ def test_a_slow_reader_gets_everything_and_a_stuck_one_is_dropped(served: Served
         stuck.close()
     served.sessions_back_to_the_replica()
     served.write_and_wait_equal()
+
+
+def test_a_real_replica_fed_by_serve_through_a_flaky_network_ends_equal(
+    origin: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, proxies: list[Proxy], tmp_path: Path
+) -> None:
+    """A native replica reading ``serve`` through a network that cuts four connections, each
+    at another place of the stream (inside groups of three domains): the replica reconnects
+    by GTID each time, ``serve`` resumes it there, and it ends equal, each group once."""
+    directory = tmp_path / "archive"
+    assert cli_main(["archive", "--quiet", "--from", _url(origin.port), "--dir", str(directory)]) == 0
+    server = BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)})).start()
+    replica = mariadb_server_factory("--log-bin", "--log-slave-updates", "--server-id=3", name="flaky-replica")
+    try:
+        proxy = Proxy(server.address[1], damage="cut", at=25, times=4, moving=True)
+        proxies.append(proxy)
+        replica.sql(
+            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={proxy.address[1]}, MASTER_USER='{REPL_USER}',"
+            f" MASTER_PASSWORD='{REPL_PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1; START SLAVE"
+        )
+        position = ConnectState.parse(gtid_binlog_pos(origin))
+
+        def caught_up() -> bool:
+            status = replica.records("SHOW SLAVE STATUS")[0]
+            assert not status["Last_SQL_Error"], status["Last_SQL_Error"]
+            return ConnectState.parse(replica.rows("SELECT @@gtid_slave_pos")[0][0]) == position
+
+        wait_for(caught_up, 120, f"the replica to reach {position}")
+        assert proxy.connections == 5
+        tables = ("r.a", "r.b", "r.big")
+        assert replica.checksum_table(*tables) == origin.checksum_table(*tables)
+        assert binlog_gtids(replica) == binlog_gtids(origin)
+    finally:
+        replica.sql("STOP SLAVE")
+        server.stop()
