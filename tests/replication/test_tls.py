@@ -151,3 +151,43 @@ def test_a_tls_hello_in_the_same_segment_as_the_ssl_request(
         assert server.admission.failures("127.0.0.1") == 0
     finally:
         server.stop()
+
+
+def test_a_native_replica_reads_serve_over_tls(
+    tls_primary: MariaDBServer, certificate: tuple[Path, Path], tmp_path: Path,
+    mariadb_server_factory: MariaDBServerFactory,
+) -> None:
+    """A real MariaDB replica with ``MASTER_SSL=1`` and the certificate's CA replicates from
+    ``serve`` over TLS, as from a primary."""
+    from mariabinlog.codec.gtid import ConnectState
+    from mariabinlog.cli import main as cli_main
+    from replication_helpers import gtid_binlog_pos, wait_for
+
+    cert, key = certificate
+    password = REPL_PASSWORD.replace("ä", "%C3%A4")
+    directory = tmp_path / "arch"
+    assert cli_main(["archive", "--quiet", "--from", f"mariadb://{REPL_USER}:{password}@127.0.0.1:{tls_primary.port}/?ssl=1",
+                     "--dir", str(directory)]) == 0
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server = BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)}, ssl=context)).start()
+    replica = mariadb_server_factory("--server-id=7", name="tls-replica")
+    try:
+        replica.sql(
+            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={server.address[1]}, MASTER_USER='{REPL_USER}',"
+            f" MASTER_PASSWORD='{REPL_PASSWORD}', MASTER_USE_GTID=slave_pos, MASTER_SSL=1, MASTER_SSL_CA='{cert}',"
+            " MASTER_SSL_VERIFY_SERVER_CERT=1; START SLAVE"
+        )
+        position = ConnectState.parse(gtid_binlog_pos(tls_primary))
+
+        def caught_up() -> bool:
+            status = replica.records("SHOW SLAVE STATUS")[0]
+            assert not status["Last_IO_Error"] and not status["Last_SQL_Error"], status
+            return ConnectState.parse(replica.rows("SELECT @@gtid_slave_pos")[0][0]) == position
+
+        wait_for(caught_up, 60, f"the replica to reach {position}")
+        assert replica.records("SHOW SLAVE STATUS")[0]["Master_SSL_Allowed"] == "Yes"
+        assert replica.checksum_table("t.x") == tls_primary.checksum_table("t.x")
+    finally:
+        replica.sql("STOP SLAVE")
+        server.stop()
