@@ -64,17 +64,22 @@ def test_client_streams_over_verified_tls(tls_primary: MariaDBServer, certificat
     assert [str(g.gtid) for g in groups] == binlog_gtids(tls_primary)
 
 
-def test_binlog_server_over_tls(tls_primary: MariaDBServer, certificate: tuple[Path, Path], tmp_path: Path) -> None:
+def _serve_archive_over_tls(primary: MariaDBServer, certificate: tuple[Path, Path], directory: Path) -> BinlogServer:
+    """``primary`` archived over TLS into ``directory``, and ``serve`` started on it with TLS."""
     from mariabinlog.cli import main as cli_main
 
     cert, key = certificate
     password = REPL_PASSWORD.replace("ä", "%C3%A4")
-    directory = tmp_path / "arch"
-    assert cli_main(["archive", "--quiet", "--from", f"mariadb://{REPL_USER}:{password}@127.0.0.1:{tls_primary.port}/?ssl=1",
+    assert cli_main(["archive", "--quiet", "--from", f"mariadb://{REPL_USER}:{password}@127.0.0.1:{primary.port}/?ssl=1",
                      "--dir", str(directory)]) == 0
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(cert), str(key))
-    server = BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)}, ssl=context)).start()
+    return BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)}, ssl=context)).start()
+
+
+def test_binlog_server_over_tls(tls_primary: MariaDBServer, certificate: tuple[Path, Path], tmp_path: Path) -> None:
+    cert, _ = certificate
+    server = _serve_archive_over_tls(tls_primary, certificate, tmp_path / "arch")
     try:
         host, port = server.address
         client_context = ssl.create_default_context(cafile=str(cert))
@@ -161,18 +166,12 @@ def test_a_native_replica_reads_serve_over_tls(
     """A real MariaDB replica with ``MASTER_SSL=1`` and the certificate's CA replicates from
     ``serve`` over TLS, as from a primary."""
     from mariabinlog.codec.gtid import ConnectState
-    from mariabinlog.cli import main as cli_main
     from mariadb_server import program
     from replication_helpers import gtid_binlog_pos, wait_for
 
-    cert, key = certificate
-    password = REPL_PASSWORD.replace("ä", "%C3%A4")
+    cert, _ = certificate
     directory = tmp_path / "arch"
-    assert cli_main(["archive", "--quiet", "--from", f"mariadb://{REPL_USER}:{password}@127.0.0.1:{tls_primary.port}/?ssl=1",
-                     "--dir", str(directory)]) == 0
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(cert), str(key))
-    server = BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)}, ssl=context)).start()
+    server = _serve_archive_over_tls(tls_primary, certificate, directory)
     replica = mariadb_server_factory("--server-id=7", name="tls-replica")
     try:
         replica.sql(
