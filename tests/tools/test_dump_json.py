@@ -107,6 +107,13 @@ def test_bad_format_options(corpus_dir: Path) -> None:
         b"",
         "ERROR: --flashback works only with the text output\n",
     )
+    # The records name databases as logged: a rename is refused, not silently ignored.
+    for fmt in ("json", "debezium"):
+        assert run([f"--format={fmt}", "--rewrite-db=w01_basic->zz", binlog]) == (
+            1,
+            b"",
+            "ERROR: --rewrite-db works only with the text output\n",
+        )
     status, out, _ = run(["--format=text", binlog])
     assert status == 0 and out.startswith(b"/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=1*/;")
 

@@ -124,6 +124,9 @@ EXTRA_RUNS = [
     ("-T inno", ["w01_basic_row/mysql-bin.000001"]),
     ("--rewrite-db=w04_stmt->renamed -v", ["w04_statement/mysql-bin.000001"]),
     ("--rewrite-db=w01_basic->zz", ["w01_basic_row/mysql-bin.000001"]),
+    # The rows of a renamed map name the new database too (they named the old one).
+    ("--rewrite-db=w01_basic->zz -v", ["w01_basic_row/mysql-bin.000001"]),
+    ("--rewrite-db=w01_basic->zz -vv --flashback", ["w01_basic_row/mysql-bin.000001"]),
     ("-o 7", ["w01_basic_row/mysql-bin.000001"]),
     ("--set-charset=latin1 -D", ["w04_statement/mysql-bin.000002"]),
     (

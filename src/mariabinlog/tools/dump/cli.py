@@ -87,6 +87,9 @@ def dump_main(
             sink = _format_sink(opts)
         if sink is not None and opts.flashback:
             raise OptionExit("ERROR: --flashback works only with the text output", 1)
+        if sink is not None and opts.rewrite_db:
+            # The JSON records name the databases as logged; refused rather than ignored.
+            raise OptionExit("ERROR: --rewrite-db works only with the text output", 1)
         out: BinaryIO
         close_out = False
         if opts.result_file and not opts.raw:  # with --raw it is the prefix of the files written

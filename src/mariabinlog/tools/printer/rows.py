@@ -12,6 +12,7 @@ flashback output, the schema tracker).
 
 from __future__ import annotations
 
+import copy
 import re
 
 from typing import Any
@@ -427,6 +428,12 @@ class RowsFamily(PrintFamily):
             # the names' bytes as logged (the decoder's surrogateescape round-trips them)
             raw_schema = tm.schema.encode("utf-8", "surrogateescape")
             raw_table = tm.table.encode("utf-8", "surrogateescape")
+            new_db = self.opt.rewrite_db.get(raw_schema)
+            if new_db is not None:
+                # Table_map_log_event::rewrite_db renames the map itself: the "###" lines of
+                # its rows name the new database too (filters still see the logged one).
+                tm = copy.copy(tm)
+                tm.schema = new_db.decode("utf-8", "surrogateescape")
             info = TableInfo(tm, raw_schema, raw_table)
             if len(self._table_cache) > 10000:
                 self._table_cache.clear()
