@@ -98,6 +98,44 @@ def test_remote_dump_by_file_is_byte_identical(primary: MariaDBServer) -> None:
         assert ours.returncode == real.returncode, case
 
 
+def test_remote_dump_of_several_files_and_of_domains_across_a_rotation(primary: MariaDBServer) -> None:
+    """Each named file in turn on its own connection (--start-position for the first,
+    --stop-position for the last), and a domain filter over a --to-last-log stream: the
+    Format_description of the next file stays off after a group the filter turned off.
+    Both printed only the first file, or that Format_description, before."""
+    before = primary.rows("SELECT @@gtid_binlog_pos")[0][0] or "0-1-0"
+    primary.sql("CREATE DATABASE IF NOT EXISTS mf; CREATE TABLE IF NOT EXISTS mf.t (id INT PRIMARY KEY, v INT)")
+    primary.sql("SET SESSION gtid_domain_id=0; INSERT INTO mf.t VALUES (1, 1);"
+                " SET SESSION gtid_domain_id=7; INSERT INTO mf.t VALUES (2, 2)")
+    first = primary.binlog_files()[-1].name
+    primary.flush_binlogs()
+    primary.sql("SET SESSION gtid_domain_id=0; INSERT INTO mf.t VALUES (3, 3)")
+    second = primary.binlog_files()[-1].name
+    primary.flush_binlogs()
+    primary.sql("SET SESSION gtid_domain_id=7; UPDATE mf.t SET v = 4 WHERE id = 2")
+    third = primary.binlog_files()[-1].name
+    middle = primary.binlog_events(second)[2]["Pos"]
+    cases = [
+        [first, second, third],
+        [f"--start-position={middle}", "--stop-position=400", second, third],
+        [second, "no-such-file.000009", third],
+        ["--to-last-log", second, third],
+        ["--do-domain-ids=0", f"--start-position={before}", "--to-last-log", first],
+        ["--ignore-domain-ids=7", f"--start-position={before}", "--to-last-log", first],
+        ["--do-domain-ids=7", first, second],
+    ]
+    for case in cases:
+        real, ours = _both(primary, *case)
+        assert real.stdout.count(b"DELIMITER /*!*/;") >= 1, (case, real.stderr)
+        assert ours.stdout == real.stdout, case
+        assert ours.stderr == real.stderr, case
+        assert ours.returncode == real.returncode, case
+    # The domain filter case: the second file's Format_description comes after domain 7's
+    # group (off), the third's after domain 0's (on).
+    real, _ = _both(primary, *cases[4])
+    assert real.stdout.count(b"\tStart: binlog") == 2
+
+
 def test_remote_dump_reports_a_dead_server_and_a_missing_file_name_as_the_real_tool() -> None:
     for args, first_words in ((["mysql-bin.000001"], b"ERROR: Failed on connect: "),
                               (["--start-position=0-1-1"], b"ERROR: Please provide the log file(s)")):

@@ -266,33 +266,63 @@ class Dumper:
     def run_remote(self, source: RemoteSource, files: list[str]) -> int:
         """``--read-from-remote-server``: the same output for a primary's dump stream.
 
-        As ``mariadb-binlog``: the named file from ``--start-position`` (an offset, 4
-        by default) to its end, on through the following files with ``--to-last-log``
-        or ``--stop-never`` (which also waits for more); a GTID ``--start-position``
-        dumps by GTID (one group per domain after it, as a replica would).  The
-        primary's artificial Rotate events name the file being sent; they are printed only
-        when following on (as the real tool does), and without ``--to-last-log`` the first
-        one naming another file than the requested one ends the run.
+        As ``mariadb-binlog``: each named file in turn on a new connection (the first from
+        ``--start-position``, an offset, 4 by default; ``--stop-position`` applies to the
+        last), to its end, on through the following files with ``--to-last-log`` or
+        ``--stop-never`` (which also waits for more); a GTID ``--start-position`` dumps by
+        GTID (one group per domain after it, as a replica would).
+        """
+        o = self.opts
+        p = self.printer
+        if p.text_frame and not o.raw:
+            self._prologue()
+        retval = OK_CONTINUE
+        for index, name in enumerate(files):
+            retval = self._dump_remote_file(
+                source,
+                name,
+                self.start_position if index == 0 else 4,
+                self.stop_position if index == len(files) - 1 else None,
+            )
+            if retval != OK_CONTINUE:
+                break
+        if retval != ERROR_STOP and p.text_frame and not o.raw:
+            self._epilogue()
+        p.drain()
+        self.out_stream.flush()
+        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
+        for line in diag.lines:
+            write_line(self.err, line)
+        failed = retval == ERROR_STOP or bool(diag.exit_code)
+        p.finish(not failed)
+        return 1 if failed else 0
+
+    def _dump_remote_file(
+        self, source: RemoteSource, requested: str, start_position: int, stop_position: int | None
+    ) -> int:
+        """dump_remote_log_entries: one file's dump request, printed as it arrives.
+
+        The primary's artificial Rotate events name the file being sent; they are printed
+        only when following on (as the real tool does), and without ``--to-last-log`` the
+        first one naming another file than the requested one ends this file.
         """
         o = self.opts
         start = self.gtid_filter.start_gtids
-        requested = files[0]
         binlog_file = None if start else requested
         follow = o.to_last_log or o.stop_never
         p = self.printer
         if p.text_frame and not o.raw:
-            self._prologue()
             p.begin_file(requested)
+        self.group_active = True  # a fresh PRINT_EVENT_INFO
         p.drain()
         self.out_stream.flush()
-        events = source(o, ",".join(str(g) for g in start or ()), binlog_file, self.start_position)
+        events = source(o, ",".join(str(g) for g in start or ()), binlog_file, start_position)
         retval = OK_CONTINUE
         ctx: DecodeContext = DEFAULT_CONTEXT
         # The "# at" offset is mariadb-binlog's running count from --start-position (old_off,
         # 4 when starting by GTID): artificial events do not advance it, nor does a new file reset it.
-        old_off = self.start_position
+        old_off = start_position
         raw_out: BinaryIO | None = None  # --raw: the file being written
-        stop_position = self.stop_position
         if o.raw and stop_position is not None:
             write_line(self.err, "WARNING: The --stop-position option is ignored in raw mode")
             stop_position = None
@@ -321,6 +351,7 @@ class Dumper:
                 old_off += advance
                 if stop_position is not None and at >= stop_position:
                     self.stop_reached = True
+                    retval = OK_STOP
                     break
                 if raw_out is not None:
                     raw_out.write(raw)
@@ -360,15 +391,7 @@ class Dumper:
                 raw_out.close()
         if retval != ERROR_STOP and p.text_frame and not o.raw:
             p.end_file()
-            self._epilogue()
-        p.drain()
-        self.out_stream.flush()
-        diag = self.gtid_filter.finish(offset_stop_reached=self.stop_reached)
-        for line in diag.lines:
-            write_line(self.err, line)
-        failed = retval == ERROR_STOP or bool(diag.exit_code)
-        p.finish(not failed)
-        return 1 if failed else 0
+        return retval
 
     def _raw_file(self, current: BinaryIO | None, name: str) -> BinaryIO:
         """``--raw``: close ``current`` and start ``name`` (after the ``--result-file`` prefix)
@@ -815,7 +838,10 @@ class Dumper:
                         self.group_active = accepted
                     if filt.stopped:
                         return OK_STOP if reached else ERROR_STOP
-                if not self.group_active and code != FORMAT_DESCRIPTION_EVENT:
+                if not self.group_active:
+                    # Everything after a group the filters turned off is off until the next
+                    # GTID, a Format_description too: only a new file (a fresh
+                    # PRINT_EVENT_INFO) starts active; a remote --to-last-log stream does not.
                     return OK_CONTINUE
                 if (
                     code != FORMAT_DESCRIPTION_EVENT
