@@ -135,6 +135,21 @@ def test_archive_reads_its_connection_from_an_option_file(login_primary: MariaDB
     assert _archived_gtids(directory) == len(binlog_gtids(login_primary))
 
 
+def test_archive_takes_the_mariadb_clients_short_options(
+    login_primary: MariaDBServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-h HOST -P PORT -u USER -pPASSWORD`` as every MariaDB client spells them (``-h`` was
+    argparse's help, so ``-h127.0.0.1`` failed with a puzzling error); help is ``-?``."""
+    directory = tmp_path / "arch"
+    assert cli_main(["archive", "--no-defaults", "--quiet", "-h127.0.0.1", "-P", str(login_primary.port),
+                     f"-u{ED_USER}", f"-p{ED_PASSWORD}", "--dir", str(directory)]) == 0
+    assert _archived_gtids(directory) == len(binlog_gtids(login_primary))
+    for command in ("archive", "replicate"):
+        with pytest.raises(SystemExit) as done:
+            cli_main([command, "-?"])
+        assert done.value.code == 0 and "-h HOST, --host HOST" in capsys.readouterr().out
+
+
 def test_replicate_applies_to_a_target_logged_in_with_ed25519(
     login_primary: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, ca: tuple[Path, Path, Path],
     capsys: pytest.CaptureFixture[str],

@@ -42,12 +42,17 @@ def _state(option: str, text: str | None) -> ConnectState | None:
 
 
 def _client_options(parser: argparse.ArgumentParser, purpose: str) -> None:
-    """MariaDB's client connection options (also read from option files' [client] groups)."""
+    """MariaDB's client connection options (also read from option files' [client] groups).
+
+    ``-h`` is the host, as in every MariaDB client (the parser is made without argparse's
+    own ``-h``); help is ``-?`` / ``--help``.
+    """
+    parser.add_argument("-?", "--help", action="help", help="show this help message and exit")
     group = parser.add_argument_group(
         "connection (as MariaDB's clients name them; also from option files' [client] groups)",
         f"used for {purpose} when no URL is given",
     )
-    group.add_argument("--host", help="server host (localhost: the Unix socket)")
+    group.add_argument("-h", "--host", help="server host (localhost: the Unix socket)")
     group.add_argument("-P", "--port", type=int, default=0, help="TCP port (3306)")
     group.add_argument("-S", "--socket", help="Unix socket file")
     group.add_argument("--protocol", choices=("TCP", "SOCKET", "tcp", "socket"), help="TCP or SOCKET")
@@ -147,6 +152,7 @@ def add_replicate_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-
     """Register ``replicate``."""
     parser = subparsers.add_parser(  # type: ignore[attr-defined]
         "replicate",
+        add_help=False,
         help="apply binlog event groups to a MariaDB server (a command-line replica)",
         description="Read event groups from a primary, an .ibb archive or binlog files and apply them to a"
         " target MariaDB server, recording the GTID position in the target in the same transaction.",
@@ -244,6 +250,7 @@ def add_archive_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-ty
     """Register ``archive``."""
     parser = subparsers.add_parser(  # type: ignore[attr-defined]
         "archive",
+        add_help=False,
         help="store a primary's binlog stream durably in an .ibb directory",
         description="Stream a primary's binlog by GTID into an .ibb directory written by the binlog engine."
         " The directory's GTID state is the position: a restart continues exactly where it stopped.",
