@@ -325,3 +325,46 @@ def test_server_strict_hole_and_until_like_a_primary(source: MariaDBServer, tmp_
     answers = _answers(primary, served, start=start, until=until, blocking=True)
     assert answers[0] == answers[1]
     assert answers[0] == [g for g in gtids[4:] if g.startswith("11-")][:11] + ["20-1-1", "20-1-3"]
+
+
+def test_a_lower_sequence_number_reaches_replicas_as_from_the_primary(
+    mariadb_server_factory: MariaDBServerFactory, tmp_path: Path, binlog_server
+) -> None:  # type: ignore[no-untyped-def]
+    """A primary without strict mode logs a GTID below its domain's last one (a failover to a
+    replica that was behind does the same) and sends it on, and its replicas apply it. The
+    archive stored it, but its reader skipped every group at or below the domain's last
+    sequence number read: ``serve`` never sent it (a native replica fed by it lost the row)
+    and ``replicate`` from the archive dropped it silently. Now both carry it, and
+    ``replicate`` in strict mode (its default, as mariadb-binlog's) stops and names it."""
+    primary = mariadb_server_factory(*PRIMARY_OPTIONS, "--server-id=1", name="ooo-primary")
+    create_repl_user(primary)
+    primary.sql(
+        "SET gtid_domain_id=4; CREATE DATABASE oo; CREATE TABLE oo.t (id INT PRIMARY KEY, v INT);"
+        " INSERT INTO oo.t VALUES (1, 1); INSERT INTO oo.t VALUES (2, 2);"
+        " SET gtid_seq_no=2; INSERT INTO oo.t VALUES (10, 10);"
+        " UPDATE oo.t SET v = v + 1; SET gtid_domain_id=0; INSERT INTO oo.t VALUES (20, 20)"
+    )
+    assert binlog_gtids(primary).count("4-1-2") == 2
+    directory = tmp_path / "ooo"
+    assert archive("--from", primary_url(primary), "--dir", str(directory)) == 0
+    assert archived_gtids(directory) == binlog_gtids(primary)
+    expected = primary.checksum_table("oo.t")
+
+    target = mariadb_server_factory("--server-id=5", name="ooo-target")
+    to = f"mariadb://root@127.0.0.1:{target.port}"
+    assert cli_main(["replicate", "--quiet", "--from", str(directory), "--to", to]) == 1
+    assert cli_main(["replicate", "--quiet", "--skip-gtid-strict-mode", "--from", str(directory), "--to", to]) == 0
+    assert target.checksum_table("oo.t") == expected
+
+    server = binlog_server(directory)
+    host, port = server.address
+    replica = mariadb_server_factory("--server-id=3", name="ooo-replica")
+    replica.sql(
+        f"CHANGE MASTER TO MASTER_HOST='{host}', MASTER_PORT={port}, MASTER_USER='{REPL_USER}',"
+        f" MASTER_PASSWORD='{REPL_PASSWORD}', MASTER_USE_GTID=slave_pos; START SLAVE"
+    )
+    try:
+        _wait_replica(replica, gtid_binlog_pos(primary))
+        assert replica.checksum_table("oo.t") == expected
+    finally:
+        replica.sql("STOP SLAVE")

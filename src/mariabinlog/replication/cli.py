@@ -191,7 +191,7 @@ def add_replicate_parser(subparsers: Subparsers) -> None:  # type: ignore[valid-
 def replicate_main(args: argparse.Namespace) -> int:
     """Run ``replicate``."""
     from .apply import PositionTable, Replicator
-    from .sources import PrimarySource, open_source
+    from .sources import FileSource, PrimarySource, open_source
 
     database, _, table = args.position_table.partition(".")
     if not table:
@@ -204,6 +204,11 @@ def replicate_main(args: argparse.Namespace) -> int:
     )
     start = replicator.prepare(_state("start-position", args.start_position), reset=args.reset_position)
     replicator.progress.position = start.copy()
+    client_options: dict[str, object] = {"heartbeat": args.heartbeat, "strict": False, "reconnect": args.reconnect}
+    if args.server_id is not None:
+        client_options["server_id"] = args.server_id
+    source = open_source(args.sources, start, follow=args.stop_never, client_options=client_options,
+                         max_allowed_packet=args.max_allowed_packet)
     group_filter = GroupFilter(
         start=start,
         stop=_state("stop-position", args.stop_position),
@@ -212,12 +217,8 @@ def replicate_main(args: argparse.Namespace) -> int:
         do_servers=option_ids("do-server-ids", args.do_server_ids),
         ignore_servers=option_ids("ignore-server-ids", args.ignore_server_ids),
         strict=args.strict,
+        positioned=not isinstance(source, FileSource),
     )
-    client_options: dict[str, object] = {"heartbeat": args.heartbeat, "strict": False, "reconnect": args.reconnect}
-    if args.server_id is not None:
-        client_options["server_id"] = args.server_id
-    source = open_source(args.sources, start, follow=args.stop_never, client_options=client_options,
-                         max_allowed_packet=args.max_allowed_packet)
     if isinstance(source, PrimarySource):
         client = source.client
         replicator.progress.clock_skew = lambda: client.clock_skew

@@ -55,6 +55,7 @@ class GroupFilter:
         do_servers: Iterable[int] | None = None,
         ignore_servers: Iterable[int] | None = None,
         strict: bool = False,
+        positioned: bool = False,
     ) -> None:
         if do_domains is not None and ignore_domains is not None:
             raise OptionError("--do-domain-ids and --ignore-domain-ids cannot be used together")
@@ -69,8 +70,14 @@ class GroupFilter:
             frozenset(ignore_servers or ()),
         )
         self.strict = strict
+        # ``positioned``: the source starts after ``start`` itself (a primary, or an archive,
+        # seeks to it by GTID as a primary does), so no window skips groups at or below it:
+        # a lower sequence number logged after the start is the next group, not an old one.
         self.policy = GtidPolicy(
-            self.start.values(), stop.values() if stop is not None else (), self.ids, stop_given=stop is not None
+            () if positioned else self.start.values(),
+            stop.values() if stop is not None else (),
+            self.ids,
+            stop_given=stop is not None,
         )
         self._seen: dict[int, int] = {}
         #: Domains whose start is already at or past their stop: nothing to apply there.

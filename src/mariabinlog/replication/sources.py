@@ -133,6 +133,11 @@ class ArchiveReader:
         #: strict-mode "hole" check needs.
         self.start = self.position.copy()
         self.start_found: set[int] = set()
+        #: Domains still looking for their place (:attr:`position`'s GTID or a later one):
+        #: their groups up to it are skipped; once past it, every group of the domain is read,
+        #: a lower sequence number too (a primary without strict mode logs those, and sends
+        #: them to its replicas, which apply them).
+        self._looking: set[int] = set()
         self.follow = follow
         self.poll_interval = poll_interval
         self.torn_retries = torn_retries
@@ -166,6 +171,8 @@ class ArchiveReader:
                 held = found.state.find(gtid.domain, gtid.server)
                 if held is not None and held.seq == gtid.seq:
                     self.start_found.add(gtid.domain)
+                if found.state.last(gtid.domain) == gtid:
+                    self._looking.discard(gtid.domain)  # the place is right here: read everything after it
             return found.file_no, found.offset
         if all(self._state_at(file_no) is None for file_no in files):
             return files[0], PAGE_SIZE  # nothing readable yet: wait at the start
@@ -196,6 +203,7 @@ class ArchiveReader:
             file_no, offset = (files[0] if files else 0), PAGE_SIZE
             self.from_oldest = False
         else:
+            self._looking = set(self.position)
             file_no, offset = self._seek(self.position)
         self._records = RecordReader(self.pages, file_no, offset, skip_partial=True)
         self.file_no = file_no
@@ -215,11 +223,16 @@ class ArchiveReader:
                     if group is None:
                         continue
                     position = self.position
-                    seen = position.get(group.gtid.domain)
-                    if seen is not None and group.gtid.seq <= seen.seq:
-                        if self.start.get(group.gtid.domain) == group.gtid:
-                            self.start_found.add(group.gtid.domain)
-                        continue
+                    domain = group.gtid.domain
+                    if domain in self._looking:
+                        seen = position.get(domain)
+                        if seen is not None and group.gtid.seq <= seen.seq:
+                            if seen.seq == group.gtid.seq:
+                                self._looking.discard(domain)  # the place itself: read on after it
+                            if self.start.get(domain) == group.gtid:
+                                self.start_found.add(domain)
+                            continue
+                        self._looking.discard(domain)
                     position.update(group.gtid)
                     self.file_no = stored.record.file_no
                     self.idle = False
