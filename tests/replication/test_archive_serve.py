@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mariadb_server import MariaDBServer, MariaDBServerFactory
+from mariadb_server import MariaDBServer, MariaDBServerFactory, program
 from replication_helpers import (
     LIVE_TABLES,
     PRIMARY_OPTIONS,
@@ -36,6 +36,8 @@ from mariabinlog.codec.events import (
 from mariabinlog.codec.gtid import BinlogState, ConnectState, GtidList
 from mariabinlog.codec.wire.protocol import ServerError
 from mariabinlog.engine import Engine
+from mariabinlog.engine.files import binlog_name
+from mariabinlog.engine.view import view
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.replication.net import ConnectionOptions
 from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
@@ -368,3 +370,23 @@ def test_a_lower_sequence_number_reaches_replicas_as_from_the_primary(
         assert replica.checksum_table("oo.t") == expected
     finally:
         replica.sql("STOP SLAVE")
+
+
+def test_serve_lists_its_binlogs_and_status_as_a_primary(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
+    """SHOW BINARY LOGS and SHOW MASTER STATUS (CDC clients such as Debezium ask both before
+    they dump), to the real mariadb client: the archive's files and end, as ``mariabinlog
+    engine files`` and ``engine status`` read them. They were refused (1235) before."""
+    directory = tmp_path / "listed"
+    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    host, port = binlog_server(directory).address
+    result = subprocess.run(
+        [program("mariadb"), "--no-defaults", f"--host={host}", f"--port={port}", f"--user={REPL_USER}",
+         f"--password={REPL_PASSWORD}", "-N", "-B", "-e", "SHOW BINARY LOGS; SHOW MASTER STATUS"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    seen = view(str(directory))
+    assert len(seen.files) > 1
+    listed = [f"{binlog_name(n)}\t{size}" for n, size in seen.files]
+    end_file, end_offset = seen.end
+    assert result.stdout.splitlines() == [*listed, f"{binlog_name(end_file)}\t{end_offset}\t\t"]

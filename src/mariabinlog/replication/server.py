@@ -9,7 +9,8 @@ MASTER_USE_GTID=slave_pos``) replicate from an archive as if it were their prima
   ``SELECT @@GLOBAL.SERVER_ID``, ``SET @master_binlog_checksum= @@global.binlog_checksum``,
   ``SELECT @master_binlog_checksum``, ``SET @mariadb_slave_capability``, ``SET
   @slave_connect_state``, ``SHOW VARIABLES LIKE ...``): ``SET`` of user variables and a
-  small ``SELECT`` of variables, functions and literals;
+  small ``SELECT`` of variables, functions and literals; ``SHOW BINARY LOGS`` and ``SHOW
+  MASTER STATUS`` (CDC clients ask them) from the archive as the engine would recover it;
 * COM_REGISTER_SLAVE, and COM_BINLOG_DUMP in GTID mode: the start position is checked as
   MariaDB's ``check_slave_start_position``/``gtid_find_binlog_file`` do, with the same
   errors (1236 "... which is not in the master's binlog", "... purged"); then a fake
@@ -69,7 +70,9 @@ from ..codec.events import (
     reframe,
 )
 from ..codec.gtid import BinlogState, ConnectState, Gtid
-from ..errors import GtidError, QueryRefusedError, ReplicationError
+from ..engine.files import binlog_name
+from ..engine.view import view
+from ..errors import GtidError, MariabinlogError, QueryRefusedError, ReplicationError
 from ..codec.groups import EventGroup
 from .admission import Admission, Refusal, Ticket
 from .progress import JobProgress
@@ -264,6 +267,8 @@ class BinlogServer:
 _SET = re.compile(r"^\s*SET\s+(.*)$", re.I | re.S)
 _ASSIGN = re.compile(r"^\s*(@@(?:session\.|global\.|local\.)?|@)?`?([A-Za-z0-9_$.]+)`?\s*(?::?=)\s*(.*?)\s*$", re.S)
 _SELECT = re.compile(r"^\s*SELECT\s+(.*?)\s*(?:LIMIT\s+\d+\s*)?;?\s*$", re.I | re.S)
+_SHOW_LOGS = re.compile(r"^\s*SHOW\s+(?:BINARY|MASTER)\s+LOGS\s*;?\s*$", re.I)
+_SHOW_STATUS = re.compile(r"^\s*SHOW\s+(?:MASTER|BINLOG)\s+STATUS\s*;?\s*$", re.I)
 _SHOW_VARS = re.compile(r"^\s*SHOW\s+(?:GLOBAL\s+|SESSION\s+)?VARIABLES\s+(?:LIKE|WHERE\s+Variable_name\s*=)\s*'([^']*)'\s*;?\s*$", re.I)
 _STRING = re.compile(r"^'((?:[^'\\]|\\.)*)'$|^\"((?:[^\"\\]|\\.)*)\"$", re.S)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -556,6 +561,24 @@ class _Session(threading.Thread):
             return None if lowered == "database()" else f"{self.proto.auth.user}@%"
         raise QueryRefusedError(P.ER_NOT_SUPPORTED_YET, f"mariabinlog serve does not support '{text}'")
 
+    def _binlog_listing(self, logs: bool, more: bool) -> bytes:
+        """SHOW BINARY LOGS (Log_name, File_size) or SHOW MASTER STATUS (File, Position of the
+        end, no Do/Ignore DB rules), as a primary with the binlog in the engine answers them:
+        CDC clients (Debezium, python-mysql-replication) ask before they dump.  The archive as
+        the engine's next open would recover it, read in memory (never written)."""
+        try:
+            seen = view(self.server.config.directory)
+        except (MariabinlogError, OSError) as err:
+            raise QueryRefusedError(P.ER_MASTER_FATAL_ERROR_READING_BINLOG, f"cannot read the archive: {err}") from None
+        if logs:
+            columns = (P.ColumnDefinition("Log_name"), P.ColumnDefinition("File_size"))
+            rows = tuple((binlog_name(n).encode(), b"%d" % size) for n, size in seen.files)
+        else:
+            columns = tuple(P.ColumnDefinition(n) for n in ("File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB"))
+            end_file, end_offset = seen.end
+            rows = ((binlog_name(end_file).encode(), b"%d" % end_offset, b"", b""),)
+        return self.proto.send_result_set(columns, rows, more=more)
+
     def _query(self, sql: str) -> None:
         """Answer a query; a multi-statement query gets one result per statement."""
         statements = [part for part in _split_top(sql, ";") if part.strip()] or [""]
@@ -589,6 +612,8 @@ class _Session(threading.Thread):
                 (name.encode(), value.encode()) for name, value in sorted(self._variables().items()) if pattern.match(name)
             )
             return self.proto.send_result_set((P.ColumnDefinition("Variable_name"), P.ColumnDefinition("Value")), rows, more=more)
+        if _SHOW_LOGS.match(sql) or _SHOW_STATUS.match(sql):
+            return self._binlog_listing(bool(_SHOW_LOGS.match(sql)), more)
         select = _SELECT.match(sql)
         if select:
             variables = self._variables()
