@@ -79,7 +79,9 @@ class GroupFilter:
             self.ids,
             stop_given=stop is not None,
         )
-        self._seen: dict[int, int] = {}
+        # A positioned source's first group of a domain comes right after its start GTID, so
+        # strict mode measures it against that GTID, as a replica's own binlog state does.
+        self._seen: dict[int, int] = {d: g.seq for d, g in self.start.items()} if positioned else {}
         #: Domains whose start is already at or past their stop: nothing to apply there.
         self._behind: set[int] = set()
         if stop is not None:
