@@ -392,3 +392,30 @@ def test_serve_lists_its_binlogs_and_status_as_a_primary(source: MariaDBServer, 
     listed = [f"{binlog_name(n)}\t{size}" for n, size in seen.files]
     end_file, end_offset = seen.end
     assert result.stdout.splitlines() == [*listed, f"{binlog_name(end_file)}\t{end_offset}\t\t"]
+
+
+def test_serve_keeps_no_descriptor_per_query_or_dump(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
+    """Each query of a GTID variable, and each dump, opened the archive's files and left them
+    open: the fuzzing campaign's `serve` target ran out of descriptors after 746,781 inputs
+    ("Too many open files"), and a long-running `serve` would, one replica reconnect or
+    `SELECT @@gtid_binlog_pos` at a time."""
+    directory = tmp_path / "fds"
+    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    host, port = binlog_server(directory).address
+    options = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD)
+    position = gtid_binlog_pos(source)
+
+    def session() -> None:
+        client = BinlogClient(options, reconnect=0, heartbeat=0, blocking=False, start=position)
+        assert list(client.groups()) == []  # dumps from the end: nothing after it, and asks for GTID variables
+        subprocess.run(
+            [program("mariadb"), "--no-defaults", f"--host={host}", f"--port={port}", f"--user={REPL_USER}",
+             f"--password={REPL_PASSWORD}", "-e", "SELECT @@gtid_binlog_pos; SELECT @@gtid_binlog_state"],
+            check=True, capture_output=True, timeout=60,
+        )
+
+    session()  # whatever is opened once (imports, the first connection) is not counted
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        session()
+    assert len(os.listdir("/proc/self/fd")) <= before + 2

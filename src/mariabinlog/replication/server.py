@@ -512,7 +512,7 @@ class _Session(threading.Thread):
         """The server variables a replica may ask for; the GTID ones are read from the archive
         only when asked for (:class:`_Variables`), once per query."""
         config = self.server.config
-        return _Variables(lambda: self._reader(ConnectState()).current_state(), {
+        return _Variables(self._archive_state, {
             "server_id": str(config.server_id),
             "gtid_domain_id": str(config.gtid_domain_id),
             "binlog_checksum": "CRC32",
@@ -630,6 +630,15 @@ class _Session(threading.Thread):
 
     # -- the dump -------------------------------------------------------------------------------
 
+    def _archive_state(self) -> BinlogState:
+        """The archive's GTID state now; the reader's descriptors are closed after it (each
+        query asking for a GTID variable left one open, until serve ran out of them)."""
+        reader = self._reader(ConnectState())
+        try:
+            return reader.current_state()
+        finally:
+            reader.pages.close()
+
     def _reader(self, start: ConnectState) -> ArchiveReader:
         return ArchiveReader(archive_pages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
 
@@ -672,6 +681,13 @@ class _Session(threading.Thread):
             )
             return
         reader = self._reader(start)
+        try:
+            self._dump_from(reader, start, command)
+        finally:
+            reader.pages.close()  # a replica that reconnects gets a new reader: no descriptor stays behind
+
+    def _dump_from(self, reader: ArchiveReader, start: ConnectState, command: P.BinlogDump) -> None:
+        """The dump of :meth:`_dump` once its reader is open: start checks, then the stream."""
         state = reader.current_state()
         error = self._check_start(start, state)
         first_file = ""
