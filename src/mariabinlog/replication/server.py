@@ -612,8 +612,9 @@ class _Session(threading.Thread):
                 (name.encode(), value.encode()) for name, value in sorted(self._variables().items()) if pattern.match(name)
             )
             return self.proto.send_result_set((P.ColumnDefinition("Variable_name"), P.ColumnDefinition("Value")), rows, more=more)
-        if _SHOW_LOGS.match(sql) or _SHOW_STATUS.match(sql):
-            return self._binlog_listing(bool(_SHOW_LOGS.match(sql)), more)
+        logs = _SHOW_LOGS.match(sql)
+        if logs or _SHOW_STATUS.match(sql):
+            return self._binlog_listing(logs is not None, more)
         select = _SELECT.match(sql)
         if select:
             variables = self._variables()
@@ -631,13 +632,9 @@ class _Session(threading.Thread):
     # -- the dump -------------------------------------------------------------------------------
 
     def _archive_state(self) -> BinlogState:
-        """The archive's GTID state now; the reader's descriptors are closed after it (each
-        query asking for a GTID variable left one open, until serve ran out of them)."""
-        reader = self._reader(ConnectState())
-        try:
+        """The archive's GTID state now (for the GTID variables)."""
+        with self._reader(ConnectState()) as reader:
             return reader.current_state()
-        finally:
-            reader.pages.close()
 
     def _reader(self, start: ConnectState) -> ArchiveReader:
         return ArchiveReader(archive_pages(self.server.config.directory), start, poll_interval=self.server.config.poll_interval)
@@ -680,14 +677,11 @@ class _Session(threading.Thread):
                 1105,
             )
             return
-        reader = self._reader(start)
-        try:
-            self._dump_from(reader, start, command)
-        finally:
-            reader.pages.close()  # a replica that reconnects gets a new reader: no descriptor stays behind
+        with self._reader(start) as reader:
+            self._stream_from(reader, start, command)
 
-    def _dump_from(self, reader: ArchiveReader, start: ConnectState, command: P.BinlogDump) -> None:
-        """The dump of :meth:`_dump` once its reader is open: start checks, then the stream."""
+    def _stream_from(self, reader: ArchiveReader, start: ConnectState, command: P.BinlogDump) -> None:
+        """The dump once its reader is open: the start checks, then the stream."""
         state = reader.current_state()
         error = self._check_start(start, state)
         first_file = ""

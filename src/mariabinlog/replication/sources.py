@@ -151,6 +151,14 @@ class ArchiveReader:
         """End a following iteration at its next poll."""
         self._closed = True
 
+    def __enter__(self) -> ArchiveReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the archive files' descriptors (a long-lived process opens a reader per
+        request; they reopen on demand)."""
+        self.pages.close()
+
     # -- state --------------------------------------------------------------------------------
 
     def _state_at(self, file_no: int) -> BinlogState | None:
@@ -224,9 +232,9 @@ class ArchiveReader:
                         continue
                     position = self.position
                     domain = group.gtid.domain
-                    if domain in self._looking:
-                        seen = position.get(domain)
-                        if seen is not None and group.gtid.seq <= seen.seq:
+                    if domain in self._looking:  # (every looking domain has its place in position)
+                        seen = position[domain]
+                        if group.gtid.seq <= seen.seq:
                             if seen.seq == group.gtid.seq:
                                 self._looking.discard(domain)  # the place itself: read on after it
                             if self.start.get(domain) == group.gtid:

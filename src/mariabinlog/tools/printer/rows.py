@@ -155,18 +155,17 @@ class TableInfo:
         "raw_table",
         "schema",
         "sizes",
-        "table",
         "table_id",
         "verbose_plan",
     )
 
     def __init__(
-        self, event: TableMapEvent, raw_schema: bytes, raw_table: bytes
+        self, event: TableMapEvent, raw_schema: bytes, raw_table: bytes, schema: bytes | None = None
     ) -> None:
         self.event = event
         self.table_id = event.table_id
-        self.schema = raw_schema
-        self.table = raw_table
+        #: The database as printed (``--rewrite-db``'s new name); filters use ``raw_schema``.
+        self.schema = raw_schema if schema is None else schema
         self.raw_schema = raw_schema
         self.raw_table = raw_table
         self.flags = event.map_flags
@@ -434,7 +433,7 @@ class RowsFamily(PrintFamily):
                 # its rows name the new database too (filters still see the logged one).
                 tm = copy.copy(tm)
                 tm.schema = new_db.decode("utf-8", "surrogateescape")
-            info = TableInfo(tm, raw_schema, raw_table)
+            info = TableInfo(tm, raw_schema, raw_table, new_db)
             if len(self._table_cache) > 10000:
                 self._table_cache.clear()
             self._table_cache[key] = info
@@ -452,11 +451,8 @@ class RowsFamily(PrintFamily):
         if self.annotate is not None:
             self.annotate.hexdump_from = ev.position
             self._print_annotate()
-        raw = None
-        schema = info.raw_schema
-        if schema in opt.rewrite_db:
-            schema = opt.rewrite_db[schema]
-            raw = self._rewrite_table_map(ev, schema)
+        schema = info.schema
+        raw = self._rewrite_table_map(ev, schema) if schema != info.raw_schema else None
         if (
             not self.pc.printed_fd_event
             and not opt.short_form
