@@ -431,19 +431,33 @@ class TargetSession:
                 ran -= len(plan)
             return len(plans)
         except ConnectionLostError:
-            # Which groups committed before the connection broke: the position table knows.
+            return self.committed(groups[: len(plans)])
+        return len(plans)
+
+    def committed(self, groups: list[EventGroup]) -> int:
+        """How many of ``groups``, sent in this order on a connection that broke, the target
+        committed.  The position table holds each domain's last committed GTID, so the last
+        group whose GTID *is* its domain's position ends the committed prefix (none: nothing
+        committed).  Equality, not "sequence number at or past it": a primary without strict
+        mode logs lower sequence numbers after higher ones, and such a group must be neither
+        skipped nor applied twice.  Reconnects, with retries, to read it; the connection's
+        named lock first waits for the broken session to end on the server."""
+        attempt = 0
+        while True:
+            attempt += 1
             self.close()
             try:
                 position, _ = self.table.read(self._c())
-            except (ConnectionLostError, ServerError):
-                self.close()
-                return 0  # apply() reconnects (with retries) and asks again
-            for index, group in enumerate(groups[: len(plans)]):
-                done = position.get(group.gtid.domain)
-                if done is None or done.seq < group.gtid.seq or done.server != group.gtid.server:
-                    return index
-            return len(plans)
-        return len(plans)
+                break
+            except ConnectionLostError:
+                if attempt > self.retries:
+                    raise
+                time.sleep(0.2 * attempt)
+        applied = 0
+        for index, group in enumerate(groups):
+            if position.get(group.gtid.domain) == group.gtid:
+                applied = index + 1
+        return applied
 
     def plan(self, group: EventGroup, *, tolerant: bool = False) -> _Plan:
         """Translate ``group`` into statements (see the module docstring)."""
@@ -556,8 +570,6 @@ class TargetSession:
     def apply(self, group: EventGroup, *, tolerant: bool = False) -> None:
         """Apply ``group`` with its position; retries deadlocks and a lost connection."""
         attempt = 0
-        if self.conn is None and self.applied_already(group):
-            return  # a batch it was in reached the target before the connection broke
         while True:
             attempt += 1
             try:
@@ -583,17 +595,8 @@ class TargetSession:
                 if attempt > self.retries:
                     raise
                 time.sleep(0.2 * attempt)
-                # The COMMIT may have reached the target before the connection broke.
-                position, _ = self.table.read(self._c())
-                done = position.get(group.gtid.domain)
-                if done is not None and done.seq >= group.gtid.seq and done.server == group.gtid.server:
-                    return
-
-    def applied_already(self, group: EventGroup) -> bool:
-        """Whether the target's position table says ``group`` was applied."""
-        position, _ = self.table.read(self._c())
-        done = position.get(group.gtid.domain)
-        return done is not None and done.seq >= group.gtid.seq and done.server == group.gtid.server
+                if self.committed([group]):
+                    return  # its COMMIT reached the target before the connection broke
 
     @staticmethod
     def _already_prepared(conn: Connection, group: EventGroup) -> bool:
@@ -771,9 +774,11 @@ class Replicator:
             position, pending = self.table.read(conn)
             if pending and self.preserve_gtids:
                 logged = conn.text("SELECT IF(@@log_bin, @@gtid_binlog_state, '')") or ""
+                # The last GTID each server logged in each domain: the pending group ran iff it
+                # is that one (a lower sequence number may follow a higher one: no strict mode).
                 binlog = {(g.domain, g.server): g.seq for g in GtidList.parse(logged)}
                 for domain, gtid in list(pending.items()):
-                    if binlog.get((gtid.domain, gtid.server), -1) >= gtid.seq:
+                    if binlog.get((gtid.domain, gtid.server)) == gtid.seq:
                         conn.query(self.table.upsert(gtid))
                         position.update(gtid)
                         del pending[domain]
