@@ -11,15 +11,93 @@ session holds the row the second group updates, and is killed while it waits for
 
 from __future__ import annotations
 
+import random
+import re
+import socket
 import threading
 
+import pytest
 from mariadb_server import MariaDBServer, MariaDBServerFactory
-from replication_helpers import PRIMARY_OPTIONS, create_repl_user, repl_options, root_options, wait_for
+from replication_helpers import (
+    PRIMARY_OPTIONS,
+    REPL_PASSWORD,
+    REPL_USER,
+    binlog_gtids,
+    create_repl_user,
+    gtid_binlog_pos,
+    repl_options,
+    root_options,
+    wait_for,
+)
 
-from mariabinlog.codec.gtid import Gtid
+from mariabinlog.cli import main as cli_main
+from mariabinlog.codec.gtid import ConnectState, Gtid
 from mariabinlog.replication.apply import PositionTable, Replicator, TargetSession
 from mariabinlog.replication.client import BinlogClient
 from mariabinlog.replication.net import Connection
+
+
+class CuttingRelay:
+    """A TCP relay on 127.0.0.1 in front of a target server that cuts connections: the first
+    ``cuts`` connections that carry more than their cut point of the server's answers (drawn
+    anew for each from ``seed``, between ``low`` and ``high`` bytes) are closed on both sides
+    there, in the middle of whatever packet of groups they were answering."""
+
+    def __init__(self, port: int, *, cuts: int, low: int, high: int, seed: int) -> None:
+        self.port = port
+        self.cuts_left = cuts
+        self.cut = 0
+        self.connections = 0
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = self.listener.getsockname()
+        self.low, self.high = low, high
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.port))
+            with self._lock:
+                self.connections += 1
+                limit = self._random.randint(self.low, self.high) if self.cuts_left else None
+            threading.Thread(target=self._pipe, args=(client, server, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, limit), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, limit: int | None) -> None:
+        sent = 0
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if limit is not None and sent + len(data) > limit:
+                    with self._lock:
+                        cutting = self.cuts_left > 0
+                        if cutting:
+                            self.cuts_left -= 1
+                            self.cut += 1
+                    if cutting:
+                        sink.sendall(data[: limit - sent])
+                        break
+                    limit = None
+                sink.sendall(data)
+                sent += len(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+    def close(self) -> None:
+        self.listener.close()
 
 
 def _out_of_order_primary(factory: MariaDBServerFactory) -> MariaDBServer:
@@ -110,3 +188,47 @@ def test_a_pending_ddl_below_its_domains_highest_sequence_number_runs_again(
     assert replicator.prepare(None).get(3) == Gtid(3, 1, 50)
     assert replicator.pending == {}
     conn.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_replicate_through_a_target_link_cut_again_and_again_applies_each_group_once(
+    mariadb_server_factory: MariaDBServerFactory, seed: int
+) -> None:
+    """Production's shape on the target side of a bad network: three domains of small
+    transactions (one of them logged below its domain's highest sequence number) applied by
+    four connections, the target link cut six times at random places (in start-up and in packets
+    of groups).
+    Each cut is a reconnect that applies what had not committed, and only that: the target ends
+    equal, every GTID logged there once and in its domain's order."""
+    primary = mariadb_server_factory(*PRIMARY_OPTIONS, "--server-id=1", name=f"relay-primary-{seed}")
+    create_repl_user(primary)
+    statements = ["CREATE DATABASE rl;"]
+    for domain in (0, 5, 7):
+        statements.append(f"SET gtid_domain_id={domain}; CREATE TABLE rl.t{domain} (id INT PRIMARY KEY, v INT) ENGINE=InnoDB;")
+    for i in range(500):
+        for domain in (0, 5, 7):
+            statements.append(f"SET gtid_domain_id={domain}; INSERT INTO rl.t{domain} VALUES ({i}, {i});")
+            if i % 3 == 0:
+                statements.append(f"SET gtid_domain_id={domain}; UPDATE rl.t{domain} SET v = v + 1 WHERE id = {i // 2};")
+        if i == 400:
+            statements.append("SET gtid_domain_id=5, gtid_seq_no=40; DELETE FROM rl.t5 WHERE id = 7;")
+    primary.pipe("\n".join(statements) + "\n")
+    target = mariadb_server_factory("--log-bin", "--server-id=2", name=f"relay-target-{seed}")
+    relay = CuttingRelay(target.port, cuts=6, low=3000, high=24000, seed=seed)
+    try:
+        assert cli_main([
+            "replicate", "--quiet", "--skip-gtid-strict-mode", "--parallel", "4",
+            "--from", f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{primary.port}",
+            "--to", f"mariadb://root@127.0.0.1:{relay.address[1]}",
+        ]) == 0
+    finally:
+        relay.close()
+    assert relay.cut == 6
+    tables = ("rl.t0", "rl.t5", "rl.t7")
+    assert target.checksum_table(*tables) == primary.checksum_table(*tables)
+    applied = target.rows("SELECT domain_id, server_id, seq_no FROM mariabinlog.gtid_slave_pos ORDER BY domain_id")
+    assert ConnectState.parse(",".join("-".join(row) for row in applied)) == ConnectState.parse(gtid_binlog_pos(primary))
+    theirs = binlog_gtids(primary)
+    mine = [g for g in binlog_gtids(target) if not re.match(r"\d+-2-", g)]
+    for domain in ("0", "5", "7"):
+        assert [g for g in mine if g.startswith(f"{domain}-")] == [g for g in theirs if g.startswith(f"{domain}-")]

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import queue
 from binascii import b2a_base64
 import threading
@@ -76,6 +77,8 @@ BATCH_BYTES = 1 << 20
 MAX_WORKERS = 64
 #: Seconds a run waits for those locks before it says another run holds the channel.
 LOCK_WAIT = 60.0
+#: Reconnects to the target after a lost connection before a run gives up (a bad network).
+RETRIES = 5
 #: Errors after which a group is simply retried (deadlock, lock wait timeout).
 RETRYABLE = frozenset({1213, 1205})
 #: Errors that mean "this DDL already ran" when re-running a pending stand-alone group
@@ -93,7 +96,19 @@ _PLAIN_ROWS = frozenset(set(E.ROWS_KIND) - set(_INFLATED))
 _PLAIN_FLAGS = E.FL_STANDALONE | E.FL_PREPARED_XA | E.FL_COMPLETED_XA
 _STMT_END = E.STMT_END_F & 0xFF
 
+log = logging.getLogger(__name__)
 
+
+
+
+def _reconnect_wait(err: ConnectionLostError, attempt: int, retries: int) -> None:
+    """After the target connection broke on try ``attempt``: give up (raise ``err``) past
+    ``retries``, else say so and wait a little longer each time before the next."""
+    if attempt > retries:
+        raise err
+    delay = 0.2 * attempt
+    log.warning("%s; reconnecting to the target in %.1f s (attempt %d of %d)", err, delay, attempt, retries)
+    time.sleep(delay)
 
 
 def _uncompressed(event: E.RowsEvent) -> bytes:
@@ -214,7 +229,7 @@ class TargetSession:
         table: PositionTable,
         *,
         preserve_gtids: bool = True,
-        retries: int = 5,
+        retries: int = RETRIES,
         lock: str | None = None,
         lock_wait: float = LOCK_WAIT,
     ) -> None:
@@ -430,7 +445,8 @@ class TargetSession:
                     return index
                 ran -= len(plan)
             return len(plans)
-        except ConnectionLostError:
+        except ConnectionLostError as err:
+            log.warning("%s; reconnecting to the target to learn which of %d groups committed", err, len(plans))
             return self.committed(groups[: len(plans)])
         return len(plans)
 
@@ -449,10 +465,8 @@ class TargetSession:
             try:
                 position, _ = self.table.read(self._c())
                 break
-            except ConnectionLostError:
-                if attempt > self.retries:
-                    raise
-                time.sleep(0.2 * attempt)
+            except ConnectionLostError as err:
+                _reconnect_wait(err, attempt, self.retries)
         applied = 0
         for index, group in enumerate(groups):
             if position.get(group.gtid.domain) == group.gtid:
@@ -590,11 +604,9 @@ class TargetSession:
                 if attempt > self.retries:
                     raise
                 time.sleep(0.05 * attempt)
-            except ConnectionLostError:
+            except ConnectionLostError as err:
                 self.close()
-                if attempt > self.retries:
-                    raise
-                time.sleep(0.2 * attempt)
+                _reconnect_wait(err, attempt, self.retries)
                 if self.committed([group]):
                     return  # its COMMIT reached the target before the connection broke
 
@@ -752,8 +764,18 @@ class Replicator:
         The recorded position wins; ``start`` is used when the channel has none (or with
         ``reset``, which forgets the recorded one).  First it waits until no session holds
         one of the channel's apply locks (:data:`MAX_WORKERS`): an earlier run's sessions
-        may still be applying what that run sent before it was killed.
+        may still be applying what that run sent before it was killed.  A lost connection is
+        retried as the apply connections' are (every step can run again: nothing is applied yet).
         """
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._prepare(start, reset)
+            except ConnectionLostError as err:
+                _reconnect_wait(err, attempt, RETRIES)
+
+    def _prepare(self, start: ConnectState | None, reset: bool) -> ConnectState:
         with Connection.open(self.target) as conn:
             for worker in range(MAX_WORKERS):  # one at a time: the first held past the wait is the answer
                 lock = sql_string(self.table.lock(worker))
