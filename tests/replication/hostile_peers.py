@@ -1,5 +1,6 @@
 """Hostile network peers for the robustness tests and ``bench/hostile.py``: a proxy that damages
-a primary's stream on its way to a client, and clients that misbehave against ``serve``.
+a primary's stream on its way to a client, a relay that cuts a replica's connections to its
+target, and clients that misbehave against ``serve``.
 
 Imported by name (``tests/replication`` is on ``sys.path`` in the tests; the benchmark puts it
 there); no pytest here, so the benchmark can use it too.  Attackers connect from
@@ -10,6 +11,7 @@ never touches real replicas on 127.0.0.1.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import threading
 import time
@@ -209,6 +211,69 @@ class Proxy:
 
 
 # --------------------------------------------------------------------------- hostile clients
+
+
+class CuttingRelay:
+    """A TCP relay on 127.0.0.1 in front of a target server that cuts connections: the first
+    ``cuts`` connections that carry more than their cut point of the server's answers (drawn
+    anew for each from ``seed``, between ``low`` and ``high`` bytes) are closed on both sides
+    there, in the middle of whatever packet of groups they were answering."""
+
+    def __init__(self, port: int, *, cuts: int, low: int, high: int, seed: int) -> None:
+        self.port = port
+        self.cuts_left = cuts
+        self.cut = 0
+        self.connections = 0
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = self.listener.getsockname()
+        self.low, self.high = low, high
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.port))
+            with self._lock:
+                self.connections += 1
+                limit = self._random.randint(self.low, self.high) if self.cuts_left else None
+            threading.Thread(target=self._pipe, args=(client, server, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, limit), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, limit: int | None) -> None:
+        sent = 0
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if limit is not None and sent + len(data) > limit:
+                    with self._lock:
+                        cutting = self.cuts_left > 0
+                        if cutting:
+                            self.cuts_left -= 1
+                            self.cut += 1
+                    if cutting:
+                        sink.sendall(data[: limit - sent])
+                        break
+                    limit = None
+                sink.sendall(data)
+                sent += len(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+    def close(self) -> None:
+        self.listener.close()
 
 
 def connect(address: tuple[str, int], *, source: str = ATTACKER, timeout: float = 30.0) -> socket.socket:
