@@ -214,13 +214,15 @@ class Proxy:
 
 
 class CuttingRelay:
-    """A TCP relay on 127.0.0.1 in front of a target server that cuts connections: the first
-    ``cuts`` connections that carry more than their cut point of the server's answers (drawn
-    anew for each from ``seed``, between ``low`` and ``high`` bytes) are closed on both sides
-    there, in the middle of whatever packet of groups they were answering."""
+    """A TCP relay on 127.0.0.1 in front of a target server that cuts connections: after the
+    first ``spare`` connections, the first ``cuts`` that carry more than their cut point of the
+    server's answers (drawn anew for each from ``seed``, between ``low`` and ``high`` bytes)
+    are closed on both sides there, in the middle of whatever they were answering (a
+    handshake, a packet of groups)."""
 
-    def __init__(self, port: int, *, cuts: int, low: int, high: int, seed: int) -> None:
+    def __init__(self, port: int, *, cuts: int, low: int, high: int, seed: int, spare: int = 0) -> None:
         self.port = port
+        self.spare = spare
         self.cuts_left = cuts
         self.cut = 0
         self.connections = 0
@@ -240,7 +242,8 @@ class CuttingRelay:
             server = socket.create_connection(("127.0.0.1", self.port))
             with self._lock:
                 self.connections += 1
-                limit = self._random.randint(self.low, self.high) if self.cuts_left else None
+                cutting = self.cuts_left and self.connections > self.spare
+                limit = self._random.randint(self.low, self.high) if cutting else None
             threading.Thread(target=self._pipe, args=(client, server, None), daemon=True).start()
             threading.Thread(target=self._pipe, args=(server, client, limit), daemon=True).start()
 

@@ -168,3 +168,26 @@ def test_replicate_through_a_target_link_cut_again_and_again_applies_each_group_
     mine = [g for g in binlog_gtids(target) if not re.match(r"\d+-2-", g)]
     for domain in ("0", "5", "7"):
         assert [g for g in mine if g.startswith(f"{domain}-")] == [g for g in theirs if g.startswith(f"{domain}-")]
+
+
+def test_an_apply_connection_cut_in_its_handshake_is_retried(mariadb_server_factory: MariaDBServerFactory) -> None:
+    """A cut while an apply connection is being made (its first, and the reconnect after it)
+    is a lost connection like any other: retried, not the end of the run (it was, from the
+    first packet of groups a worker sent)."""
+    primary = mariadb_server_factory(*PRIMARY_OPTIONS, "--server-id=1", name="handshake-primary")
+    create_repl_user(primary)
+    primary.sql("CREATE DATABASE hs; CREATE TABLE hs.t (id INT PRIMARY KEY) ENGINE=InnoDB; SET gtid_domain_id=9;"
+                " INSERT INTO hs.t VALUES (1); INSERT INTO hs.t VALUES (2); INSERT INTO hs.t VALUES (3)")
+    target = mariadb_server_factory("--log-bin", "--server-id=2", name="handshake-target")
+    # Start-up's connection and domain 0's worker (the DDL) pass; domain 9's worker, whose first
+    # groups are plain rows sent as one packet, is cut in its handshake, and so is its reconnect.
+    relay = CuttingRelay(target.port, cuts=2, low=40, high=40, seed=0, spare=2)
+    try:
+        assert cli_main([
+            "replicate", "--quiet", "--parallel", "2", "--from", f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{primary.port}",
+            "--to", f"mariadb://root@127.0.0.1:{relay.address[1]}",
+        ]) == 0
+    finally:
+        relay.close()
+    assert relay.cut == 2
+    assert target.checksum_table("hs.t") == primary.checksum_table("hs.t")

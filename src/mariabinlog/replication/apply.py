@@ -431,12 +431,12 @@ class TargetSession:
             plans.append(statements)
         if not plans:
             return 0
-        conn = self._c()
         text = b";\n".join(b";\n".join(plan) for plan in plans)
         total = sum(map(len, plans))
         done: list[Any] = []
         try:
-            conn.query(text, statements=total, results=done)
+            # (Re)connecting is inside: a connection cut in its handshake is a lost one too.
+            self._c().query(text, statements=total, results=done)
         except ServerError:
             self._rollback()  # the failed group's open transaction; the session is set anew
             ran = len(done)
