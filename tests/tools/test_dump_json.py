@@ -227,3 +227,18 @@ def test_debezium_lines_are_the_records_as_json_dumps_writes_them(listing: Path,
             return json_name(text).encode("utf-8")
 
     assert out.splitlines() == [line(r) for r in collected]
+
+
+def test_debezium_keys_a_table_whose_primary_key_has_a_prefix(mariadb_server_factory: Any) -> None:
+    """A primary key on a column prefix is logged as PRIMARY_KEY_WITH_PREFIX, not
+    SIMPLE_PRIMARY_KEY: Debezium's record key is still the key's whole columns (it was null)."""
+    server = mariadb_server_factory("--log-bin", "--binlog-format=ROW", "--binlog-row-metadata=FULL", name="prefix-key")
+    server.pipe(
+        "CREATE DATABASE k; CREATE TABLE k.p (name VARCHAR(100), n INT, v INT, PRIMARY KEY (name(8), n)) ENGINE=InnoDB;"
+        " INSERT INTO k.p VALUES ('long enough name', 1, 10); UPDATE k.p SET v = 11; FLUSH BINARY LOGS;\n"
+    )
+    status, out, err = run(["--format=debezium", *(str(p) for p in server.binlog_files()[:-1])])
+    assert status == 0, err
+    records = [json.loads(line) for line in out.decode("utf-8").splitlines()]
+    keys = [(r["value"]["op"], r["key"]) for r in records if r["topic"].endswith(".k.p")]
+    assert keys == [("c", {"name": "long enough name", "n": 1}), ("u", {"name": "long enough name", "n": 1})]

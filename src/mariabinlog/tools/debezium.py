@@ -258,8 +258,7 @@ class DebeziumWriter:
         view, tm = entry
         if not self._accept(view.database, view.table):
             return []
-        meta = tm.optional_metadata
-        key_columns = list(meta.simple_primary_key or ()) if meta is not None and meta.column_names else []
+        key_columns = _key_indexes(tm.optional_metadata, len(view.columns))
         types = view.real_types
         out = []
         for index, change in enumerate(row_decoder(tm).decode(rows_ev)):
@@ -321,6 +320,19 @@ def _envelope(
 ) -> dict[str, Any]:
     """The change event value: Debezium's envelope."""
     return {"before": before, "after": after, "source": source, "op": op, "ts_ms": when * 1000, "transaction": None}
+
+
+def _key_indexes(meta: Any, width: int) -> list[int]:
+    """The primary key's column indexes from a table map's optional metadata (with or without
+    prefix lengths: Debezium keys on the whole columns); none without column names to key by.
+    An index past the table's ``width`` columns (a damaged or forged table map) names no column."""
+    if meta is None or not meta.column_names:
+        return []
+    if meta.simple_primary_key:
+        indexes = list(meta.simple_primary_key)
+    else:
+        indexes = [index for index, _ in meta.primary_key_with_prefix or ()]
+    return [index for index in indexes if index < width]
 
 
 def _key(
