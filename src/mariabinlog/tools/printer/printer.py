@@ -59,6 +59,7 @@ from ...codec.events import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
+from ...codec.primitives import need_within
 from ...errors import DecodeError
 from .base import (
     BASE64_DECODE_ROWS,
@@ -283,6 +284,7 @@ class Printer:
             if short:
                 return
             self.header(ev, h)
+            need_within(ev.body_pos, 8, ev.body_end, "Rotate position")  # rotate_fields reads unchecked
             pos, next_file = rotate_fields(ev.buf, ev.body_pos, ev.body_end)
             h.append(b"\tRotate to %s  pos: %d\n" % (next_file, pos))
         elif code == GTID_LIST_EVENT:
