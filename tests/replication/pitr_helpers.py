@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from mariadb_server import MariaDBServer, find_program
-from replication_helpers import REPL_PASSWORD, REPL_USER
+from replication_helpers import repl_url  # noqa: F401 - re-exported for the PITR tests
 
 from mariabinlog.replication.net import Connection
 
@@ -26,11 +26,6 @@ def mariabinlog(*args: str, check: bool = True, timeout: float = 300) -> subproc
     if check and result.returncode != 0:
         pytest.fail(f"mariabinlog {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}")
     return result
-
-
-def repl_url(server: MariaDBServer) -> str:
-    """The replication account's URL."""
-    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
 
 
 def root_url(server: MariaDBServer) -> str:

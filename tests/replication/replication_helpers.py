@@ -37,6 +37,11 @@ def create_repl_user(server: MariaDBServer) -> None:
     )
 
 
+def repl_url(server: MariaDBServer) -> str:
+    """The replication account's URL (its password's ``ä`` percent-encoded)."""
+    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
+
+
 def repl_options(server: MariaDBServer, **overrides: object) -> ConnectionOptions:
     """Connection options of the replication user over TCP on 127.0.0.1."""
     values: dict[str, object] = {

@@ -19,12 +19,11 @@ from hostile_peers import CuttingRelay
 from mariadb_server import MariaDBServer, MariaDBServerFactory
 from replication_helpers import (
     PRIMARY_OPTIONS,
-    REPL_PASSWORD,
-    REPL_USER,
     binlog_gtids,
     create_repl_user,
     gtid_binlog_pos,
     repl_options,
+    repl_url,
     root_options,
     wait_for,
 )
@@ -154,7 +153,7 @@ def test_replicate_through_a_target_link_cut_again_and_again_applies_each_group_
     try:
         assert cli_main([
             "replicate", "--quiet", "--skip-gtid-strict-mode", "--parallel", "4",
-            "--from", f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{primary.port}",
+            "--from", repl_url(primary),
             "--to", f"mariadb://root@127.0.0.1:{relay.address[1]}",
         ]) == 0
     finally:
@@ -184,7 +183,7 @@ def test_an_apply_connection_cut_in_its_handshake_is_retried(mariadb_server_fact
     relay = CuttingRelay(target.port, cuts=2, low=40, high=40, seed=0, spare=2)
     try:
         assert cli_main([
-            "replicate", "--quiet", "--parallel", "2", "--from", f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{primary.port}",
+            "replicate", "--quiet", "--parallel", "2", "--from", repl_url(primary),
             "--to", f"mariadb://root@127.0.0.1:{relay.address[1]}",
         ]) == 0
     finally:
