@@ -5,7 +5,8 @@
 builder behind ``mariabinlog.spark.read`` (it reads the same row images: both include
 ``codec/rows/_rowimage.h``); ``mariabinlog.codec._framefast`` the event path behind
 ``mariabinlog.codec.framing`` (framing, CRC32, group assembly); ``mariabinlog.tools.printer._dumpfast`` holds the dump
-printer's hot loops (base64 lines, row counts, ``###`` lines).  The modules
+printer's hot loops (base64 lines, row counts, ``###`` lines, whole OLTP groups).  Both walk
+events with ``codec/_event.h``, the one C reader of event headers, CRC-32 and post-headers.  The modules
 fall back to pure Python without them: a failed compile (no C compiler) does
 not fail the install (``optional=True``).  ``_rowsfast``, ``_arrowfast`` and ``_dumpfast`` include ``codec/rows/_decimal.h``, the one
 C implementation of packed DECIMAL, and ``codec/rows/_digits.h`` (decimal digits two at a time); ``_arrowfast`` renders FLOAT/DOUBLE values as
@@ -18,6 +19,7 @@ from setuptools import Extension, setup
 _DECIMAL_H = "src/mariabinlog/codec/rows/_decimal.h"
 _DIGITS_H = "src/mariabinlog/codec/rows/_digits.h"
 _ROWIMAGE_H = "src/mariabinlog/codec/rows/_rowimage.h"
+_EVENT_H = "src/mariabinlog/codec/_event.h"
 
 setup(
     ext_modules=[
@@ -37,12 +39,13 @@ setup(
         Extension(
             "mariabinlog.codec._framefast",
             ["src/mariabinlog/codec/_framefast.c"],
+            depends=[_EVENT_H],
             optional=True,
         ),
         Extension(
             "mariabinlog.tools.printer._dumpfast",
             ["src/mariabinlog/tools/printer/_dumpfast.c"],
-            depends=[_DECIMAL_H, _DIGITS_H],
+            depends=[_EVENT_H, _DECIMAL_H, _DIGITS_H],
             optional=True,
         ),
     ]

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_event.h"
+
 /* Bump with _FAST_VERSION in framing.py whenever the API or the results change. */
 #define FAST_VERSION 1
 
@@ -32,55 +34,6 @@ enum {
 
 /* Why a scan returned (framing.py has the same names). */
 enum { SCAN_END = 0, SCAN_MORE = 1, SCAN_EVENT = 2, SCAN_CUT = 3, SCAN_LIMIT = 4 };
-
-/* ------------------------------------------------------------------------------- CRC-32 */
-
-static uint32_t crc_table[8][256];
-
-static void crc_init(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[0][n] = c;
-    }
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = crc_table[0][n];
-        for (int t = 1; t < 8; t++) {
-            c = crc_table[0][c & 0xFF] ^ (c >> 8);
-            crc_table[t][n] = c;
-        }
-    }
-}
-
-/* zlib's crc32(): slicing by eight, little-endian loads. */
-static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    while (n && ((uintptr_t)p & 7)) {
-        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
-        n--;
-    }
-    while (n >= 8) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4);
-        memcpy(&hi, p + 4, 4);
-        lo ^= c;
-        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
-            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
-            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-static inline uint32_t le16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-static inline uint32_t le24(const unsigned char *p) { return le16(p) | (uint32_t)p[2] << 16; }
-static inline uint32_t le32(const unsigned char *p) { return le24(p) | (uint32_t)p[3] << 24; }
-static inline uint64_t le64(const unsigned char *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
-static inline void put32(unsigned char *p, uint32_t v) {
-    p[0] = v & 0xFF; p[1] = (v >> 8) & 0xFF; p[2] = (v >> 16) & 0xFF; p[3] = v >> 24;
-}
 
 static PyObject *framefast_crc32(PyObject *Py_UNUSED(self), PyObject *arg) {
     Py_buffer view;

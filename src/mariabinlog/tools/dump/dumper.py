@@ -602,6 +602,11 @@ class Dumper:
         release = data.madvise if isinstance(data, mmap.mmap) else None
         released = 0
         checkpoint = pos + DRAIN_STEP
+        # Whole ordinary groups in compiled code (the printer says when it cannot); groups
+        # end by the stop position, as every event printed starts before it.
+        groups = p.print_groups if simple else None
+        limit = size if stop is None else min(size, stop)
+        accept = self._accept_gtid
         mv = memoryview(data)
         try:
             while pos < size:
@@ -610,90 +615,98 @@ class Dumper:
                     end = pos + length
                 else:
                     code, length, end = -1, 0, size + 1
-                if code in (FORMAT_DESCRIPTION_EVENT, START_EVENT_V3) or length < 23 or end > size:
-                    try:
-                        ev = self._frame(name, data, pos, size, alg, verify, ctx)
-                    except EventReadError as exc:
-                        return self._read_failed(exc, in_use)
-                    if code == START_EVENT_V3:
-                        # MySQL 4.x: no Format_description; the Start_v3 sets the v3 layout.
+                reached = pos
+                if code == GTID_EVENT and groups is not None:
+                    reached, stopped = groups(data, pos, limit, checkpoint, verify, accept)
+                    if stopped:
+                        return ERROR_STOP
+                if reached != pos:
+                    pos = reached
+                else:
+                    if code in (FORMAT_DESCRIPTION_EVENT, START_EVENT_V3) or length < 23 or end > size:
                         try:
-                            ctx = ev.ctx = ev.decoded().context()
-                        except DecodeError as exc:
-                            self.error(self._read_error_text(name, pos, str(exc)))
-                            return ERROR_STOP
-                        p.ctx = ctx
-                    if code == FORMAT_DESCRIPTION_EVENT:
-                        try:
-                            fde = ev.decoded()
-                        except DecodeError as exc:
-                            self.error(self._read_error_text(name, pos, str(exc)))
-                            return ERROR_STOP
-                        ctx = ev.ctx = fde.context()
-                        alg = fde.checksum_alg
-                        in_use = bool(ev.flags & 1)
-                        p.ctx = ctx
-                        p.checksum_alg = alg
-                        p.options_written = options_written(fde.server_version)
-                elif alg == CHECKSUM_CRC32:
-                    crc = crc_at(data, end - 4)[0]
-                    if verify and crc != crc32(mv[pos : end - 4]):
-                        try:
-                            self._frame(name, data, pos, size, alg, verify, ctx)
+                            ev = self._frame(name, data, pos, size, alg, verify, ctx)
                         except EventReadError as exc:
                             return self._read_failed(exc, in_use)
-                    ev = view(
-                        data,
-                        pos,
-                        pos,
-                        when,
-                        code,
-                        server_id,
-                        length,
-                        log_pos,
-                        flags,
-                        end - 4,
-                        crc,
-                        ctx,
-                    )
-                else:
-                    ev = view(
-                        data,
-                        pos,
-                        pos,
-                        when,
-                        code,
-                        server_id,
-                        length,
-                        log_pos,
-                        flags,
-                        end,
-                        None,
-                        ctx,
-                    )
-                if stop is not None and pos >= stop:
-                    self.stop_reached = True
-                    return OK_STOP
-                if simple and code != GTID_EVENT and code != GTID_LIST_EVENT:
-                    # process_event with nothing to filter: straight to the printer.
-                    try:
-                        print_event(ev)
-                    except MissingFormatDescription as exc:
-                        self.error(exc.reason)
-                        return ERROR_STOP
-                    except FlashbackError:
-                        return self._flashback_error()
-                    except DecodeError as exc:
-                        self.printer.drop_event(ev.position)
-                        self.error(
-                            self._read_error_text(name, ev.position, str(exc.reason))
+                        if code == START_EVENT_V3:
+                            # MySQL 4.x: no Format_description; the Start_v3 sets the v3 layout.
+                            try:
+                                ctx = ev.ctx = ev.decoded().context()
+                            except DecodeError as exc:
+                                self.error(self._read_error_text(name, pos, str(exc)))
+                                return ERROR_STOP
+                            p.ctx = ctx
+                        if code == FORMAT_DESCRIPTION_EVENT:
+                            try:
+                                fde = ev.decoded()
+                            except DecodeError as exc:
+                                self.error(self._read_error_text(name, pos, str(exc)))
+                                return ERROR_STOP
+                            ctx = ev.ctx = fde.context()
+                            alg = fde.checksum_alg
+                            in_use = bool(ev.flags & 1)
+                            p.ctx = ctx
+                            p.checksum_alg = alg
+                            p.options_written = options_written(fde.server_version)
+                    elif alg == CHECKSUM_CRC32:
+                        crc = crc_at(data, end - 4)[0]
+                        if verify and crc != crc32(mv[pos : end - 4]):
+                            try:
+                                self._frame(name, data, pos, size, alg, verify, ctx)
+                            except EventReadError as exc:
+                                return self._read_failed(exc, in_use)
+                        ev = view(
+                            data,
+                            pos,
+                            pos,
+                            when,
+                            code,
+                            server_id,
+                            length,
+                            log_pos,
+                            flags,
+                            end - 4,
+                            crc,
+                            ctx,
                         )
-                        return ERROR_STOP
-                else:
-                    retval = process(ev, name)
-                    if retval:
-                        return retval
-                pos = end
+                    else:
+                        ev = view(
+                            data,
+                            pos,
+                            pos,
+                            when,
+                            code,
+                            server_id,
+                            length,
+                            log_pos,
+                            flags,
+                            end,
+                            None,
+                            ctx,
+                        )
+                    if stop is not None and pos >= stop:
+                        self.stop_reached = True
+                        return OK_STOP
+                    if simple and code != GTID_EVENT and code != GTID_LIST_EVENT:
+                        # process_event with nothing to filter: straight to the printer.
+                        try:
+                            print_event(ev)
+                        except MissingFormatDescription as exc:
+                            self.error(exc.reason)
+                            return ERROR_STOP
+                        except FlashbackError:
+                            return self._flashback_error()
+                        except DecodeError as exc:
+                            self.printer.drop_event(ev.position)
+                            self.error(
+                                self._read_error_text(name, ev.position, str(exc.reason))
+                            )
+                            return ERROR_STOP
+                    else:
+                        retval = process(ev, name)
+                        if retval:
+                            return retval
+                    pos = end
                 if len(out) > 4096 or pos >= checkpoint:
                     checkpoint = pos + DRAIN_STEP
                     p.drain()
@@ -707,6 +720,13 @@ class Dumper:
         finally:
             mv.release()
         return OK_CONTINUE
+
+    def _accept_gtid(self, domain: int, server: int, seq: int) -> bool:
+        """The simple path's GTID check (as :meth:`process`), for the printer's compiled
+        groups: False once the strict-mode validator stopped the reading."""
+        filt = self.gtid_filter
+        filt.accept(Gtid(domain, server, seq))
+        return not filt.stopped
 
     def _read_failed(self, exc: EventReadError, in_use: bool) -> int:
         """A damaged event: the end of an in-use binlog (as the tool treats it), else an error.

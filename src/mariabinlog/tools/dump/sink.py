@@ -58,6 +58,13 @@ class EventSink:
         """Take one accepted event."""
         raise NotImplementedError
 
+    def print_groups(
+        self, data: Any, pos: int, limit: int, soft: int, verify: bool, accept: Callable[[int, int, int], bool]
+    ) -> tuple[int, bool]:
+        """Whole groups at once (the text printer's compiled path); the others take events one
+        by one: nothing done here."""
+        return pos, False
+
     def drop_event(self, position: int) -> None:
         """Forget what was written of the event at ``position``, which failed to decode: a sink
         takes whole events only, so nothing of it is pending."""

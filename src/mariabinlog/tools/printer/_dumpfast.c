@@ -30,10 +30,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../codec/_event.h"
 #include "../../codec/rows/_decimal.h"
 
 /* Bump together with base._FAST_VERSION whenever the plan or a signature changes. */
-#define FAST_VERSION 1
+#define FAST_VERSION 2
 
 /* ------------------------------------------------------------------ output buffer */
 
@@ -111,23 +112,14 @@ static void init_b64_pairs(void) {
     }
 }
 
-static PyObject *base64_lines(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    const unsigned char *src = view.buf;
-    Py_ssize_t n = view.len;
+/* Size of the base64 lines of n bytes (my_base64_encode + "\n", as base64.encodebytes). */
+static inline Py_ssize_t b64_size(Py_ssize_t n) {
     Py_ssize_t full = n / 57, rest = n % 57;
-    Py_ssize_t size = full * 77 + (rest ? (rest + 2) / 3 * 4 + 1 : 0);
-    if (n == 0)
-        size = 1; /* b2a_base64(b"") is b"\n" */
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
-    if (out == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    char *dst = PyBytes_AS_STRING(out);
-    Py_BEGIN_ALLOW_THREADS
+    return n == 0 ? 1 : full * 77 + (rest ? (rest + 2) / 3 * 4 + 1 : 0);
+}
+
+/* Write the b64_size(n) bytes of the base64 lines of src to dst. */
+static void b64_encode(char *dst, const unsigned char *src, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n) {
         Py_ssize_t line_end = i + 57 < n ? i + 57 : n;
@@ -153,9 +145,31 @@ static PyObject *base64_lines(PyObject *self, PyObject *arg) {
     }
     if (n == 0)
         *dst = '\n';
-    Py_END_ALLOW_THREADS
+}
+
+static PyObject *base64_lines(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, b64_size(view.len));
+    if (out != NULL) {
+        char *dst = PyBytes_AS_STRING(out);
+        Py_BEGIN_ALLOW_THREADS
+        b64_encode(dst, view.buf, view.len);
+        Py_END_ALLOW_THREADS
+    }
     PyBuffer_Release(&view);
     return out;
+}
+
+/* Append the base64 lines of n bytes to b. */
+static int buf_b64(Buf *b, const unsigned char *src, Py_ssize_t n) {
+    Py_ssize_t size = b64_size(n);
+    if (buf_reserve(b, size) < 0)
+        return -1;
+    b64_encode(b->data + b->len, src, n);
+    b->len += size;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -233,27 +247,19 @@ static int count_image(const unsigned char *d, Py_ssize_t *ppos, Py_ssize_t end,
     return 0;
 }
 
-static PyObject *count_rows(PyObject *self, PyObject *args) {
-    Py_buffer view, cols_view, ai_view;
-    Py_ssize_t pos, end, width;
-    PyObject *sizes_obj, *ai_obj;
-    if (!PyArg_ParseTuple(args, "y*nnO!ny*O", &view, &pos, &end, &PyTuple_Type, &sizes_obj, &width, &cols_view,
-                          &ai_obj))
-        return NULL;
-    long *sizes = NULL;
-    Py_ssize_t *cols = NULL, *cols_ai = NULL;
-    Py_ssize_t ncols = 0, ncols_ai = 0;
-    int have_ai = ai_obj != Py_None;
-    PyObject *result = NULL;
-    if (have_ai && PyObject_GetBuffer(ai_obj, &ai_view, PyBUF_SIMPLE) < 0)
-        goto done_noai;
+/* Rows_log_event::count_row_events over d[pos:end] with the size codes ``sizes``; the number
+ * of rows, or -1 with a Python error. */
+static long long count_core(const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, PyObject *sizes_obj,
+                            Py_ssize_t width, const unsigned char *cols, Py_ssize_t cols_len,
+                            const unsigned char *ai, Py_ssize_t ai_len) {
+    long long n = -1;
     Py_ssize_t nsizes = PyTuple_GET_SIZE(sizes_obj);
     if (width > nsizes)
         width = nsizes;
-    sizes = PyMem_Malloc(sizeof(long) * (nsizes + 1));
-    cols = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
-    cols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
-    if (!sizes || !cols || !cols_ai) {
+    long *sizes = PyMem_Malloc(sizeof(long) * (nsizes + 1));
+    Py_ssize_t *pcols = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
+    Py_ssize_t *pcols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
+    if (!sizes || !pcols || !pcols_ai) {
         PyErr_NoMemory();
         goto done;
     }
@@ -262,30 +268,42 @@ static PyObject *count_rows(PyObject *self, PyObject *args) {
         if (sizes[i] == -1 && PyErr_Occurred())
             goto done;
     }
-    ncols = present_columns(cols_view.buf, cols_view.len, width, cols);
-    if (have_ai)
-        ncols_ai = present_columns(ai_view.buf, ai_view.len, width, cols_ai);
-    if (end > view.len)
-        end = view.len;
-    {
-        const unsigned char *d = view.buf;
-        long long n = 0;
-        while (pos < end) {
-            n++;
-            if (count_image(d, &pos, end, sizes, cols, ncols))
-                break;
-            if (have_ai && count_image(d, &pos, end, sizes, cols_ai, ncols_ai))
-                break;
-        }
-        result = PyLong_FromLongLong(n);
+    Py_ssize_t ncols = present_columns(cols, cols_len, width, pcols);
+    Py_ssize_t ncols_ai = ai != NULL ? present_columns(ai, ai_len, width, pcols_ai) : 0;
+    n = 0;
+    while (pos < end) {
+        n++;
+        if (count_image(d, &pos, end, sizes, pcols, ncols))
+            break;
+        if (ai != NULL && count_image(d, &pos, end, sizes, pcols_ai, ncols_ai))
+            break;
     }
 done:
-    if (have_ai)
-        PyBuffer_Release(&ai_view);
-done_noai:
     PyMem_Free(sizes);
-    PyMem_Free(cols);
-    PyMem_Free(cols_ai);
+    PyMem_Free(pcols);
+    PyMem_Free(pcols_ai);
+    return n;
+}
+
+static PyObject *count_rows(PyObject *self, PyObject *args) {
+    Py_buffer view, cols_view, ai_view;
+    Py_ssize_t pos, end, width;
+    PyObject *sizes_obj, *ai_obj;
+    if (!PyArg_ParseTuple(args, "y*nnO!ny*O", &view, &pos, &end, &PyTuple_Type, &sizes_obj, &width, &cols_view,
+                          &ai_obj))
+        return NULL;
+    PyObject *result = NULL;
+    int have_ai = ai_obj != Py_None;
+    if (!have_ai || PyObject_GetBuffer(ai_obj, &ai_view, PyBUF_SIMPLE) == 0) {
+        if (end > view.len)
+            end = view.len;
+        long long n = count_core(view.buf, pos, end, sizes_obj, width, cols_view.buf, cols_view.len,
+                                 have_ai ? ai_view.buf : NULL, have_ai ? ai_view.len : 0);
+        if (n >= 0)
+            result = PyLong_FromLongLong(n);
+        if (have_ai)
+            PyBuffer_Release(&ai_view);
+    }
     PyBuffer_Release(&view);
     PyBuffer_Release(&cols_view);
     return result;
@@ -585,6 +603,79 @@ static int put_image(Buf *out, const VCol *plan, const Py_ssize_t *cols, Py_ssiz
     return 0;
 }
 
+/* The "###" lines of d[pos:end] (kind 0 insert, 1 delete, 2 update, whose after-image bitmap
+ * is ``ai``) appended to out, the number of rows in *nrows: 0, else 1 (fall back to the
+ * Python printer) or -1 (a Python error). */
+static int verbose_core(Buf *out, const unsigned char *d, Py_ssize_t pos, Py_ssize_t end, int kind,
+                        Py_ssize_t width, const unsigned char *cols_bits, Py_ssize_t cols_len,
+                        const unsigned char *ai, Py_ssize_t ai_len, PyObject *plan_obj, const char *header,
+                        Py_ssize_t header_len, int verbose, long long *nrows) {
+    static const char *clause1[] = {"### SET\n", "### WHERE\n", "### WHERE\n"};
+    int status = 1;
+    Py_ssize_t nplan = PyTuple_GET_SIZE(plan_obj);
+    if (width > nplan || (kind == 2) != (ai != NULL) || pos >= end)
+        return 1;
+    VCol *plan = PyMem_Calloc(nplan + 1, sizeof(VCol));
+    Py_ssize_t *cols = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
+    Py_ssize_t *cols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
+    if (!plan || !cols || !cols_ai) {
+        PyErr_NoMemory();
+        status = -1;
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nplan; i++) {
+        PyObject *t = PyTuple_GET_ITEM(plan_obj, i);
+        char *label, *comment, *null_comment;
+        Py_ssize_t label_len, comment_len, null_comment_len;
+        if (!PyArg_ParseTuple(t, "illy#y#y#", &plan[i].op, &plan[i].a, &plan[i].b, &label, &label_len, &comment,
+                              &comment_len, &null_comment, &null_comment_len)) {
+            status = -1;
+            goto done;
+        }
+        plan[i].label = label;
+        plan[i].label_len = label_len;
+        plan[i].comment = comment;
+        plan[i].comment_len = comment_len;
+        plan[i].null_comment = null_comment;
+        plan[i].null_comment_len = null_comment_len;
+    }
+    Py_ssize_t ncols = present_columns(cols_bits, cols_len, width, cols);
+    Py_ssize_t ncols_ai = ai != NULL ? present_columns(ai, ai_len, width, cols_ai) : 0;
+    if (ncols == 0 || (ai != NULL && ncols_ai == 0))
+        goto done;
+    long long n = 0;
+    while (pos < end) {
+        if (buf_put(out, header, header_len) < 0 || buf_put(out, clause1[kind], strlen(clause1[kind])) < 0) {
+            status = -1;
+            goto done;
+        }
+        int r = put_image(out, plan, cols, ncols, d, &pos, end, verbose);
+        if (r) {
+            status = r;
+            goto done;
+        }
+        if (kind == 2) {
+            if (buf_put(out, "### SET\n", 8) < 0) {
+                status = -1;
+                goto done;
+            }
+            r = put_image(out, plan, cols_ai, ncols_ai, d, &pos, end, verbose);
+            if (r) {
+                status = r;
+                goto done;
+            }
+        }
+        n++;
+    }
+    *nrows = n;
+    status = 0;
+done:
+    PyMem_Free(plan);
+    PyMem_Free(cols);
+    PyMem_Free(cols_ai);
+    return status;
+}
+
 static PyObject *verbose_rows(PyObject *self, PyObject *args) {
     Py_buffer view, cols_view, header_view, ai_view;
     Py_ssize_t pos, end, width;
@@ -595,82 +686,401 @@ static PyObject *verbose_rows(PyObject *self, PyObject *args) {
         return NULL;
     int have_ai = ai_obj != Py_None;
     PyObject *result = NULL;
-    VCol *plan = NULL;
-    Py_ssize_t *cols = NULL, *cols_ai = NULL;
     Buf out = {NULL, 0, 0};
-    if (have_ai && PyObject_GetBuffer(ai_obj, &ai_view, PyBUF_SIMPLE) < 0) {
-        have_ai = 0;
-        goto done;
-    }
-    Py_ssize_t nplan = PyTuple_GET_SIZE(plan_obj);
-    if (width > nplan || (kind == 2) != have_ai || end > view.len || pos >= end)
-        goto fallback;
-    plan = PyMem_Calloc(nplan + 1, sizeof(VCol));
-    cols = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
-    cols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (width + 1));
-    if (!plan || !cols || !cols_ai) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nplan; i++) {
-        PyObject *t = PyTuple_GET_ITEM(plan_obj, i);
-        char *label, *comment, *null_comment;
-        Py_ssize_t label_len, comment_len, null_comment_len;
-        if (!PyArg_ParseTuple(t, "illy#y#y#", &plan[i].op, &plan[i].a, &plan[i].b, &label, &label_len, &comment,
-                              &comment_len, &null_comment, &null_comment_len))
-            goto done;
-        plan[i].label = label;
-        plan[i].label_len = label_len;
-        plan[i].comment = comment;
-        plan[i].comment_len = comment_len;
-        plan[i].null_comment = null_comment;
-        plan[i].null_comment_len = null_comment_len;
-    }
-    Py_ssize_t ncols = present_columns(cols_view.buf, cols_view.len, width, cols);
-    Py_ssize_t ncols_ai = have_ai ? present_columns(ai_view.buf, ai_view.len, width, cols_ai) : 0;
-    if (ncols == 0 || (have_ai && ncols_ai == 0))
-        goto fallback;
-    static const char *clause1[] = {"### SET\n", "### WHERE\n", "### WHERE\n"};
-    const unsigned char *d = view.buf;
-    long long nrows = 0;
-    while (pos < end) {
-        if (buf_put(&out, header_view.buf, header_view.len) < 0 || buf_put(&out, clause1[kind], strlen(clause1[kind])) < 0)
-            goto done;
-        int r = put_image(&out, plan, cols, ncols, d, &pos, end, verbose);
-        if (r < 0)
-            goto done;
-        if (r)
-            goto fallback;
-        if (kind == 2) {
-            if (buf_put(&out, "### SET\n", 8) < 0)
-                goto done;
-            r = put_image(&out, plan, cols_ai, ncols_ai, d, &pos, end, verbose);
-            if (r < 0)
-                goto done;
-            if (r)
-                goto fallback;
+    if (!have_ai || PyObject_GetBuffer(ai_obj, &ai_view, PyBUF_SIMPLE) == 0) {
+        long long nrows = 0;
+        int r = end > view.len ? 1
+                               : verbose_core(&out, view.buf, pos, end, kind, width, cols_view.buf, cols_view.len,
+                                              have_ai ? ai_view.buf : NULL, have_ai ? ai_view.len : 0, plan_obj,
+                                              header_view.buf, header_view.len, verbose, &nrows);
+        if (r == 0) {
+            PyObject *text = PyBytes_FromStringAndSize(out.data, out.len);
+            if (text != NULL)
+                result = Py_BuildValue("(NL)", text, nrows);
+        } else if (r == 1) {
+            result = Py_NewRef(Py_None);
         }
-        nrows++;
+        if (have_ai)
+            PyBuffer_Release(&ai_view);
     }
-    {
-        PyObject *text = PyBytes_FromStringAndSize(out.data, out.len);
-        if (text != NULL) {
-            result = Py_BuildValue("(NL)", text, nrows);
-        }
-    }
-    goto done;
-fallback:
-    result = Py_NewRef(Py_None);
-done:
     PyMem_Free(out.data);
-    PyMem_Free(plan);
-    PyMem_Free(cols);
-    PyMem_Free(cols_ai);
-    if (have_ai)
-        PyBuffer_Release(&ai_view);
     PyBuffer_Release(&view);
     PyBuffer_Release(&cols_view);
     PyBuffer_Release(&header_view);
+    return result;
+}
+
+/* ------------------------------------------------------------------ print_groups */
+
+/* The whole-group printer: mariadb-binlog's output of the ordinary OLTP transaction
+ * (GTID, then Annotate_rows, Table_map and rows events, then Xid) in one call per run of
+ * groups, the exact counterpart of printer.Printer.print_event over those events (the
+ * Python families stay the reference; tests compare both on every corpus binlog).  A
+ * group is printed whole or not at all: the first one with anything else (another event
+ * type, a flag, a table map or rows event the Python printer has not met yet, a CRC
+ * mismatch, data the ### printer falls back on) ends the call before it, and the Python
+ * printer takes that group event by event. */
+
+typedef struct {
+    int checksum, verify, positions, encoded, verbose, row_count, skip_annotate;
+    const unsigned char *rows_post; /* post-header lengths of types 23-25, 30-32 */
+    PyObject *tables, *table_maps, *timestamp, *accept;
+    uint32_t ts_when;               /* the header timestamp last rendered */
+    char ts_text[32];
+    Py_ssize_t ts_len;
+} GroupCfg;
+
+/* The printed GTID session variables: skip_parallel_replication, gtid_domain_id, server_id. */
+typedef struct {
+    long ap_printed, ap, dom_printed, dom, srv_printed, srv, flags2;
+} Session;
+
+static const char *const ROWS_NAMES[3] = {"Write_rows", "Update_rows", "Delete_rows"};
+static const char *const ROWS_COMMANDS[3] = {"### INSERT INTO ", "### UPDATE ", "### DELETE FROM "};
+static const int ROWS_KIND_CODE[3] = {0, 2, 1}; /* verbose_core's kinds: insert 0, delete 1, update 2 */
+static const char DELIM_NL[] = "/*!*/;\n";
+
+/* Row event type -> 0 write, 1 update, 2 delete (v1 and v2), -1 for anything else. */
+static inline int rows_op(unsigned type) {
+    if (type >= 23 && type <= 25)
+        return (int)type - 23;
+    if (type >= 30 && type <= 32)
+        return (int)type - 30;
+    return -1;
+}
+
+static inline int put_s(Buf *b, const char *s) { return buf_put(b, s, (Py_ssize_t)strlen(s)); }
+static inline int put_u(Buf *b, uint64_t v) { return put_upad(b, v, 1); }
+
+static int put_hex8(Buf *b, uint32_t v) {
+    static const char hex[] = "0123456789abcdef";
+    char t[8];
+    for (int i = 7; i >= 0; i--, v >>= 4)
+        t[i] = hex[v & 15];
+    return buf_put(b, t, 8);
+}
+
+/* PrintContext.header: "#<time> server id N  end_log_pos N[ CRC32 0x...] " (0, or -1 error). */
+static int put_header(Buf *b, GroupCfg *c, const EvHeader *h, uint32_t crc) {
+    if (c->ts_len < 0 || h->when != c->ts_when) {
+        PyObject *text = PyObject_CallFunction(c->timestamp, "k", (unsigned long)h->when);
+        if (text == NULL)
+            return -1;
+        if (!PyBytes_Check(text) || PyBytes_GET_SIZE(text) >= (Py_ssize_t)sizeof c->ts_text) {
+            Py_DECREF(text);
+            PyErr_SetString(PyExc_TypeError, "timestamp() must return a short bytes object");
+            return -1;
+        }
+        c->ts_len = PyBytes_GET_SIZE(text);
+        memcpy(c->ts_text, PyBytes_AS_STRING(text), c->ts_len);
+        c->ts_when = h->when;
+        Py_DECREF(text);
+    }
+    if (buf_put(b, "#", 1) < 0 || buf_put(b, c->ts_text, c->ts_len) < 0 || put_s(b, " server id ") < 0 ||
+        put_u(b, h->server_id) < 0 || put_s(b, "  end_log_pos ") < 0 || put_u(b, h->log_pos) < 0)
+        return -1;
+    if (c->checksum)
+        return put_s(b, " CRC32 0x") < 0 || put_hex8(b, crc) < 0 || buf_put(b, " ", 1) < 0 ? -1 : 0;
+    return buf_put(b, " ", 1);
+}
+
+/* An attribute of a TableInfo of the expected type, borrowed (the info keeps it), or NULL
+ * (with no Python error) when it is not that type yet. */
+static PyObject *info_attr(PyObject *info, const char *name, PyTypeObject *type) {
+    PyObject *v = PyObject_GetAttrString(info, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(v); /* the TableInfo holds a reference for as long as we use it */
+    return Py_IS_TYPE(v, type) ? v : NULL;
+}
+
+/* The Annotate_rows text as _print_annotate prints it: "#Q> " before every non-empty line. */
+static int put_annotate(Buf *b, const unsigned char *t, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t j = i;
+        while (j < n && t[j] != '\n' && t[j] != '\r')
+            j++;
+        if (j > i && (put_s(b, "#Q> ") < 0 || buf_put(b, (const char *)t + i, j - i) < 0 || buf_put(b, "\n", 1) < 0))
+            return -1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* One group at d[pos:limit] into out (head, body and tail are the tool's caches, empty on
+ * entry and on success): 0 printed (*gend its end, *gtid its id), 1 not for this path
+ * (out may hold part of it), -1 a Python error. */
+static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
+                       Buf *head, Buf *body, Buf *tail, Py_ssize_t *gend, EvGtid *gtid, uint32_t *gserver) {
+    int crc_len = c->checksum ? 4 : 0;
+    const unsigned char *annotate = NULL; /* the kept Annotate_rows event, printed with the next Table_map */
+    EvHeader ah;
+    uint32_t acrc = 0;
+    long long row_events = 0;
+    int first = 1;
+    for (;;) {
+        if (pos + EV_HEADER_LEN > limit)
+            return 1;
+        const unsigned char *p = d + pos;
+        EvHeader h;
+        ev_header(p, &h);
+        Py_ssize_t end = pos + (Py_ssize_t)h.length;
+        if (h.length < 23 || end > limit || (h.flags & EV_SKIP_REPLICATION_F))
+            return 1;
+        uint32_t crc = 0;
+        if (crc_len) {
+            crc = le32(d + end - 4);
+            if (c->verify && crc32_of(p, h.length - 4) != crc)
+                return 1;
+        }
+        const unsigned char *b = p + EV_HEADER_LEN;
+        Py_ssize_t n = (Py_ssize_t)h.length - EV_HEADER_LEN - crc_len;
+        if (first != (h.type == EV_GTID))
+            return 1;
+        if (c->positions && (put_s(out, "# at ") < 0 || put_u(out, pos) < 0 || buf_put(out, "\n", 1) < 0))
+            return -1;
+        if (h.type == EV_GTID) {
+            EvGtid g;
+            if (ev_gtid(b, n, &g) || (g.flags2 & EV_FL_STANDALONE))
+                return 1;
+            if (put_header(out, c, &h, crc) < 0 || put_s(out, "\tGTID ") < 0 || put_u(out, g.domain_id) < 0 ||
+                buf_put(out, "-", 1) < 0 || put_u(out, h.server_id) < 0 || buf_put(out, "-", 1) < 0 ||
+                put_u(out, g.seq_no) < 0)
+                return -1;
+            if ((g.flags2 & EV_FL_GROUP_COMMIT_ID) && (put_s(out, " cid=") < 0 || put_u(out, g.commit_id) < 0))
+                return -1;
+            if (((g.flags2 & EV_FL_DDL) && put_s(out, " ddl") < 0) ||
+                ((g.flags2 & EV_FL_TRANSACTIONAL) && put_s(out, " trans") < 0) ||
+                ((g.flags2 & EV_FL_WAITED) && put_s(out, " waited") < 0) || buf_put(out, "\n", 1) < 0)
+                return -1;
+            long allow = (g.flags2 & EV_FL_ALLOW_PARALLEL) != 0;
+            if (!s->ap_printed || s->ap != allow) {
+                if (put_s(out, "/*M!100101 SET @@session.skip_parallel_replication=") < 0 ||
+                    put_u(out, allow ? 0 : 1) < 0 || put_s(out, "*/") < 0 || put_s(out, DELIM_NL) < 0)
+                    return -1;
+                s->ap = allow;
+                s->ap_printed = 1;
+            }
+            if (!s->dom_printed || s->dom != (long)g.domain_id) {
+                if (put_s(out, "/*M!100001 SET @@session.gtid_domain_id=") < 0 || put_u(out, g.domain_id) < 0 ||
+                    put_s(out, "*/") < 0 || put_s(out, DELIM_NL) < 0)
+                    return -1;
+                s->dom = (long)g.domain_id;
+                s->dom_printed = 1;
+            }
+            if (!s->srv_printed || s->srv != (long)h.server_id) {
+                if (put_s(out, "/*M!100001 SET @@session.server_id=") < 0 || put_u(out, h.server_id) < 0 ||
+                    put_s(out, "*/") < 0 || put_s(out, DELIM_NL) < 0)
+                    return -1;
+                s->srv = (long)h.server_id;
+                s->srv_printed = 1;
+            }
+            if (put_s(out, "/*M!100001 SET @@session.gtid_seq_no=") < 0 || put_u(out, g.seq_no) < 0 ||
+                put_s(out, "*/") < 0 || put_s(out, DELIM_NL) < 0 || put_s(out, "START TRANSACTION\n/*!*/;\n") < 0)
+                return -1;
+            s->flags2 = g.flags2;
+            *gtid = g;
+            *gserver = h.server_id;
+            first = 0;
+        } else if (h.type == EV_ANNOTATE_ROWS) {
+            if (!c->skip_annotate) {
+                annotate = p;
+                ah = h;
+                acrc = crc;
+            }
+        } else if (h.type == EV_TABLE_MAP) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)b, n);
+            if (key == NULL)
+                return -1;
+            PyObject *info = PyDict_GetItemWithError(c->tables, key);
+            Py_DECREF(key);
+            if (info == NULL)
+                return PyErr_Occurred() ? -1 : 1;
+            PyObject *line = info_attr(info, "line", &PyBytes_Type);
+            PyObject *table_id = info_attr(info, "table_id", &PyLong_Type);
+            if (line == NULL || table_id == NULL)
+                return 1;
+            if (annotate != NULL) {
+                const unsigned char *t = annotate + EV_HEADER_LEN;
+                Py_ssize_t tn = (Py_ssize_t)ah.length - EV_HEADER_LEN - crc_len;
+                if (put_header(head, c, &ah, acrc) < 0 || put_s(head, "\tAnnotate_rows:\n") < 0 ||
+                    put_annotate(head, t, tn) < 0)
+                    return -1;
+                annotate = NULL;
+            }
+            if (put_header(head, c, &h, crc) < 0 || buf_put(head, PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line)) < 0)
+                return -1;
+            if (c->encoded && buf_b64(body, p, h.length) < 0)
+                return -1;
+            if ((c->verbose || c->row_count) && PyDict_SetItem(c->table_maps, table_id, info) < 0)
+                return -1;
+            if (buf_put(out, head->data, head->len) < 0)
+                return -1;
+            head->len = 0;
+        } else if (rows_op(h.type) >= 0) {
+            int op = rows_op(h.type);
+            EvRows r;
+            int post = c->rows_post[h.type <= 25 ? op : 3 + op];
+            if (ev_rows(b, n, post, op == 1, &r))
+                return 1;
+            PyObject *id = PyLong_FromUnsignedLongLong(r.table_id);
+            if (id == NULL)
+                return -1;
+            PyObject *info = PyDict_GetItemWithError(c->table_maps, id);
+            Py_DECREF(id);
+            if (info == NULL)
+                return PyErr_Occurred() ? -1 : 1;
+            int stmt_end = r.flags & 1;
+            if (put_header(head, c, &h, crc) < 0 || buf_put(head, "\t", 1) < 0 || put_s(head, ROWS_NAMES[op]) < 0 ||
+                put_s(head, ": table id ") < 0 || put_u(head, r.table_id) < 0 ||
+                (stmt_end && put_s(head, " flags: STMT_END_F") < 0) || buf_put(head, "\n", 1) < 0)
+                return -1;
+            if (c->encoded && buf_b64(body, p, h.length) < 0)
+                return -1;
+            const unsigned char *rows = b + r.rows_at;
+            Py_ssize_t rows_len = n - r.rows_at;
+            if (c->verbose) {
+                PyObject *plan = info_attr(info, "verbose_plan", &PyTuple_Type);
+                PyObject *names = info_attr(info, "names", &PyBytes_Type);
+                if (plan == NULL || names == NULL || rows_len == 0)
+                    return 1;
+                char hdr[512];
+                Py_ssize_t cmd_len = (Py_ssize_t)strlen(ROWS_COMMANDS[op]), names_len = PyBytes_GET_SIZE(names);
+                if (cmd_len + names_len + 1 > (Py_ssize_t)sizeof hdr)
+                    return 1;
+                memcpy(hdr, ROWS_COMMANDS[op], cmd_len);
+                memcpy(hdr + cmd_len, PyBytes_AS_STRING(names), names_len);
+                hdr[cmd_len + names_len] = '\n';
+                long long nrows = 0;
+                int st = verbose_core(tail, rows, 0, rows_len, ROWS_KIND_CODE[op], r.width, r.cols, r.nbytes,
+                                      r.cols_ai, r.nbytes, plan, hdr, cmd_len + names_len + 1, c->verbose, &nrows);
+                if (st)
+                    return st;
+                row_events += nrows;
+            } else if (c->row_count) {
+                if (op == 0 && rows_len == 0) {
+                    row_events += 1;
+                } else {
+                    PyObject *sizes = info_attr(info, "sizes", &PyTuple_Type);
+                    if (sizes == NULL)
+                        return 1;
+                    long long nrows = count_core(rows, 0, rows_len, sizes, r.width, r.cols, r.nbytes, r.cols_ai,
+                                                 r.nbytes);
+                    if (nrows < 0)
+                        return -1;
+                    row_events += nrows;
+                }
+            }
+            if (stmt_end) {
+                annotate = NULL;
+                if (buf_put(out, head->data, head->len) < 0 ||
+                    (c->encoded && (put_s(out, "\nBINLOG '\n") < 0 || buf_put(out, body->data, body->len) < 0 ||
+                                    put_s(out, "'/*!*/;\n") < 0)) ||
+                    buf_put(out, tail->data, tail->len) < 0)
+                    return -1;
+                if (c->row_count &&
+                    (put_s(out, "# Number of rows: ") < 0 || put_u(out, (uint64_t)row_events) < 0 || buf_put(out, "\n", 1) < 0))
+                    return -1;
+                head->len = body->len = tail->len = 0;
+                row_events = 0;
+            }
+        } else if (h.type == EV_XID) {
+            if (n < 8 || head->len || body->len || tail->len || annotate != NULL)
+                return 1;
+            if (put_header(out, c, &h, crc) < 0 || put_s(out, "\tXid = ") < 0 || put_u(out, le64(b)) < 0 ||
+                put_s(out, "\nCOMMIT/*!*/;\n") < 0)
+                return -1;
+            *gend = end;
+            return 0;
+        } else {
+            return 1;
+        }
+        pos = end;
+    }
+}
+
+/* print_groups(data, pos, limit, soft, cfg, session, tables, table_maps, timestamp, accept)
+ *   -> (pos, text, stopped)
+ * Prints groups from pos while they end by limit, starting none at or past soft.  cfg is
+ * (checksum, verify, positions, encoded, verbose, row_count, skip_annotate, rows_post);
+ * session the list of the GTID session variables (updated); tables the printer's Table_map
+ * cache by body bytes; table_maps its maps by table id (updated); timestamp(when) the
+ * header's time text; accept(domain, server, seq) is called before a group is printed and
+ * says whether reading goes on (stopped True: it did not, and the group was not printed). */
+static PyObject *print_groups(PyObject *self, PyObject *args) {
+    Py_buffer view, post_view;
+    Py_ssize_t pos, limit, soft;
+    PyObject *session_obj;
+    GroupCfg c;
+    c.ts_len = -1;
+    c.ts_when = 0;
+    if (!PyArg_ParseTuple(args, "y*nnn(ppppippy*)O!O!O!OO", &view, &pos, &limit, &soft, &c.checksum, &c.verify,
+                          &c.positions, &c.encoded, &c.verbose, &c.row_count, &c.skip_annotate, &post_view,
+                          &PyList_Type, &session_obj, &PyDict_Type, &c.tables, &PyDict_Type, &c.table_maps,
+                          &c.timestamp, &c.accept))
+        return NULL;
+    PyObject *result = NULL;
+    Buf out = {NULL, 0, 0}, head = {NULL, 0, 0}, body = {NULL, 0, 0}, tail = {NULL, 0, 0};
+    Session s;
+    long *fields[7] = {&s.ap_printed, &s.ap, &s.dom_printed, &s.dom, &s.srv_printed, &s.srv, &s.flags2};
+    int stopped = 0;
+    if (post_view.len != 6 || PyList_GET_SIZE(session_obj) != 7) {
+        PyErr_SetString(PyExc_ValueError, "print_groups: 6 post-header lengths and 7 session fields");
+        goto done;
+    }
+    c.rows_post = post_view.buf;
+    for (int i = 0; i < 7; i++) {
+        *fields[i] = PyLong_AsLong(PyList_GET_ITEM(session_obj, i));
+        if (*fields[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    if (limit > view.len)
+        limit = view.len;
+    while (pos < soft) {
+        Session trial = s;
+        Py_ssize_t mark = out.len, gend = 0;
+        EvGtid g;
+        uint32_t server = 0;
+        head.len = body.len = tail.len = 0;
+        int st = print_group(&c, &trial, view.buf, pos, limit, &out, &head, &body, &tail, &gend, &g, &server);
+        if (st < 0)
+            goto done;
+        if (st) {
+            out.len = mark;
+            break;
+        }
+        PyObject *go = PyObject_CallFunction(c.accept, "kkK", (unsigned long)g.domain_id, (unsigned long)server,
+                                             (unsigned long long)g.seq_no);
+        if (go == NULL)
+            goto done;
+        int more = PyObject_IsTrue(go);
+        Py_DECREF(go);
+        if (more < 0)
+            goto done;
+        if (!more) {
+            out.len = mark;
+            stopped = 1;
+            break;
+        }
+        s = trial;
+        pos = gend;
+    }
+    for (int i = 0; i < 7; i++) {
+        PyObject *v = PyLong_FromLong(*fields[i]);
+        if (v == NULL || PyList_SetItem(session_obj, i, v) < 0)
+            goto done;
+    }
+    result = Py_BuildValue("(ny#O)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False);
+done:
+    PyMem_Free(out.data);
+    PyMem_Free(head.data);
+    PyMem_Free(body.data);
+    PyMem_Free(tail.data);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&post_view);
     return result;
 }
 
@@ -680,6 +1090,7 @@ static PyMethodDef methods[] = {
     {"base64_lines", base64_lines, METH_O, "base64 of a buffer in 76-character lines, each ending with a newline."},
     {"count_rows", count_rows, METH_VARARGS, "Rows_log_event::count_row_events over rows data."},
     {"verbose_rows", verbose_rows, METH_VARARGS, "The ### lines of -v/-vv and the row count, or None (fall back)."},
+    {"print_groups", print_groups, METH_VARARGS, "Whole ordinary groups as the printer prints them: (pos, text, stopped)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -687,6 +1098,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dumpfast", NULL, -1
 
 PyMODINIT_FUNC PyInit__dumpfast(void) {
     init_b64_pairs();
+    crc_init();
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddIntConstant(m, "FAST_VERSION", FAST_VERSION) < 0) {
         Py_DECREF(m);

@@ -32,6 +32,7 @@ from ...codec.events import (
     ANNOTATE_ROWS_EVENT,
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
+    CHECKSUM_CRC32,
     EXECUTE_LOAD_QUERY_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -62,6 +63,7 @@ from ...codec.events import (
 from ...codec.primitives import need_within
 from ...errors import DecodeError
 from .base import (
+    _fast,
     BASE64_DECODE_ROWS,
     _base64_lines,
     BASE64_NEVER,
@@ -76,6 +78,9 @@ from .query import QueryFamily
 from .rows import ROW_EVENT_TYPES, RowsFamily
 
 
+
+#: The rows event types of print_groups' post-header lengths (v1, then v2), as _dumpfast.c takes them.
+_ROWS_CODES = (23, 24, 25, 30, 31, 32)
 
 #: The one incident an Incident event may report (sql/rpl_constants.h INCIDENT_LOST_EVENTS).
 INCIDENT_LOST_EVENTS = 1
@@ -206,6 +211,59 @@ class Printer:
         else:
             self.pc.skip_replication_statement(ev.flags)
             self.other(ev)
+
+    def print_groups(
+        self, data: Any, pos: int, limit: int, soft: int, verify: bool, accept: Callable[[int, int, int], bool]
+    ) -> tuple[int, bool]:
+        """Print whole ordinary groups (GTID, Annotate_rows, Table_map, rows events, Xid) from
+        ``pos`` in compiled code, as :meth:`print_event` prints them event by event; groups
+        must end by ``limit`` and none starts at or past ``soft``.  ``accept(domain, server,
+        seq)`` sees each group's GTID before it is printed and says whether reading goes on.
+        Returns the position reached (``pos`` when the group there is for :meth:`print_event`)
+        and whether ``accept`` stopped the reading."""
+        cfg = self._group_cfg(verify)
+        if cfg is None:
+            return pos, False
+        gtid, rows = self._gtid, self._rows
+        session = [
+            gtid.allow_parallel_printed, gtid.allow_parallel, gtid.domain_id_printed, gtid.domain_id,
+            gtid.server_id_printed, gtid.server_id, self.pc.gtid_flags2,
+        ]
+        done, text, stopped = _fast.print_groups(
+            data, pos, limit, soft, cfg, session, rows.table_cache, rows.table_maps, self.pc.timestamp, accept
+        )
+        if done != pos:
+            self.out.append(text)
+            (gtid.allow_parallel_printed, gtid.allow_parallel, gtid.domain_id_printed, gtid.domain_id,
+             gtid.server_id_printed, gtid.server_id, self.pc.gtid_flags2) = session
+            self.pc.gtid_flags_extra = 0
+        return done, stopped
+
+    def _group_cfg(self, verify: bool) -> tuple[Any, ...] | None:
+        """print_groups' settings, or None when the printer's options or
+        state need the event-by-event path (filters, flashback, hexdump, a pending statement ...)."""
+        if _fast is None:
+            return None
+        opt, pc, rows = self.opt, self.pc, self._rows
+        ctx = pc.ctx
+        if (
+            opt.short_form or opt.flashback or opt.hexdump or opt.print_table_metadata or opt.rewrite_db
+            or opt.database is not None or opt.table is not None or opt.base64_mode == BASE64_NEVER
+            or pc.schema is not None or pc.skip_replication or (pc.encoded and not pc.printed_fd_event)
+            or ctx.binlog_version != 4 or ctx.header_len != 19
+            or pc.head or pc.body or pc.tail or rows.annotate is not None or rows.row_events or rows.ignored_maps
+        ):
+            return None
+        return (
+            pc.checksum_alg == CHECKSUM_CRC32,
+            verify,
+            self._positions,
+            pc.encoded,
+            opt.verbose,
+            opt.print_row_count,
+            opt.skip_annotate,
+            bytes(ctx.post_header_len(code) for code in _ROWS_CODES),
+        )
 
     def _build_dispatch(self) -> None:
         """The one table from event type to its family's handler (bound once, here)."""

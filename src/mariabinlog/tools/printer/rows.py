@@ -151,6 +151,7 @@ class TableInfo:
         "flags",
         "full_sizes",
         "line",
+        "names",
         "raw_schema",
         "raw_table",
         "schema",
@@ -173,6 +174,11 @@ class TableInfo:
         self.full_sizes = full_size_codes(event.column_types, event.column_meta, self.sizes)
         self.verbose_plan: object | None = None
         self.line: bytes | None = None
+        #: ```db`.`table``` as the ``###`` lines name it (``--rewrite-db``'s new database).
+        self.names = b"%s.%s" % (
+            _backtick(event.schema.encode("utf-8", "surrogateescape")),
+            _backtick(event.table.encode("utf-8", "surrogateescape")),
+        )
 
 
 class _RowsForSql:
@@ -223,11 +229,7 @@ def render_rows(
 ) -> int:
     """Rows_log_event::print_verbose: append the ``###`` lines of ``data[start:end]``, return the rows printed."""
     kind = ROWS_KIND[code]
-    header = b"### %s %s.%s\n" % (
-        _COMMAND[kind],
-        _backtick(info.event.schema.encode("utf-8", "surrogateescape")),
-        _backtick(info.event.table.encode("utf-8", "surrogateescape")),
-    )
+    header = b"### %s %s\n" % (_COMMAND[kind], info.names)
     if _fast is not None and start < end:
         plan = info.verbose_plan
         if plan is None:
@@ -400,7 +402,7 @@ class RowsFamily(PrintFamily):
         self.tail = pc.tail
         self.encoded = pc.encoded
         #: Decoded Table_maps with their row-size plans, by body bytes (one cache per dump).
-        self._table_cache: dict[bytes, TableInfo] = {}
+        self.table_cache: dict[bytes, TableInfo] = {}
         #: The rows events of the current statement (raw bytes with their flags already
         #: rewritten), printed in reverse order at its last event.
         self.flashback_stmt: list[tuple[bytes, int, int]] = []
@@ -421,7 +423,7 @@ class RowsFamily(PrintFamily):
     def table_info(self, ev: EventView) -> TableInfo:
         """The (cached) TableInfo of a Table_map event."""
         key = bytes(ev.buf[ev.body_pos : ev.body_end])
-        info = self._table_cache.get(key)
+        info = self.table_cache.get(key)
         if info is None:
             tm = ev.decoded()
             # the names' bytes as logged (the decoder's surrogateescape round-trips them)
@@ -434,9 +436,9 @@ class RowsFamily(PrintFamily):
                 tm = copy.copy(tm)
                 tm.schema = new_db.decode("utf-8", "surrogateescape")
             info = TableInfo(tm, raw_schema, raw_table, new_db)
-            if len(self._table_cache) > 10000:
-                self._table_cache.clear()
-            self._table_cache[key] = info
+            if len(self.table_cache) > 10000:
+                self.table_cache.clear()
+            self.table_cache[key] = info
         return info
 
     def table_map(self, ev: EventView) -> None:

@@ -1,0 +1,236 @@
+"""``dump``'s compiled whole-group path (``_dumpfast.print_groups``) against the printer's
+event-by-event path, and both against the real ``mariadb-binlog``.
+
+The compiled path prints the ordinary OLTP transaction (GTID, Annotate_rows, Table_map,
+rows events, Xid) a whole group at a time and hands anything else to the Python printer
+event by event.  Every corpus binlog, with every option the compiled path honours, prints
+the same bytes, stderr and exit status both ways.  A binlog written by a real server in
+production's shape (four GTID domains, four concurrent clients, small transactions, group
+commit ids, a DDL and a MyISAM statement between them, a multi-line statement) is printed
+by the compiled path almost whole and equals the real tool's output; a stop position inside
+a group, a flipped byte, a cut-off file and the strict-mode validator's stop give the same
+output as the event-by-event path.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mariabinlog.codec.events.stream import iter_legacy_events
+from mariabinlog.tools.dump.cli import dump_main
+from mariabinlog.tools.printer import base
+from mariabinlog.tools.printer.printer import Printer
+
+from corpus_data import corpus_glob
+
+pytestmark = pytest.mark.skipif(base._fast is None, reason="the _dumpfast extension is not built (pip install -e .)")
+
+TOOL = shutil.which("mariadb-binlog")
+BINLOGS = corpus_glob("binlogs/*/mysql-bin.0*")
+
+#: The options that change what the compiled path prints (each also turns it off or on).
+OPTION_SETS = [
+    [],
+    ["-v"],
+    ["-vv"],
+    ["-vv", "--base64-output=decode-rows"],
+    ["-v", "--skip-annotate-row-events"],
+    ["-v", "--print-row-count=0"],
+    ["--print-row-count=0"],
+    ["-v", "--print-row-event-positions=0"],
+    ["-v", "--skip-verify-binlog-checksum"],
+    ["-v", "--skip-gtid-strict-mode"],
+]
+
+
+@pytest.fixture(autouse=True)
+def _utc() -> Iterator[None]:
+    """Header comment times are local time; the corpus was recorded in UTC."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+
+
+class Counted:
+    """Printer.print_groups wrapped: how many bytes of input the compiled path printed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.bytes = 0
+        self.groups_calls = 0
+        real = Printer.print_groups
+
+        def print_groups(printer: Printer, data: Any, pos: int, *args: Any) -> tuple[int, bool]:
+            reached, stopped = real(printer, data, pos, *args)
+            self.groups_calls += 1
+            self.bytes += reached - pos
+            return reached, stopped
+
+        monkeypatch.setattr(Printer, "print_groups", print_groups)
+
+
+def dump(args: list[str]) -> tuple[int, bytes, str]:
+    out, err = io.BytesIO(), io.StringIO()
+    status = dump_main(["--no-defaults", *args], stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def both_ways(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[tuple[int, bytes, str], int]:
+    """The dump through the compiled groups, checked equal to the event-by-event dump; the
+    result and the input bytes the compiled path printed."""
+    with monkeypatch.context() as m:
+        counted = Counted(m)
+        fast = dump(args)
+    with monkeypatch.context() as m:
+        m.setattr(Printer, "_group_cfg", lambda self, verify: None)
+        slow = dump(args)
+    assert fast[0] == slow[0]
+    assert fast[2] == slow[2]
+    if fast[1] != slow[1]:
+        at = next((i for i, (a, b) in enumerate(zip(fast[1], slow[1])) if a != b), min(len(fast[1]), len(slow[1])))
+        line = slow[1].count(b"\n", 0, at) + 1
+        pytest.fail(f"outputs differ at byte {at} (line {line}): {fast[1][at - 80:at + 80]!r} vs {slow[1][at - 80:at + 80]!r}")
+    return fast, counted.bytes
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: " ".join(o) or "plain")
+@pytest.mark.parametrize("path", BINLOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_prints_the_same_both_ways(path: Path, options: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    both_ways(monkeypatch, [*options, str(path)])
+
+
+def test_the_compiled_path_prints_the_row_binlogs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a path that never runs: it prints most of the corpus's bulk row binlog."""
+    path = next(p for p in BINLOGS if p.parent.name == "w02_types_full" and p.name.endswith("000001"))
+    _, printed = both_ways(monkeypatch, ["-v", str(path)])
+    assert printed > path.stat().st_size * 0.9
+
+
+# ------------------------------------------------------------------ production's shape, a real server
+
+CLIENTS = 4
+GROUPS_PER_CLIENT = 150
+
+
+def _client_script(client: int) -> str:
+    """Small transactions of one client in its own domain: inserts, updates by a secondary key,
+    a delete now and then; one multi-line statement (an Annotate_rows of several lines)."""
+    domain = client % 4
+    lines = [f"SET SESSION gtid_domain_id = {domain};"]
+    for i in range(GROUPS_PER_CLIENT):
+        k = client * 100000 + i
+        lines.append("BEGIN;")
+        lines.append(f"INSERT INTO oltp.t{domain} (k, c, amount) VALUES ({k}, 'row {k} of client {client}', {i}.25);")
+        if i % 3 == 0:
+            lines.append(f"UPDATE oltp.t{domain}\n  SET amount = amount + 1\n  WHERE k = {k};")
+        if i % 7 == 6:
+            lines.append(f"DELETE FROM oltp.t{domain} WHERE k = {k - 3};")
+        lines.append("COMMIT;")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def oltp_binlog(mariadb_server_factory: Any) -> Path:
+    """A closed binlog of four domains written by four concurrent clients, commits grouped
+    (binlog_commit_wait_count: GTIDs with commit ids), a DDL and a MyISAM statement mid-way."""
+    server = mariadb_server_factory(
+        "--log-bin", "--binlog-format=ROW", "--default-time-zone=+00:00",
+        "--binlog-commit-wait-count=3", "--binlog-commit-wait-usec=20000",
+        name="oltp-groups",
+    )
+    tables = "".join(
+        f"CREATE TABLE oltp.t{d} (id INT AUTO_INCREMENT PRIMARY KEY, k INT, c VARCHAR(60), amount DECIMAL(12,2),"
+        f" at DATETIME(6) DEFAULT '2025-01-01 00:00:00', KEY (k)) ENGINE=InnoDB;"
+        for d in range(4)
+    )
+    server.pipe("CREATE DATABASE oltp;" + tables + "CREATE TABLE oltp.m (n INT) ENGINE=MyISAM;")
+    clients = [
+        subprocess.Popen(
+            server.client_command(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(CLIENTS)
+    ]
+    for client, proc in enumerate(clients):
+        assert proc.stdin is not None
+        proc.stdin.write(_client_script(client).encode())
+        proc.stdin.close()
+    server.pipe("ALTER TABLE oltp.t0 ADD COLUMN note VARCHAR(10) NULL; INSERT INTO oltp.m VALUES (1);")
+    for proc in clients:
+        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
+    server.pipe("FLUSH BINARY LOGS;")
+    return server.binlog_files()[-2]
+
+
+def test_production_shape_equals_the_real_tool(oltp_binlog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = list(iter_legacy_events(oltp_binlog.read_bytes()))
+    gtids = [e for e in events if e.type_code == 162]
+    assert len({g.domain_id for g in gtids}) == 4
+    assert any(g.commit_id for g in gtids), "no group commit id: the workload did not commit in groups"
+    for options in (["-v"], [], ["-vv", "--base64-output=decode-rows"]):
+        (status, out, err), printed = both_ways(monkeypatch, [*options, str(oltp_binlog)])
+        assert status == 0, err
+        assert b" cid=" in out and b"#Q>   SET amount = amount + 1\n" in out
+        assert printed > oltp_binlog.stat().st_size * 0.9
+        if TOOL is not None:
+            real = subprocess.run([TOOL, "--no-defaults", *options, str(oltp_binlog)], capture_output=True,
+                                  env={**os.environ, "TZ": "UTC"}, check=True)
+            assert out == real.stdout
+
+
+def test_production_shape_stops_inside_a_group(oltp_binlog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--stop-position inside a group: the group is printed up to the event before it."""
+    events = list(iter_legacy_events(oltp_binlog.read_bytes()))
+    rows = [e for e in events if e.type_code in (23, 24, 25)]
+    for e in (rows[len(rows) // 3], rows[2 * len(rows) // 3]):
+        assert e.position is not None
+        (status, out, err), _ = both_ways(monkeypatch, ["-v", f"--stop-position={e.position + 1}", str(oltp_binlog)])
+        assert status == 0, err
+        assert f"# at {e.position}\n".encode() in out and f"# at {e.end_position}\n".encode() not in out
+
+
+@pytest.mark.parametrize("where", ["gtid", "table_map", "rows", "xid"])
+def test_production_shape_damaged_inside_a_group(
+    oltp_binlog: Path, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flipped byte (CRC checked, and not) and a file cut inside a group print the same as
+    event by event: everything before the damage, then the error naming file and offset."""
+    data = oltp_binlog.read_bytes()
+    code = {"gtid": 162, "table_map": 19, "rows": 24, "xid": 16}[where]
+    events = [e for e in iter_legacy_events(data) if e.type_code == code]
+    target = events[len(events) // 2]
+    assert target.position is not None and target.end_position is not None
+    flipped = bytearray(data)
+    flipped[target.position + 19] ^= 0x40
+    damaged = tmp_path / "flipped.000001"
+    damaged.write_bytes(bytes(flipped))
+    (status, out, err), _ = both_ways(monkeypatch, ["-v", str(damaged)])
+    assert status == 1 and f"offset {target.position}" in err
+    both_ways(monkeypatch, ["-v", "--skip-verify-binlog-checksum", str(damaged)])
+    cut = tmp_path / "cut.000001"
+    cut.write_bytes(data[: target.end_position - 3])
+    (status, out, err), _ = both_ways(monkeypatch, ["-v", str(cut)])
+    assert status == 1 and str(cut) in err
+
+
+def test_out_of_order_gtid_stops_strict_mode_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator's stop (accept says no) comes before the group, as event by event."""
+    files = [str(p) for p in BINLOGS if p.parent.name == "w08_gtid_out_of_order"]
+    (status, _, err), _ = both_ways(monkeypatch, ["-v", "--gtid-strict-mode", *files])
+    assert status == 1 and "ERROR" in err
