@@ -739,6 +739,10 @@ static const char *const ROWS_NAMES[3] = {"Write_rows", "Update_rows", "Delete_r
 static const char *const ROWS_COMMANDS[3] = {"### INSERT INTO ", "### UPDATE ", "### DELETE FROM "};
 static const int ROWS_KIND_CODE[3] = {0, 2, 1}; /* verbose_core's kinds: insert 0, delete 1, update 2 */
 static const char DELIM_NL[] = "/*!*/;\n";
+/* The largest group (bytes of input) printed whole: a bigger one goes event by event, so
+ * its output leaves in the dumper's usual slices instead of being held whole in memory
+ * (bulk transactions; their per-event cost is small beside their rows anyway). */
+#define MAX_GROUP_BYTES (1 << 20)
 
 /* Row event type -> 0 write, 1 update, 2 delete (v1 and v2), -1 for anything else. */
 static inline int rows_op(unsigned type) {
@@ -816,19 +820,37 @@ static int put_annotate(Buf *b, const unsigned char *t, Py_ssize_t n) {
 static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
                        Buf *head, Buf *body, Buf *tail, Py_ssize_t *gend, EvGtid *gtid, uint32_t *gserver) {
     int crc_len = c->checksum ? 4 : 0;
+    Py_ssize_t group_limit = limit - pos > MAX_GROUP_BYTES ? pos + MAX_GROUP_BYTES : limit;
+    /* First only the headers: a group too big or with another event is not rendered at all. */
+    for (Py_ssize_t q = pos;;) {
+        if (q + EV_HEADER_LEN > group_limit)
+            return 1;
+        uint32_t length = le32(d + q + 9);
+        unsigned type = d[q + 4];
+        if (length < 23 || q + (Py_ssize_t)length > group_limit)
+            return 1;
+        if (q == pos ? type != EV_GTID
+                     : type != EV_ANNOTATE_ROWS && type != EV_TABLE_MAP && type != EV_XID && rows_op(type) < 0)
+            return 1;
+        q += length;
+        if (type == EV_XID) {
+            group_limit = q;
+            break;
+        }
+    }
     const unsigned char *annotate = NULL; /* the kept Annotate_rows event, printed with the next Table_map */
     EvHeader ah;
     uint32_t acrc = 0;
     long long row_events = 0;
     int first = 1;
     for (;;) {
-        if (pos + EV_HEADER_LEN > limit)
+        if (pos + EV_HEADER_LEN > group_limit)
             return 1;
         const unsigned char *p = d + pos;
         EvHeader h;
         ev_header(p, &h);
         Py_ssize_t end = pos + (Py_ssize_t)h.length;
-        if (h.length < 23 || end > limit || (h.flags & EV_SKIP_REPLICATION_F))
+        if (h.length < 23 || end > group_limit || (h.flags & EV_SKIP_REPLICATION_F))
             return 1;
         uint32_t crc = 0;
         if (crc_len) {
