@@ -547,6 +547,18 @@ class OptionalMetadata:
     order: tuple[int, ...] | None = None
     _raw: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
+    def primary_key(self) -> tuple[tuple[int, int], ...]:
+        """The primary key as (column index, prefix length) pairs, 0 for a whole column: from
+        SIMPLE_PRIMARY_KEY, else PRIMARY_KEY_WITH_PREFIX; empty when the map logs neither."""
+        if self.simple_primary_key:
+            return tuple((column, 0) for column in self.simple_primary_key)
+        return self.primary_key_with_prefix or ()
+
+    def key_indexes(self, width: int) -> tuple[int, ...]:
+        """The primary key's column indexes (whole columns, with a prefix or not) below
+        ``width``: an index past the table's columns (a damaged or forged map) names none."""
+        return tuple(column for column, _ in self.primary_key() if column < width)
+
     def encode(self) -> bytes:
         """The TLV block: the decoded bytes verbatim, else a canonical encoding of the fields."""
         if self._raw is not None:

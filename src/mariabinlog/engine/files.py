@@ -39,8 +39,6 @@ def binlog_name(file_no: int) -> str:
     return f"binlog-{file_no:06d}.ibb"
 
 
-
-
 def ibb_file_no(path: str) -> int | None:
     """The file number in a ``binlog-NNNNNN.ibb`` path, None for another name."""
     match = IBB_NAME_RE.fullmatch(os.path.basename(path))

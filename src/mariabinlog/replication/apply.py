@@ -99,8 +99,6 @@ _STMT_END = E.STMT_END_F & 0xFF
 log = logging.getLogger(__name__)
 
 
-
-
 def _reconnect_wait(err: ConnectionLostError, attempt: int, retries: int) -> None:
     """After the target connection broke on try ``attempt``: give up (raise ``err``) past
     ``retries``, else say so and wait a little longer each time before the next."""

@@ -31,7 +31,6 @@ from ..errors import UnparsedDDLError
 from .model import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES, Column, Table, is_known_type
 
 
-
 class MariaDBDDL(MySQL):
     """sqlglot's MySQL dialect plus MariaDB's column types it lacks: spatial subtypes, INET4/INET6.
 

@@ -185,15 +185,9 @@ def column_names(table_map: TableMapEvent) -> tuple[str, ...]:
 def key_columns(table_map: TableMapEvent, names: tuple[str, ...]) -> list[str] | None:
     """Primary key column names from the optional metadata, None when it has none."""
     meta = table_map.optional_metadata
-    if meta is None:
+    if meta is None or not meta.primary_key():
         return None
-    if meta.simple_primary_key is not None:
-        indexes = list(meta.simple_primary_key)
-    elif meta.primary_key_with_prefix is not None:
-        indexes = [index for index, _ in meta.primary_key_with_prefix]
-    else:
-        return None
-    return [names[i] for i in indexes if i < len(names)]
+    return [names[i] for i in meta.key_indexes(len(names))]
 
 
 # --------------------------------------------------------------------------------------------

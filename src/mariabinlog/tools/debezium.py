@@ -328,11 +328,7 @@ def _key_indexes(meta: Any, width: int) -> list[int]:
     An index past the table's ``width`` columns (a damaged or forged table map) names no column."""
     if meta is None or not meta.column_names:
         return []
-    if meta.simple_primary_key:
-        indexes = list(meta.simple_primary_key)
-    else:
-        indexes = [index for index, _ in meta.primary_key_with_prefix or ()]
-    return [index for index in indexes if index < width]
+    return list(meta.key_indexes(width))
 
 
 def _key(

@@ -104,11 +104,9 @@ class _Keys:
 
     def indexes(self, table_map: E.TableMapEvent, gtid: Gtid) -> tuple[int, ...]:
         meta = table_map.optional_metadata
-        width = table_map.column_count  # an index past it (a damaged table map) names no column
-        if meta is not None and meta.simple_primary_key:
-            return tuple(column for column in meta.simple_primary_key if column < width)
-        if meta is not None and meta.primary_key_with_prefix:
-            return tuple(column for column, _ in meta.primary_key_with_prefix if column < width)
+        keys = meta.key_indexes(table_map.column_count) if meta is not None else ()
+        if keys:
+            return keys
         if self.history is not None:
             table = self.history.table_for_event(table_map.schema, table_map.table, "", 0, str(gtid))
             if table is not None and table.unknown is None and len(table.columns) == table_map.column_count:

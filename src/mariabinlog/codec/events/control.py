@@ -25,7 +25,7 @@ from .header import (
     START_ENCRYPTION_EVENT,
     STOP_EVENT,
 )
-from ..primitives import Buffer, need, U16, U32, U64, U8
+from ..primitives import Buffer, need, need_within, U16, U32, U64, U8
 
 class FormatDescriptionEvent(Event):
     """Format_description (15): binlog version, server version, post-header lengths, checksum."""
@@ -293,7 +293,9 @@ def _dec_stop(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
 
 
 def rotate_fields(buf: Buffer, pos: int, end: int) -> tuple[int, bytes]:
-    """A Rotate body from ``pos`` to ``end``, unchecked: ``(position, next file name)``."""
+    """A Rotate body from ``pos`` to ``end``: ``(position, next file name)``; TruncatedError
+    when the body is shorter than its position."""
+    need_within(pos, 8, end, "Rotate position")
     return U64.unpack_from(buf, pos)[0], bytes(buf[pos + 8 : end])
 
 

@@ -654,7 +654,6 @@ def _dec_exec_load(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
     return ExecLoadEvent(file_id=U32.unpack_from(buf, p)[0], **hdr)
 
 
-
 #: Decoders of this room's event types, merged by :func:`mariabinlog.codec.events.decode_event`.
 DECODERS: dict[int, Decoder] = {
     QUERY_EVENT: _dec_query,

@@ -41,8 +41,6 @@ from ..ibb.page import LEGACY_MAGIC, file_kind
 from ..primitives import U32, Buffer
 
 
-
-
 #: ``crc_field(buf, pos)``: ``(crc,)``, the CRC-32 footer whose 4 bytes start at ``pos``
 #: (a precompiled struct's reader: the dump's hot loop calls it once an event).
 crc_field = U32.unpack_from

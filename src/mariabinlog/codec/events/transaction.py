@@ -238,7 +238,6 @@ def gtid_short_flags_extra(buf: Buffer, pos: int, end: int) -> int:
     return buf[pos + 13] if end > pos + 13 else 0  # type: ignore[no-any-return]
 
 
-
 def xa_prepare_fields(buf: Buffer, pos: int, end: int) -> tuple[int, int, bytes, bytes]:
     """An XA_prepare body from ``pos`` to ``end``: ``(one_phase, format_id, gtrid, bqual)`` (the
     format id unsigned, as the printer shows it); TruncatedError when the ids do not fit."""

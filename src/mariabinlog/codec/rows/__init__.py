@@ -119,7 +119,6 @@ class RowChange(NamedTuple):
     after: tuple[Any, ...] | None
 
 
-
 # --------------------------------------------------------------------------
 # Image plans
 

@@ -24,7 +24,6 @@ from .options import PROG, DumpOptions, OptionExit, log_level, parse_options, wr
 from .progress import progress_for
 
 
-
 def dump_main(
     argv: list[str],
     *,

@@ -460,7 +460,6 @@ def parse_datetime(value: str) -> int:
     return int(time.mktime((year, month, day, hour, minute, second, 0, 0, -1)))
 
 
-
 def log_level(value: str) -> int:
     """``--log-level``'s value (a level name of :mod:`logging`) as a level number."""
     names = ("DEBUG", "INFO", "WARNING", "ERROR")

@@ -60,7 +60,6 @@ from ...codec.events import (
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
 )
-from ...codec.primitives import need_within
 from ...errors import DecodeError
 from .base import (
     _fast,
@@ -76,7 +75,6 @@ from .base import (
 from .gtid import GtidFamily
 from .query import QueryFamily
 from .rows import ROW_EVENT_TYPES, RowsFamily
-
 
 
 #: The rows event types of print_groups' post-header lengths (v1, then v2), as _dumpfast.c takes them.
@@ -342,7 +340,6 @@ class Printer:
             if short:
                 return
             self.header(ev, h)
-            need_within(ev.body_pos, 8, ev.body_end, "Rotate position")  # rotate_fields reads unchecked
             pos, next_file = rotate_fields(ev.buf, ev.body_pos, ev.body_end)
             h.append(b"\tRotate to %s  pos: %d\n" % (next_file, pos))
         elif code == GTID_LIST_EVENT:

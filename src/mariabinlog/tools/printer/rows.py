@@ -595,11 +595,7 @@ class RowsFamily(PrintFamily):
                 parts.append(b",\n#         ")
         parts.append(b")\n")
         h.append(b"".join(parts))
-        pk: list[tuple[int, int]] = []
-        if om.simple_primary_key:
-            pk = [(c, 0) for c in om.simple_primary_key]
-        elif om.primary_key_with_prefix:
-            pk = list(om.primary_key_with_prefix)
+        pk = om.primary_key()
         if pk:
             items = []
             for col, prefix in pk:
