@@ -37,9 +37,11 @@ def create_repl_user(server: MariaDBServer) -> None:
     )
 
 
-def repl_url(server: MariaDBServer) -> str:
-    """The replication account's URL (its password's ``ä`` percent-encoded)."""
-    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
+def repl_url(target: MariaDBServer | int) -> str:
+    """The replication account's URL for a server, or for a port on 127.0.0.1 (a relay's);
+    its password's ``ä`` percent-encoded."""
+    port = target if isinstance(target, int) else target.port
+    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{port}"
 
 
 def repl_options(server: MariaDBServer, **overrides: object) -> ConnectionOptions:

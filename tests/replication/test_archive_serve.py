@@ -22,6 +22,7 @@ from replication_helpers import (
     create_repl_user,
     gtid_binlog_pos,
     mixed_workload,
+    repl_url,
     wait_for,
 )
 
@@ -44,11 +45,6 @@ from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_pass
 from mariabinlog.replication.sources import ArchiveReader, archive_pages
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def primary_url(server: MariaDBServer) -> str:
-    """The replication account's URL."""
-    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{server.port}"
 
 
 def archive(*args: str) -> int:
@@ -97,13 +93,13 @@ def binlog_server(tmp_path: Path) -> Iterator[callable]:  # type: ignore[valid-t
 
 def test_archive_is_the_stream_and_restart_continues(source: MariaDBServer, tmp_path: Path) -> None:
     directory = tmp_path / "arch"
-    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
     assert archived_gtids(directory) == binlog_gtids(source)
     assert engine_state(directory) == BinlogState.from_list(GtidList.parse(source.rows("SELECT @@gtid_binlog_state")[0][0]))
     assert len(list(directory.glob("binlog-*.ibb"))) > 3  # the 20000-row transaction spans files
     # More data; a restart asks only for what is missing.
     source.sql("SET gtid_domain_id=11; INSERT INTO live.d1 (k, note) VALUES (900, 'after restart')")
-    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
     assert archived_gtids(directory) == binlog_gtids(source)
 
 
@@ -117,10 +113,10 @@ def _small_groups(source: MariaDBServer, count: int) -> None:
 def test_archive_purge_options(source: MariaDBServer, tmp_path: Path) -> None:
     directory = tmp_path / "purged"
     options = ["--max-binlog-size", "64K", "--max-total-size", "256K", "--purge-interval", "0.01"]
-    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), *options) == 0
     # The big groups' out-of-band data keeps their files; many small groups later, they can go.
     _small_groups(source, 2500)
-    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), *options) == 0
     files = sorted(directory.glob("binlog-*.ibb"))
     assert files[0].name != "binlog-000000.ibb"
     assert sum(f.stat().st_size for f in files[:-1]) <= 256 * 1024 + 64 * 1024
@@ -145,7 +141,7 @@ def test_primary_archive_serve_real_replica(
 ) -> None:  # type: ignore[no-untyped-def]
     directory = tmp_path / "chain"
     # The archiver runs as its own process, following the primary, while the server serves.
-    command = [sys.executable, "-m", "mariabinlog", "archive", "--from", primary_url(source), "--dir",
+    command = [sys.executable, "-m", "mariabinlog", "archive", "--from", repl_url(source), "--dir",
                str(directory), "--stop-never", "--heartbeat", "0.5", "--max-binlog-size", "1M", "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     archiver = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
@@ -191,7 +187,7 @@ def _answers(primary: ConnectionOptions, served: ConnectionOptions, **client: ob
 
 def test_server_refuses_like_a_primary(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
     directory = tmp_path / "errors"
-    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory)) == 0
     server = binlog_server(directory)
     host, port = server.address
     served = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
@@ -214,9 +210,9 @@ def test_server_refuses_like_a_primary(source: MariaDBServer, tmp_path: Path, bi
 def test_server_reports_purged_positions(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
     directory = tmp_path / "purged-serve"
     options = ["--max-binlog-size", "64K", "--max-total-size", "128K", "--purge-interval", "0.01"]
-    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), *options) == 0
     _small_groups(source, 1000)
-    assert archive("--from", primary_url(source), "--dir", str(directory), *options) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), *options) == 0
     server = binlog_server(directory)
     host, port = server.address
     served = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
@@ -233,7 +229,7 @@ def test_server_reports_purged_positions(source: MariaDBServer, tmp_path: Path, 
 
 def test_client_reads_an_engine_binlog_style_stream(source: MariaDBServer, tmp_path: Path, binlog_server) -> None:  # type: ignore[no-untyped-def]
     directory = tmp_path / "engine-style"
-    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
     server = binlog_server(directory, engine_style=True)
     host, port = server.address
     options = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=10)
@@ -259,7 +255,7 @@ def test_client_reads_an_engine_binlog_style_stream(source: MariaDBServer, tmp_p
 
 def test_serve_and_replicate_commands(source: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, tmp_path: Path) -> None:
     directory = tmp_path / "cli"
-    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory)) == 0
     port_file = tmp_path / "port"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     serve = subprocess.Popen(
@@ -301,7 +297,7 @@ def test_server_strict_hole_and_until_like_a_primary(source: MariaDBServer, tmp_
         "INSERT INTO live.holes VALUES (4);\n"
     )
     directory = tmp_path / "strict-until"
-    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory)) == 0
     server = binlog_server(directory)
     host, port = server.address
     served = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD, read_timeout=20)
@@ -348,7 +344,7 @@ def test_a_lower_sequence_number_reaches_replicas_as_from_the_primary(
     )
     assert binlog_gtids(primary).count("4-1-2") == 2
     directory = tmp_path / "ooo"
-    assert archive("--from", primary_url(primary), "--dir", str(directory)) == 0
+    assert archive("--from", repl_url(primary), "--dir", str(directory)) == 0
     assert archived_gtids(directory) == binlog_gtids(primary)
     expected = primary.checksum_table("oo.t")
 
@@ -379,7 +375,7 @@ def test_serve_lists_its_binlogs_and_status_as_a_primary(source: MariaDBServer, 
     they dump), to the real mariadb client: the archive's files and end, as ``mariabinlog
     engine files`` and ``engine status`` read them. They were refused (1235) before."""
     directory = tmp_path / "listed"
-    assert archive("--from", primary_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory), "--max-binlog-size", "256K") == 0
     host, port = binlog_server(directory).address
     result = subprocess.run(
         [program("mariadb"), "--no-defaults", f"--host={host}", f"--port={port}", f"--user={REPL_USER}",
@@ -400,7 +396,7 @@ def test_serve_keeps_no_descriptor_per_query_or_dump(source: MariaDBServer, tmp_
     ("Too many open files"), and a long-running `serve` would, one replica reconnect or
     `SELECT @@gtid_binlog_pos` at a time."""
     directory = tmp_path / "fds"
-    assert archive("--from", primary_url(source), "--dir", str(directory)) == 0
+    assert archive("--from", repl_url(source), "--dir", str(directory)) == 0
     host, port = binlog_server(directory).address
     options = ConnectionOptions(host=host, port=port, user=REPL_USER, password=REPL_PASSWORD)
     position = gtid_binlog_pos(source)

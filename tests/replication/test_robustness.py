@@ -31,6 +31,7 @@ from replication_helpers import (
     create_repl_user,
     gtid_binlog_pos,
     repl_options,
+    repl_url,
     wait_for,
 )
 
@@ -45,10 +46,6 @@ from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_pass
 from mariabinlog.replication.sources import ArchiveReader, archive_pages
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _url(port: int) -> str:
-    return f"mariadb://{REPL_USER}:{REPL_PASSWORD.replace('ä', '%C3%A4')}@127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +103,7 @@ def test_damage_on_the_way_is_a_logged_reconnect_and_the_archive_ends_equal(
     proxy = Proxy(origin.port, damage=damage, at=60)
     proxies.append(proxy)
     directory = tmp_path / damage
-    assert cli_main(["archive", "--quiet", "--from", _url(proxy.address[1]), "--dir", str(directory)]) == 0
+    assert cli_main(["archive", "--quiet", "--from", repl_url(proxy.address[1]), "--dir", str(directory)]) == 0
     assert proxy.damaged.is_set() and proxy.connections == 2
     _assert_complete(origin, directory)
     warning = capsys.readouterr().err.splitlines()[0]
@@ -127,7 +124,7 @@ def test_an_archive_through_a_flaky_network_ends_equal(
     proxy = Proxy(origin.port, damage=damage, at=25, times=4, moving=True)
     proxies.append(proxy)
     directory = tmp_path / damage
-    assert cli_main(["archive", "--quiet", "--from", _url(proxy.address[1]), "--dir", str(directory)]) == 0
+    assert cli_main(["archive", "--quiet", "--from", repl_url(proxy.address[1]), "--dir", str(directory)]) == 0
     assert proxy.connections == 5
     _assert_complete(origin, directory)
 
@@ -150,7 +147,7 @@ def test_a_damaged_event_met_twice_at_one_place_stops_the_archive_naming_it(
     proxy = Proxy(origin.port, damage="flip-body", at=60, times=99)
     proxies.append(proxy)
     directory = tmp_path / "corrupt"
-    assert cli_main(["archive", "--quiet", "--from", _url(proxy.address[1]), "--dir", str(directory)]) == 1
+    assert cli_main(["archive", "--quiet", "--from", repl_url(proxy.address[1]), "--dir", str(directory)]) == 1
     assert proxy.connections == 2
     error = capsys.readouterr().err.splitlines()[-1]
     assert error.startswith(f"mariabinlog: repl@127.0.0.1:{proxy.address[1]} mysql-bin.000001, offset "), error
@@ -158,7 +155,7 @@ def test_a_damaged_event_met_twice_at_one_place_stops_the_archive_naming_it(
     stored = _assert_intact_prefix(origin, directory)
     assert 0 < stored < len(binlog_gtids(origin))
     # Straight to the primary, the archive completes.
-    assert cli_main(["archive", "--quiet", "--from", _url(origin.port), "--dir", str(directory)]) == 0
+    assert cli_main(["archive", "--quiet", "--from", repl_url(origin.port), "--dir", str(directory)]) == 0
     _assert_complete(origin, directory)
 
 
@@ -168,7 +165,7 @@ def test_a_chain_claiming_more_than_max_allowed_packet_is_refused_from_its_heade
     proxy = Proxy(origin.port, damage="chain", at=60, forge=True, times=99)
     proxies.append(proxy)
     directory = tmp_path / "chain"
-    args = ["archive", "--quiet", "--from", _url(proxy.address[1]), "--dir", str(directory)]
+    args = ["archive", "--quiet", "--from", repl_url(proxy.address[1]), "--dir", str(directory)]
     started = time.monotonic()
     assert cli_main([*args, "--max-allowed-packet", "64M"]) == 1
     assert time.monotonic() - started < 10 and proxy.connections == 1 and proxy.sent_bytes < 2 * 0xFFFFFF
@@ -186,7 +183,7 @@ def test_replicate_applies_nothing_malformed(
     proxy = Proxy(origin.port, damage="garbage", at=70, times=99)
     proxies.append(proxy)
     url = f"mariadb://root@127.0.0.1:{target.port}"
-    assert cli_main(["replicate", "--quiet", "--from", _url(proxy.address[1]), "--to", url]) == 1
+    assert cli_main(["replicate", "--quiet", "--from", repl_url(proxy.address[1]), "--to", url]) == 1
     assert "dump packet starts with 0x42" in capsys.readouterr().err
     applied = target.rows("SELECT domain_id, server_id, seq_no FROM mariabinlog.gtid_slave_pos ORDER BY domain_id")
     position = ConnectState.parse(",".join("-".join(row) for row in applied))
@@ -199,7 +196,7 @@ def test_replicate_applies_nothing_malformed(
         others = sum(1 for g in gtids if g.startswith(f"{domain}-")) - 40
         ids = [int(row[0]) for row in target.rows(f"SELECT id FROM {table} ORDER BY id")]
         assert ids == list(range(position[domain].seq - others))
-    assert cli_main(["replicate", "--quiet", "--from", _url(origin.port), "--to", url]) == 0
+    assert cli_main(["replicate", "--quiet", "--from", repl_url(origin.port), "--to", url]) == 0
     assert target.checksum_table("r.a", "r.b", "r.big") == origin.checksum_table("r.a", "r.b", "r.big")
 
 
@@ -215,7 +212,7 @@ def test_replicate_through_a_flaky_network_ends_equal(
     proxy = Proxy(origin.port, damage=damage, at=25, times=4, moving=True)
     proxies.append(proxy)
     url = f"mariadb://root@127.0.0.1:{target.port}"
-    assert cli_main(["replicate", "--quiet", "--from", _url(proxy.address[1]), "--to", url, "--parallel", "4"]) == 0
+    assert cli_main(["replicate", "--quiet", "--from", repl_url(proxy.address[1]), "--to", url, "--parallel", "4"]) == 0
     assert proxy.connections == 5
     assert capsys.readouterr().err.count("reconnecting in") == 4
     tables = ("r.a", "r.b", "r.big")
@@ -261,7 +258,7 @@ def test_archive_quiet_prints_only_its_final_line(
 ) -> None:
     proxy = Proxy(origin.port, damage="cut", at=60)  # the reconnect makes the run last 0.5 s and more
     proxies.append(proxy)
-    args = ["--from", _url(proxy.address[1]), "--dir", str(tmp_path / "quiet"), "--progress-interval", "0.02"]
+    args = ["--from", repl_url(proxy.address[1]), "--dir", str(tmp_path / "quiet"), "--progress-interval", "0.02"]
     assert cli_main(["--log-level", "ERROR", "archive", "--quiet", *args]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("archive: stopped, "), lines
@@ -423,7 +420,7 @@ def test_a_real_replica_fed_by_serve_through_a_flaky_network_ends_equal(
     at another place of the stream (inside groups of three domains): the replica reconnects
     by GTID each time, ``serve`` resumes it there, and it ends equal, each group once."""
     directory = tmp_path / "archive"
-    assert cli_main(["archive", "--quiet", "--from", _url(origin.port), "--dir", str(directory)]) == 0
+    assert cli_main(["archive", "--quiet", "--from", repl_url(origin.port), "--dir", str(directory)]) == 0
     server = BinlogServer(ServerConfig(str(directory), {REPL_USER: hash_password(REPL_PASSWORD)})).start()
     replica = mariadb_server_factory("--log-bin", "--log-slave-updates", "--server-id=3", name="flaky-replica")
     try:
