@@ -1,6 +1,6 @@
 /* Compiled fast paths of mariabinlog.tools.printer (``mariabinlog dump``).
  *
- * Three loops that dominate a dump of a large ROW-format binlog, each the exact
+ * The loops that dominate a dump of a large ROW-format binlog, each the exact
  * counterpart of a pure-Python function of this package (base.py, rowsizes.py,
  * rowsql.py) that stays the reference (and the fallback when this module is not
  * built, or with MARIABINLOG_PURE_PYTHON=1):
@@ -19,8 +19,13 @@
  *                                 DECIMAL digit group, an UPDATE without after
  *                                 columns ...): the Python code then produces
  *                                 the output, or the error, itself.
+ *   print_groups(data, pos, limit, soft, cfg, session, tables, table_maps, timestamp, accept)
+ *                                 printer.Printer.print_event over whole ordinary groups
+ *                                 (GTID, Annotate_rows, Table_map, rows events, Xid), using
+ *                                 the loops above; any other group is left, whole, to the
+ *                                 Python printer (see the comment at print_groups).
  *
- * The column plan of verbose_rows comes from rows.py's _verbose_plan (one tuple per column:
+ * Events are read with codec/_event.h, the codec's one C reader of event bytes.  The column plan of verbose_rows comes from rows.py's _verbose_plan (one tuple per column:
  * opcode, two parameters, the "###   @N=" label and the -vv comments); all
  * column-type knowledge stays there.
  */

@@ -174,7 +174,8 @@ class TableInfo:
         self.full_sizes = full_size_codes(event.column_types, event.column_meta, self.sizes)
         self.verbose_plan: object | None = None
         self.line: bytes | None = None
-        #: ```db`.`table``` as the ``###`` lines name it (``--rewrite-db``'s new database).
+        #: The table as the ``###`` lines name it, database and table each in backticks
+        #: (``--rewrite-db``'s new database); the compiled group printer reads it too.
         self.names = b"%s.%s" % (
             _backtick(event.schema.encode("utf-8", "surrogateescape")),
             _backtick(event.table.encode("utf-8", "surrogateescape")),
