@@ -606,7 +606,7 @@ class Dumper:
         # end by the stop position, as every event printed starts before it.
         groups = p.print_groups if simple else None
         limit = size if stop is None else min(size, stop)
-        accept = self._accept_gtid
+        accept = self.accept_gtid
         mv = memoryview(data)
         try:
             while pos < size:
@@ -721,7 +721,7 @@ class Dumper:
             mv.release()
         return OK_CONTINUE
 
-    def _accept_gtid(self, domain: int, server: int, seq: int) -> bool:
+    def accept_gtid(self, domain: int, server: int, seq: int) -> bool:
         """The simple path's GTID check (as :meth:`process`), for the printer's compiled
         groups: False once the strict-mode validator stopped the reading."""
         filt = self.gtid_filter

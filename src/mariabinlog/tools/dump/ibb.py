@@ -11,7 +11,9 @@ small :class:`DumpLoop` interface.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from ...codec.events import CHECKSUM_OFF, DEFAULT_CONTEXT, FORMAT_DESCRIPTION_EVENT, DecodeContext, event_length
@@ -36,6 +38,10 @@ class DumpLoop(Protocol):
 
     def process(self, ev: P.EventView, name: str) -> int: ...
 
+    simple: bool
+
+    def accept_gtid(self, domain: int, server: int, seq: int) -> bool: ...
+
 
 class IbbStream:
     """The `.ibb` reading state carried from one named file to the next."""
@@ -53,6 +59,37 @@ class IbbStream:
         self.pending: Any = None
         self.file_no: int | None = None
         self.ctx: DecodeContext = DEFAULT_CONTEXT
+
+    def _print_group(self, raws: Iterator[bytes], at: int) -> list[bytes] | bool | None:
+        """The group whose events ``raws`` yields, through the printer's compiled groups: None
+        when it printed it all, False when the GTID check stopped the reading, else the events
+        taken from ``raws`` that it did not print (the event-by-event path prints them and the
+        rest).  Groups over DRAIN_STEP bytes, or with an event whose length field is not its
+        size, are not tried."""
+        loop = self.loop
+        taken: list[bytes] = []
+        size = 0
+        for raw in raws:
+            taken.append(raw)
+            size += len(raw)
+            if size > DRAIN_STEP or len(raw) < 19 or event_length(raw, 0) != len(raw):
+                return taken
+        data = b"".join(taken)
+        p = loop.printer
+        p.ctx = self.ctx
+        # soft=1: one group at most, the one at offset 0
+        reached, stopped = p.print_groups(data, 0, len(data), 1, False, loop.accept_gtid, at)
+        if stopped:
+            return False
+        if reached == len(data):
+            return None
+        # What follows the group's Xid (or the whole group, when it was not printed).
+        rest, offset = [], 0
+        for raw in taken:
+            if offset >= reached:
+                rest.append(raw)
+            offset += len(raw)
+        return rest
 
     def close(self) -> None:
         """Close the files the page source opened."""
@@ -149,7 +186,18 @@ class IbbStream:
                 loop.stop_reached = True
                 return OK_STOP
             try:
-                for raw in group.raw_events():
+                raws = group.raw_events()
+                if loop.simple:
+                    # A whole small group in one call of the printer's compiled path (the text
+                    # printer's: the other sinks print nothing there); else event by event.
+                    taken = self._print_group(raws, position if not record_positions else group.record.offset)
+                    if taken is None:
+                        raws = iter(())
+                    elif taken is False:
+                        return ERROR_STOP
+                    else:
+                        raws = itertools.chain(taken, raws)
+                for raw in raws:
                     if len(raw) < 19 or event_length(raw, 0) != len(raw):
                         raise DecodeError(
                             "event length does not match its data",

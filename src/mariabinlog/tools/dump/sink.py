@@ -59,7 +59,14 @@ class EventSink:
         raise NotImplementedError
 
     def print_groups(
-        self, data: Any, pos: int, limit: int, soft: int, verify: bool, accept: Callable[[int, int, int], bool]
+        self,
+        data: Any,
+        pos: int,
+        limit: int,
+        soft: int,
+        verify: bool,
+        accept: Callable[[int, int, int], bool],
+        at: int = -1,
     ) -> tuple[int, bool]:
         """Whole groups at once (the text printer's compiled path); the others take events one
         by one: nothing done here."""

@@ -39,7 +39,7 @@
 #include "../../codec/rows/_decimal.h"
 
 /* Bump together with base._FAST_VERSION whenever the plan or a signature changes. */
-#define FAST_VERSION 2
+#define FAST_VERSION 3
 
 /* ------------------------------------------------------------------ output buffer */
 
@@ -729,6 +729,7 @@ static PyObject *verbose_rows(PyObject *self, PyObject *args) {
 typedef struct {
     int checksum, verify, positions, encoded, verbose, row_count, skip_annotate;
     const unsigned char *rows_post; /* post-header lengths of types 23-25, 30-32 */
+    Py_ssize_t at;                  /* the "# at" position of every event (.ibb), or -1: its offset */
     PyObject *tables, *table_maps, *timestamp, *accept;
     uint32_t ts_when;               /* the header timestamp last rendered */
     char ts_text[32];
@@ -867,7 +868,8 @@ static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize
         Py_ssize_t n = (Py_ssize_t)h.length - EV_HEADER_LEN - crc_len;
         if (first != (h.type == EV_GTID))
             return 1;
-        if (c->positions && (put_s(out, "# at ") < 0 || put_u(out, pos) < 0 || buf_put(out, "\n", 1) < 0))
+        if (c->positions && (put_s(out, "# at ") < 0 || put_u(out, c->at >= 0 ? c->at : pos) < 0 ||
+                             buf_put(out, "\n", 1) < 0))
             return -1;
         if (h.type == EV_GTID) {
             EvGtid g;
@@ -1032,7 +1034,7 @@ static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize
 /* print_groups(data, pos, limit, soft, cfg, session, tables, table_maps, timestamp, accept)
  *   -> (pos, text, stopped)
  * Prints groups from pos while they end by limit, starting none at or past soft.  cfg is
- * (checksum, verify, positions, encoded, verbose, row_count, skip_annotate, rows_post);
+ * (checksum, verify, positions, encoded, verbose, row_count, skip_annotate, rows_post, at);
  * session the list of the GTID session variables (updated); tables the printer's Table_map
  * cache by body bytes; table_maps its maps by table id (updated); timestamp(when) the
  * header's time text; accept(domain, server, seq) is called before a group is printed and
@@ -1044,8 +1046,8 @@ static PyObject *print_groups(PyObject *self, PyObject *args) {
     GroupCfg c;
     c.ts_len = -1;
     c.ts_when = 0;
-    if (!PyArg_ParseTuple(args, "y*nnn(ppppippy*)O!O!O!OO", &view, &pos, &limit, &soft, &c.checksum, &c.verify,
-                          &c.positions, &c.encoded, &c.verbose, &c.row_count, &c.skip_annotate, &post_view,
+    if (!PyArg_ParseTuple(args, "y*nnn(ppppippy*n)O!O!O!OO", &view, &pos, &limit, &soft, &c.checksum, &c.verify,
+                          &c.positions, &c.encoded, &c.verbose, &c.row_count, &c.skip_annotate, &post_view, &c.at,
                           &PyList_Type, &session_obj, &PyDict_Type, &c.tables, &PyDict_Type, &c.table_maps,
                           &c.timestamp, &c.accept))
         return NULL;
@@ -1069,7 +1071,7 @@ static PyObject *print_groups(PyObject *self, PyObject *args) {
     while (pos < soft) {
         Session trial = s;
         Py_ssize_t mark = out.len, gend = 0;
-        EvGtid g;
+        EvGtid g = {0};
         uint32_t server = 0;
         head.len = body.len = tail.len = 0;
         int st = print_group(&c, &trial, view.buf, pos, limit, &out, &head, &body, &tail, &gend, &g, &server);

@@ -33,6 +33,7 @@ from ...codec.events import (
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_CRC32,
+    DecodeContext,
     EXECUTE_LOAD_QUERY_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -148,6 +149,8 @@ class Printer:
         self._gtid = GtidFamily(pc)
         self._query = QueryFamily(pc)
         self._rows = RowsFamily(pc)
+        self._post_ctx: DecodeContext | None = None
+        self._post = b""
         self._build_dispatch()
 
     # The shared state the dumper (and the ibb reader, the CLI) set or read from outside.
@@ -211,15 +214,23 @@ class Printer:
             self.other(ev)
 
     def print_groups(
-        self, data: Any, pos: int, limit: int, soft: int, verify: bool, accept: Callable[[int, int, int], bool]
+        self,
+        data: Any,
+        pos: int,
+        limit: int,
+        soft: int,
+        verify: bool,
+        accept: Callable[[int, int, int], bool],
+        at: int = -1,
     ) -> tuple[int, bool]:
         """Print whole ordinary groups (GTID, Annotate_rows, Table_map, rows events, Xid) from
         ``pos`` in compiled code, as :meth:`print_event` prints them event by event; groups
         must end by ``limit`` and none starts at or past ``soft``.  ``accept(domain, server,
         seq)`` sees each group's GTID before it is printed and says whether reading goes on.
-        Returns the position reached (``pos`` when the group there is for :meth:`print_event`)
-        and whether ``accept`` stopped the reading."""
-        cfg = self._group_cfg(verify)
+        ``at`` is the ``# at`` position of every event (an `.ibb` group's), -1 for their own
+        offsets.  Returns the position reached (``pos`` when the group there is for
+        :meth:`print_event`) and whether ``accept`` stopped the reading."""
+        cfg = self._group_cfg(verify, at)
         if cfg is None:
             return pos, False
         gtid, rows = self._gtid, self._rows
@@ -237,7 +248,7 @@ class Printer:
             self.pc.gtid_flags_extra = 0
         return done, stopped
 
-    def _group_cfg(self, verify: bool) -> tuple[Any, ...] | None:
+    def _group_cfg(self, verify: bool, at: int) -> tuple[Any, ...] | None:
         """print_groups' settings, or None when the printer's options or
         state need the event-by-event path (filters, flashback, hexdump, a pending statement ...)."""
         if _fast is None:
@@ -260,8 +271,16 @@ class Printer:
             opt.verbose,
             opt.print_row_count,
             opt.skip_annotate,
-            bytes(ctx.post_header_len(code) for code in _ROWS_CODES),
+            self._rows_post(ctx),
+            at,
         )
+
+    def _rows_post(self, ctx: DecodeContext) -> bytes:
+        """The post-header lengths of the rows event types in ``ctx`` (as print_groups takes them), kept per context."""
+        if self._post_ctx is not ctx:
+            self._post = bytes(ctx.post_header_len(code) for code in _ROWS_CODES)
+            self._post_ctx = ctx
+        return self._post
 
     def _build_dispatch(self) -> None:
         """The one table from event type to its family's handler (bound once, here)."""
