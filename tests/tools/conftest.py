@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,20 @@ def tool_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def tool_command() -> str:
     """The tool template for ``compare.py``: this interpreter running ``mariabinlog dump``."""
     return f"{sys.executable} -m mariabinlog dump {{options}} {{files}}"
+
+
+@pytest.fixture
+def utc() -> Iterator[None]:
+    """Local time is UTC while the test runs: header comment times are local time, and the
+    corpus goldens were recorded with TZ=UTC."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()

@@ -1,4 +1,4 @@
-"""``dump``'s compiled whole-group path (``_dumpfast.print_groups``) against the printer's
+"""``dump``'s compiled whole-group paths (``_dumpfast.print_groups``, ``json_groups``) against the
 event-by-event path, and both against the real ``mariadb-binlog``.
 
 The compiled path prints the ordinary OLTP transaction (GTID, Annotate_rows, Table_map,
@@ -15,11 +15,10 @@ output as the event-by-event path.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 
 from mariabinlog.codec.events.stream import iter_legacy_events
 from mariabinlog.tools.dump.cli import dump_main
+from mariabinlog.tools.jsonout import JsonSink
 from mariabinlog.tools.printer import base
 from mariabinlog.tools.printer.printer import Printer
 
@@ -49,40 +49,34 @@ OPTION_SETS = [
     ["-v", "--print-row-event-positions=0"],
     ["-v", "--skip-verify-binlog-checksum"],
     ["-v", "--skip-gtid-strict-mode"],
+    ["--format=json"],
+    ["--format=json", "--skip-verify-binlog-checksum"],
 ]
 
 
 @pytest.fixture(autouse=True)
-def _utc() -> Iterator[None]:
-    """Header comment times are local time; the corpus was recorded in UTC."""
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("TZ", None)
-        else:
-            os.environ["TZ"] = old
-        time.tzset()
+def _utc(utc: None) -> None:
+    """Every test here reads header comment times in UTC (conftest's ``utc``)."""
 
 
 class Counted:
-    """Printer.print_groups wrapped: how many bytes of input the compiled path printed."""
+    """The text printer's and the JSON writer's print_groups wrapped: how many bytes of input
+    the compiled paths printed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.bytes = 0
-        self.groups_calls = 0
-        real = Printer.print_groups
+        for cls in (Printer, JsonSink):
+            self._wrap(monkeypatch, cls)
 
-        def print_groups(printer: Printer, data: Any, pos: int, *args: Any) -> tuple[int, bool]:
-            reached, stopped = real(printer, data, pos, *args)
-            self.groups_calls += 1
+    def _wrap(self, monkeypatch: pytest.MonkeyPatch, cls: Any) -> None:
+        real = cls.print_groups
+
+        def print_groups(sink: Any, data: Any, pos: int, *args: Any) -> tuple[int, bool]:
+            reached, stopped = real(sink, data, pos, *args)
             self.bytes += reached - pos
             return reached, stopped
 
-        monkeypatch.setattr(Printer, "print_groups", print_groups)
+        monkeypatch.setattr(cls, "print_groups", print_groups)
 
 
 def dump(args: list[str]) -> tuple[int, bytes, str]:
@@ -99,6 +93,7 @@ def both_ways(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[tuple[i
         fast = dump(args)
     with monkeypatch.context() as m:
         m.setattr(Printer, "_group_cfg", lambda self, verify, at: None)
+        m.setattr(JsonSink, "print_groups", lambda self, data, pos, *rest: (pos, False))
         slow = dump(args)
     assert fast[0] == slow[0]
     assert fast[2] == slow[2]
@@ -194,6 +189,22 @@ def test_production_shape_equals_the_real_tool(oltp_binlog: Path, monkeypatch: p
             assert out == real.stdout
 
 
+def test_production_shape_as_json(oltp_binlog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSON writer's compiled groups: the same lines as event by event, most of the binlog
+    written by them, every row change once, the DDL's new column named after it."""
+    (status, out, err), printed = both_ways(monkeypatch, ["--format=json", str(oltp_binlog)])
+    assert status == 0, err
+    assert printed > oltp_binlog.stat().st_size * 0.9
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert any("commit_id" in line for line in lines)
+    assert any(line.get("query", "").startswith("UPDATE oltp.t0\n  SET") for line in lines)
+    notes = [r for line in lines if line.get("table") == "t0" for r in line.get("rows", ()) if "note" in r.get("after", {})]
+    assert notes, "rows after the ALTER name the new column"
+    changes = sum(len(line.get("rows", ())) for line in lines if line.get("table", "").startswith("t"))
+    per_client = sum(1 + (i % 3 == 0) + (i % 7 == 6) for i in range(GROUPS_PER_CLIENT))  # insert, update, delete
+    assert changes == CLIENTS * per_client
+
+
 def test_production_shape_stops_inside_a_group(oltp_binlog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--stop-position inside a group: the group is printed up to the event before it."""
     events = list(iter_legacy_events(oltp_binlog.read_bytes()))
@@ -223,10 +234,13 @@ def test_production_shape_damaged_inside_a_group(
     (status, out, err), _ = both_ways(monkeypatch, ["-v", str(damaged)])
     assert status == 1 and f"offset {target.position}" in err
     both_ways(monkeypatch, ["-v", "--skip-verify-binlog-checksum", str(damaged)])
+    both_ways(monkeypatch, ["--format=json", str(damaged)])
+    both_ways(monkeypatch, ["--format=json", "--skip-verify-binlog-checksum", str(damaged)])
     cut = tmp_path / "cut.000001"
     cut.write_bytes(data[: target.end_position - 3])
     (status, out, err), _ = both_ways(monkeypatch, ["-v", str(cut)])
     assert status == 1 and str(cut) in err
+    both_ways(monkeypatch, ["--format=json", str(cut)])
 
 
 def test_out_of_order_gtid_stops_strict_mode_the_same(monkeypatch: pytest.MonkeyPatch) -> None:

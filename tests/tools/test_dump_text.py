@@ -22,8 +22,6 @@ import shlex
 import shutil
 import struct
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,19 +57,8 @@ def _golden(rel: str) -> bytes:
 
 
 @pytest.fixture(autouse=True)
-def _utc() -> Iterator[None]:
-    """The goldens were recorded with TZ=UTC (header comment times are local time)."""
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("TZ", None)
-        else:
-            os.environ["TZ"] = old
-        time.tzset()
+def _utc(utc: None) -> None:
+    """Every test here reads header comment times in UTC (conftest's ``utc``)."""
 
 
 def run_dump(args: list[str]) -> tuple[int, bytes, str]:

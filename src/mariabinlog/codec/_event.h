@@ -185,4 +185,38 @@ static inline int ev_rows(const unsigned char *b, Py_ssize_t n, int post, int up
     return 0;
 }
 
+/* Row event type -> 0 write, 1 update, 2 delete (v1 and v2), -1 for any other type
+ * (compressed and pre-GA rows events included). */
+static inline int ev_rows_op(unsigned type) {
+    if (type >= 23 && type <= 25)
+        return (int)type - 23;
+    if (type >= 30 && type <= 32)
+        return (int)type - 30;
+    return -1;
+}
+
+/* ------------------------------------------------------------------- ordinary groups */
+
+/* The end of the ordinary group at d[pos] (a GTID event, then only Annotate_rows, Table_map
+ * and rows events, then the Xid that ends it: the transaction of a row-based OLTP write),
+ * read from the headers alone; -1 when the events up to limit are anything else or do not
+ * all fit.  A damaged header inside is found here too: its length runs past limit or is too
+ * short, or its type is not one of these. */
+static inline Py_ssize_t ev_ordinary_group_end(const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit) {
+    for (Py_ssize_t q = pos;;) {
+        if (q + EV_HEADER_LEN > limit)
+            return -1;
+        uint32_t length = le32(d + q + 9);
+        unsigned type = d[q + 4];
+        if (length < 23 || q + (Py_ssize_t)length > limit)
+            return -1;
+        if (q == pos ? type != EV_GTID
+                     : type != EV_ANNOTATE_ROWS && type != EV_TABLE_MAP && type != EV_XID && ev_rows_op(type) < 0)
+            return -1;
+        q += length;
+        if (type == EV_XID)
+            return q;
+    }
+}
+
 #endif

@@ -68,6 +68,12 @@ class SchemaTracker:
         # decoded object per distinct map (the entry holds both, so their ids stay their own).
         self._typed: dict[tuple[int, int], tuple[TableMapEvent, Any, TableMapEvent]] = {}
 
+    @property
+    def follows_stream(self) -> bool:
+        """True for a history this tracker builds from the stream it follows in order: a
+        table's version then changes only at the DDL the stream brings."""
+        return self._follows
+
     def _position(self, gtid: str | None) -> None:
         if not self._positioned and gtid is not None:
             self.history.rewind(gtid)

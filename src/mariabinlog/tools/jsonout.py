@@ -86,6 +86,7 @@ from ..codec.events import (
     USER_VAR_EVENT,
     XA_PREPARE_LOG_EVENT,
     XID_EVENT,
+    CHECKSUM_CRC32,
     event_type_name,
     gtid_fields,
     xid_value,
@@ -103,7 +104,8 @@ from ..codec.rows.packed import decimal_str
 from ..codec import charsets
 from ..schema import SchemaTracker
 from .dump.sink import EventSink
-from .printer.rows import rows_parts
+from .printer.base import _fast
+from .printer.rows import fast_op, rows_parts
 
 #: JSON text of a string (``ensure_ascii=False``: UTF-8 kept, quotes and controls escaped).
 json_string = json.encoder.encode_basestring
@@ -291,7 +293,7 @@ class TableViews:
 class TableView:
     """A table map with what the JSON writer needs to render its rows."""
 
-    __slots__ = ("columns", "database", "event", "table", "real_types", "names_json", "_described")
+    __slots__ = ("columns", "database", "event", "fast", "table", "real_types", "names_json", "_described")
 
     def __init__(self, tm: Any) -> None:
         self.event = tm
@@ -327,6 +329,9 @@ class TableView:
             cols.append(_Column(key, binary, members, is_set))
         self.columns = cols
         self._described: str | None = None
+        #: ``(names_json, plan)`` for ``_dumpfast.json_groups`` (:func:`_json_plan`), False when a
+        #: column needs the Python writer, None until the writer asks.
+        self.fast: tuple[bytes, tuple[tuple[Any, ...], ...]] | bool | None = None
 
     def described(self) -> str:
         """:meth:`describe` as JSON text, made once (every Table_map event of this map repeats it)."""
@@ -367,6 +372,64 @@ class TableView:
         return out
 
 
+#: ``_dumpfast`` opcodes (printer.rows.fast_op) the compiled JSON rows take: all but those of the
+#: old TIMESTAMP, DATETIME and TIME (8, 10, 12).
+_JSON_OPS = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 14, 15, 16))
+
+
+def _json_plan(view: TableView) -> tuple[tuple[Any, ...], ...] | bool:
+    """The column plan of ``_dumpfast.json_groups`` for a view: per column ``(opcode, a, b,
+    kind, '"key": ', members, is_set)`` (kind: 1 unsigned for integers; for text and bytes
+    0 UTF-8 text or bytes, 1 bytes, 2 ASCII text of a single-byte charset; members: ENUM/SET
+    names as JSON strings), rendering what :meth:`TableView.image` renders from the row
+    decoder's values; False when a column needs this writer (a multi-byte text codec other
+    than UTF-8, the old temporal types, a type without an opcode)."""
+    tm = view.event
+    types, metas = tm.column_types, tm.column_meta
+    meta = tm.optional_metadata
+    unsigned = meta.unsigned_flags(types, metas) if meta is not None else [False] * len(types)
+    collations = meta.column_collations(types, metas) if meta is not None else [None] * len(types)
+    plan = []
+    for index, (ctype, cmeta) in enumerate(zip(types, metas)):
+        op = fast_op(ctype, cmeta)
+        if op is None or op[0] not in _JSON_OPS or index >= len(view.columns):
+            return False
+        column = view.columns[index]
+        kind = 0
+        if op[0] == 1:
+            kind = 1 if unsigned[index] else 0
+        elif op[0] == 16:
+            rtype = C.real_type(ctype, cmeta)
+            codec = C.collation_codec(collations[index]) if collations[index] is not None else None
+            text = codec if rtype in _JSON_TEXT_TYPES else None
+            if text is None:
+                kind = 1 if column.binary else 0
+            elif text == "utf_8":
+                kind = 0
+            elif text in _ASCII_CODECS:
+                kind = 2  # ASCII values in C, others by this writer
+            else:
+                return False
+        members = column.members if column.members is not None else column.set_members
+        names = None
+        if members is not None:
+            names = tuple(json_string(m.decode("utf-8", "replace")).encode() for m in members)
+        key = (json_string(column.key) + ": ").encode()
+        plan.append((op[0], op[1], op[2], kind, key, names, column.set_members is not None))
+    return tuple(plan)
+
+
+#: Single-byte text codecs that read ASCII as ASCII: their ASCII values are JSON text as they are.
+_ASCII_CODECS = frozenset(("cp1252", "latin_1", "ascii"))
+#: The column types the row decoder decodes as text when they have a charset (packed._TEXT_TYPES).
+_JSON_TEXT_TYPES = frozenset((C.MYSQL_TYPE_STRING, C.MYSQL_TYPE_VARCHAR, C.MYSQL_TYPE_VAR_STRING, C.MYSQL_TYPE_BLOB))
+
+#: The event types of the compiled JSON groups, with their '"type": ..., "type_code": N' text.
+_GROUP_TYPES = (GTID_EVENT, ANNOTATE_ROWS_EVENT, TABLE_MAP_EVENT, XID_EVENT, 23, 24, 25, 30, 31, 32)
+#: The rows event types of the post-header lengths json_groups takes (v1, then v2).
+_ROWS_CODES = (23, 24, 25, 30, 31, 32)
+
+
 class JsonSink(EventSink):
     """Writes every accepted event as one JSON object per line."""
 
@@ -386,12 +449,17 @@ class JsonSink(EventSink):
         self.current_db = ""
         self.display_name = ""
         self._file_json = '""'
+        #: Table_map body -> (table_id, its line's fields, view), for the compiled groups; kept
+        #: only while the schema cannot change a map's view (cleared at DDL, files, formats).
+        self.fast_tables: dict[bytes, tuple[int, bytes, TableView]] = {}
+        self._types = {code: _type_fields(code).encode() for code in _GROUP_TYPES}
 
     def begin_file(self, name: str = "") -> None:
         super().begin_file(name)
         self.display_name = os.path.basename(name)
         self._file_json = _dumps(self.display_name)
         self.tables.clear()
+        self.fast_tables.clear()
 
     def _accept(self, database: str, table: str | None = None) -> bool:
         if self.database is not None and database != self.database:
@@ -437,7 +505,10 @@ class JsonSink(EventSink):
             table = self.views.of_event(ev, self.schema, self.gtid if self.boundary.open else None)
             self.tables[table.event.table_id] = table
             if self._accept(table.database, table.table):
-                self._line(head, f'{gtid_json}, {table.names_json}, "columns": {table.described()}')
+                fields = f'{table.names_json}, "columns": {table.described()}'
+                self._line(head, f"{gtid_json}, {fields}")
+                if self._groups_ok():
+                    self._keep_for_groups(ev.body(), table, fields)
             self.boundary.end_after(code)
             return
         obj["gtid"] = self.gtid if self.boundary.open else None
@@ -445,8 +516,10 @@ class JsonSink(EventSink):
             q = ev.decoded()
             database = q.database.decode("utf-8", "replace")
             self.boundary.end_after(code, q.query)
-            if self.schema is not None:
-                self.schema.observe_query(q, file=self.display_name, pos=ev.position, gtid=obj["gtid"])
+            if self.schema is not None and self.schema.observe_query(
+                q, file=self.display_name, pos=ev.position, gtid=obj["gtid"]
+            ):
+                self.fast_tables.clear()  # a table changed: its maps' views may too
             if not self._accept(database):
                 return
             obj.update(
@@ -491,6 +564,7 @@ class JsonSink(EventSink):
                 created=fd.create_timestamp,
             )
             self.tables.clear()
+            self.fast_tables.clear()
         elif code == GTID_LIST_EVENT:
             obj["gtids"] = [f"{d}-{s}-{n}" for d, s, n in ev.decoded().gtids]
         elif code == BINLOG_CHECKPOINT_EVENT:
@@ -510,6 +584,70 @@ class JsonSink(EventSink):
         self._emit(head, obj)
         if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
             self.boundary.end_after(code)
+
+    # -- whole groups in compiled code -----------------------------------------------------------
+
+    def _groups_ok(self) -> bool:
+        """Whether the compiled groups may write for this writer: built, no database or table
+        filter, and a schema history (if any) that follows the stream, so that a map's view
+        changes only at the DDL this writer sees."""
+        return (
+            _fast is not None
+            and self.database is None
+            and self.table_filter is None
+            and (self.schema is None or self.schema.follows_stream)
+        )
+
+    def _keep_for_groups(self, body: bytes, table: TableView, fields: str) -> None:
+        """Remember a Table_map's line and view (and its rows' plan) for the compiled groups."""
+        if table.fast is None:
+            plan = _json_plan(table)
+            table.fast = False if plan is False else (table.names_json.encode(), plan)
+        if len(self.fast_tables) >= TableViews.LIMIT:
+            self.fast_tables.clear()
+        self.fast_tables[body] = (table.event.table_id, fields.encode(), table)
+
+    def print_groups(
+        self,
+        data: Any,
+        pos: int,
+        limit: int,
+        soft: int,
+        verify: bool,
+        accept: Callable[[int, int, int], bool],
+        at: int = -1,
+    ) -> tuple[int, bool]:
+        """Whole ordinary groups (GTID, Annotate_rows, Table_map, rows events, Xid) from ``pos``
+        in compiled code (``_dumpfast.json_groups``), line for line as :meth:`print_event`
+        writes them; see :meth:`Printer.print_groups <mariabinlog.tools.printer.printer.Printer.print_groups>`.
+        Legacy files only (``at`` -1: the `.ibb` lines name their records)."""
+        if at != -1 or self.boundary.open or not self.fast_tables or not self._groups_ok():
+            return pos, False
+        schema = self.schema
+        if schema is not None:
+            def go_on(domain: int, server: int, seq: int) -> bool:
+                if not accept(domain, server, seq):
+                    return False
+                schema.observe_group(f"{domain}-{server}-{seq}")  # what the map's typed_map did
+                return True
+        else:
+            go_on = accept
+        ctx = self.ctx
+        cfg = (
+            self.checksum_alg == CHECKSUM_CRC32,
+            verify,
+            self._file_json.encode(),
+            bytes(ctx.post_header_len(code) for code in _ROWS_CODES),
+        )
+        done, text, stopped, flags2, gtid = _fast.json_groups(
+            data, pos, limit, soft, cfg, self.fast_tables, self.tables, self._types, go_on
+        )
+        if done != pos:
+            self.out.append(text)
+            self.gtid = gtid
+            self.boundary.start(flags2)
+            self.boundary.end_after(XID_EVENT)
+        return done, stopped
 
     def _emit(self, head: str, obj: dict[str, Any]) -> None:
         """One line: ``head`` (the common fields, formatted), then ``obj``'s fields, as json.dumps

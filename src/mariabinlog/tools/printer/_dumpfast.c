@@ -34,12 +34,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../codec/_event.h"
 #include "../../codec/rows/_decimal.h"
+#include "../../codec/rows/_shortest.h"
 
 /* Bump together with base._FAST_VERSION whenever the plan or a signature changes. */
-#define FAST_VERSION 3
+#define FAST_VERSION 4
 
 /* ------------------------------------------------------------------ output buffer */
 
@@ -750,15 +752,6 @@ static const char DELIM_NL[] = "/*!*/;\n";
  * (bulk transactions; their per-event cost is small beside their rows anyway). */
 #define MAX_GROUP_BYTES (1 << 20)
 
-/* Row event type -> 0 write, 1 update, 2 delete (v1 and v2), -1 for anything else. */
-static inline int rows_op(unsigned type) {
-    if (type >= 23 && type <= 25)
-        return (int)type - 23;
-    if (type >= 30 && type <= 32)
-        return (int)type - 30;
-    return -1;
-}
-
 static inline int put_s(Buf *b, const char *s) { return buf_put(b, s, (Py_ssize_t)strlen(s)); }
 static inline int put_u(Buf *b, uint64_t v) { return put_upad(b, v, 1); }
 
@@ -820,30 +813,27 @@ static int put_annotate(Buf *b, const unsigned char *t, Py_ssize_t n) {
     return 0;
 }
 
+/* accept(domain, server, seq) of a group's GTID: 1 go on, 0 stop, -1 a Python error. */
+static int gtid_accepted(PyObject *accept, const EvGtid *g, uint32_t server) {
+    PyObject *go = PyObject_CallFunction(accept, "kkK", (unsigned long)g->domain_id, (unsigned long)server,
+                                         (unsigned long long)g->seq_no);
+    if (go == NULL)
+        return -1;
+    int more = PyObject_IsTrue(go);
+    Py_DECREF(go);
+    return more;
+}
+
 /* One group at d[pos:limit] into out (head, body and tail are the tool's caches, empty on
  * entry and on success): 0 printed (*gend its end, *gtid its id), 1 not for this path
  * (out may hold part of it), -1 a Python error. */
 static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
                        Buf *head, Buf *body, Buf *tail, Py_ssize_t *gend, EvGtid *gtid, uint32_t *gserver) {
     int crc_len = c->checksum ? 4 : 0;
-    Py_ssize_t group_limit = limit - pos > MAX_GROUP_BYTES ? pos + MAX_GROUP_BYTES : limit;
     /* First only the headers: a group too big or with another event is not rendered at all. */
-    for (Py_ssize_t q = pos;;) {
-        if (q + EV_HEADER_LEN > group_limit)
-            return 1;
-        uint32_t length = le32(d + q + 9);
-        unsigned type = d[q + 4];
-        if (length < 23 || q + (Py_ssize_t)length > group_limit)
-            return 1;
-        if (q == pos ? type != EV_GTID
-                     : type != EV_ANNOTATE_ROWS && type != EV_TABLE_MAP && type != EV_XID && rows_op(type) < 0)
-            return 1;
-        q += length;
-        if (type == EV_XID) {
-            group_limit = q;
-            break;
-        }
-    }
+    Py_ssize_t group_limit = ev_ordinary_group_end(d, pos, limit - pos > MAX_GROUP_BYTES ? pos + MAX_GROUP_BYTES : limit);
+    if (group_limit < 0)
+        return 1;
     const unsigned char *annotate = NULL; /* the kept Annotate_rows event, printed with the next Table_map */
     EvHeader ah;
     uint32_t acrc = 0;
@@ -949,8 +939,8 @@ static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize
             if (buf_put(out, head->data, head->len) < 0)
                 return -1;
             head->len = 0;
-        } else if (rows_op(h.type) >= 0) {
-            int op = rows_op(h.type);
+        } else if (ev_rows_op(h.type) >= 0) {
+            int op = ev_rows_op(h.type);
             EvRows r;
             int post = c->rows_post[h.type <= 25 ? op : 3 + op];
             if (ev_rows(b, n, post, op == 1, &r))
@@ -1081,12 +1071,7 @@ static PyObject *print_groups(PyObject *self, PyObject *args) {
             out.len = mark;
             break;
         }
-        PyObject *go = PyObject_CallFunction(c.accept, "kkK", (unsigned long)g.domain_id, (unsigned long)server,
-                                             (unsigned long long)g.seq_no);
-        if (go == NULL)
-            goto done;
-        int more = PyObject_IsTrue(go);
-        Py_DECREF(go);
+        int more = gtid_accepted(c.accept, &g, server);
         if (more < 0)
             goto done;
         if (!more) {
@@ -1113,6 +1098,610 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ json_groups */
+
+/* The JSON writer's twin of print_groups: jsonout.JsonSink.print_event over whole ordinary
+ * groups, one JSON object per event and line, rows rendered from their images as
+ * jsonout.json_value renders the row decoder's values.  The same all-or-nothing rule: a
+ * group with anything the Python writer has to do itself (a table map it has not met, a
+ * table whose plan is None, a value whose JSON form is not one of the simple ones below)
+ * is left to it, whole. */
+
+enum { J_SIGNED = 0, J_UNSIGNED = 1 };        /* V_INT */
+/* V_STRING: UTF-8 text or bytes (validity decides), always bytes, or text in a single-byte
+ * ASCII-compatible charset (latin1 ...): ASCII values only, others go to the Python writer. */
+enum { J_TEXT = 0, J_BINARY = 1, J_ASCII = 2 };
+
+typedef struct {
+    int op;
+    long a, b;
+    int kind;
+    const char *key;       /* '"name": ' */
+    Py_ssize_t key_len;
+    PyObject *members;     /* ENUM/SET: tuple of JSON strings (bytes), or NULL: the number */
+    int is_set;
+} JCol;
+
+typedef struct {
+    int checksum, verify;
+    const char *file;      /* the "file" value, JSON */
+    Py_ssize_t file_len;
+    const unsigned char *rows_post;
+    PyObject *tables;      /* Table_map body -> (table_id, its fields, view) */
+    PyObject *views;       /* the writer's views by table id (updated) */
+    PyObject *types;       /* type code -> '"type": ..., "type_code": N' */
+    uint32_t ts_when;
+    char ts_text[64];
+    Py_ssize_t ts_len;
+} JsonCfg;
+
+/* JSON string of UTF-8 text (ensure_ascii=False: only '"', '\\' and controls escaped). */
+static int put_json_str(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    static const char hex[] = "0123456789abcdef";
+    if (buf_reserve(b, n * 6 + 2) < 0)
+        return -1;
+    char *q = b->data + b->len;
+    *q++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *q++ = (char)c;
+            continue;
+        }
+        *q++ = '\\';
+        switch (c) {
+        case '"': *q++ = '"'; break;
+        case '\\': *q++ = '\\'; break;
+        case '\n': *q++ = 'n'; break;
+        case '\r': *q++ = 'r'; break;
+        case '\t': *q++ = 't'; break;
+        case '\b': *q++ = 'b'; break;
+        case '\f': *q++ = 'f'; break;
+        default:
+            *q++ = 'u'; *q++ = '0'; *q++ = '0'; *q++ = hex[c >> 4]; *q++ = hex[c & 15];
+        }
+    }
+    *q++ = '"';
+    b->len = q - b->data;
+    return 0;
+}
+
+/* Strict UTF-8, as Python's decoder takes it (no surrogates, no overlongs, <= U+10FFFF). */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n)
+            return 0;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* {"base64": "..."} of bytes (base64.b64encode: one line, no newline). */
+static int put_b64_obj(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    if (put_s(b, "{\"base64\": \"") < 0 || buf_reserve(b, (n + 2) / 3 * 4 + 2) < 0)
+        return -1;
+    char *q = b->data + b->len;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        memcpy(q, &B64_PAIRS[v >> 12], 2);
+        memcpy(q + 2, &B64_PAIRS[v & 4095], 2);
+        q += 4;
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
+        q[0] = B64[v >> 18];
+        q[1] = B64[v >> 12 & 63];
+        q[2] = i + 1 < n ? B64[v >> 6 & 63] : '=';
+        q[3] = '=';
+        q += 4;
+    }
+    b->len = q - b->data;
+    return put_s(b, "\"}");
+}
+
+/* Text or bytes as jsonout.text_or_bytes: a string when valid UTF-8, else base64. */
+static int put_text_or_bytes(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    return utf8_valid(s, n) ? put_json_str(b, s, n) : put_b64_obj(b, s, n);
+}
+
+/* ".ffffff" when the microseconds are not zero (jsonout._frac, MysqlTime.__str__). */
+static int put_usec(Buf *b, long long usec) {
+    if (!usec)
+        return 0;
+    return buf_put(b, ".", 1) < 0 || put_upad(b, (uint64_t)usec, 6) < 0 ? -1 : 0;
+}
+
+/* str(Decimal(text)) of a packed DECIMAL: its text when Python prints it plainly; 1 (fall
+ * back) for the values Decimal writes in exponent form (below 1e-6, or zero with more
+ * than six fraction digits). */
+static int put_json_decimal(Buf *b, const unsigned char *p, long precision, long scale) {
+    char text[MB_DECIMAL_TEXT_MAX];
+    int len = mb_decimal_text(p, precision, scale, text);
+    if (len < 0)
+        return 1;
+    if (scale > 6) {
+        const char *t = text + (text[0] == '-');
+        if (t[0] == '0' && t[1] == '.') {
+            int zeros = 0;
+            while (t[2 + zeros] == '0' && 2 + zeros < (int)(text + len - t))
+                zeros++;
+            if (zeros >= 6)
+                return 1;
+        }
+    }
+    if (buf_put(b, "\"", 1) < 0 || buf_put(b, text, len) < 0 || buf_put(b, "\"", 1) < 0)
+        return -1;
+    return 0;
+}
+
+/* ISO 8601 UTC of epoch seconds (jsonout._time_fields / _timestamp_json). */
+static int put_utc(Buf *b, int64_t seconds) {
+    time_t t = (time_t)seconds;
+    struct tm tm;
+    if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 1)
+        return 1;
+    uint64_t f[6] = {(uint64_t)tm.tm_year + 1900, (uint64_t)tm.tm_mon + 1, (uint64_t)tm.tm_mday,
+                     (uint64_t)tm.tm_hour, (uint64_t)tm.tm_min, (uint64_t)tm.tm_sec};
+    return put_fields(b, f, DT_WIDTHS, "--T::", 6) < 0 ? -1 : 0;
+}
+
+/* One value as jsonout.json_value writes the row decoder's value: 0, 1 fall back, -1 error. */
+static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ssize_t *ppos, Py_ssize_t end) {
+    Py_ssize_t pos = *ppos, need;
+    long fb;
+    switch (c->op) {
+    case V_INT: need = c->a; break;
+    case V_DECIMAL: need = mb_decimal_size(c->a, c->b); break;
+    case V_FLOAT: need = 4; break;
+    case V_DOUBLE: need = 8; break;
+    case V_BIT: need = (c->a + 7) / 8; break;
+    case V_SET: case V_ENUM: need = c->a; break;
+    case V_TIMESTAMP2: need = 4 + (c->a + 1) / 2; break;
+    case V_DATETIME2: need = 5 + (c->a + 1) / 2; break;
+    case V_TIME2: need = 3 + (c->a + 1) / 2; break;
+    case V_DATE: need = 3; break;
+    case V_YEAR: need = 1; break;
+    case V_STRING: {
+        if (pos + c->a > end)
+            return 1;
+        uint64_t len = le(d + pos, (int)c->a);
+        if ((uint64_t)(end - pos - c->a) < len)
+            return 1;
+        *ppos = pos + c->a + (Py_ssize_t)len;
+        const unsigned char *s = d + pos + c->a;
+        if (c->kind == J_ASCII) {
+            for (uint64_t i = 0; i < len; i++)
+                if (s[i] >= 0x80)
+                    return 1;
+            return put_json_str(out, s, (Py_ssize_t)len) < 0 ? -1 : 0;
+        }
+        return (c->kind == J_BINARY ? put_b64_obj(out, s, (Py_ssize_t)len) : put_text_or_bytes(out, s, (Py_ssize_t)len)) < 0 ? -1 : 0;
+    }
+    default: return 1;
+    }
+    if (pos + need > end)
+        return 1;
+    const unsigned char *p = d + pos;
+    *ppos = pos + need;
+    switch (c->op) {
+    case V_INT: {
+        int bits = (int)(8 * c->a);
+        uint64_t u = le(p, (int)c->a);
+        if (c->kind == J_UNSIGNED)
+            return put_u(out, u);
+        int64_t v = bits == 64 ? (int64_t)u : (int64_t)(u << (64 - bits)) >> (64 - bits);
+        return put_i64(out, v);
+    }
+    case V_DECIMAL:
+        return put_json_decimal(out, p, c->a, c->b);
+    case V_FLOAT: case V_DOUBLE: {
+        double v;
+        if (c->op == V_FLOAT) {
+            float f;
+            memcpy(&f, p, 4);
+            v = (double)f;
+        } else {
+            memcpy(&v, p, 8);
+        }
+        char text[MB_DOUBLE_TEXT_MAX];
+        int n = mb_double_repr(v, text);
+        if (n < 0)
+            return 1; /* NaN, infinities: strings, the Python writer's */
+        return buf_put(out, text, n);
+    }
+    case V_BIT:
+        return put_u(out, be(p, (int)need));
+    case V_ENUM: case V_SET: {
+        uint64_t v = le(p, (int)need);
+        if (c->members == NULL)
+            return put_u(out, v);
+        Py_ssize_t nm = PyTuple_GET_SIZE(c->members);
+        if (!c->is_set) {
+            if (v == 0 || v > (uint64_t)nm)
+                return put_u(out, v);
+            PyObject *m = PyTuple_GET_ITEM(c->members, (Py_ssize_t)v - 1);
+            return buf_put(out, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m));
+        }
+        if (buf_put(out, "[", 1) < 0)
+            return -1;
+        int first = 1;
+        for (Py_ssize_t i = 0; i < nm && i < 64; i++) {
+            if (!(v >> i & 1))
+                continue;
+            PyObject *m = PyTuple_GET_ITEM(c->members, i);
+            if ((!first && buf_put(out, ", ", 2) < 0) || buf_put(out, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m)) < 0)
+                return -1;
+            first = 0;
+        }
+        return buf_put(out, "]", 1);
+    }
+    case V_TIMESTAMP2: {
+        fb = (c->a + 1) / 2;
+        uint64_t v = be(p, (int)need);
+        uint64_t secs = v >> (8 * fb);
+        long long usec = (long long)(v & ((1ULL << (8 * fb)) - 1)) * FRAC_UNIT[c->a];
+        if (secs == 0 && usec == 0)
+            return put_s(out, "\"0000-00-00T00:00:00Z\"");
+        int r;
+        if (buf_put(out, "\"", 1) < 0 || (r = put_utc(out, (int64_t)secs)) < 0)
+            return -1;
+        if (r)
+            return 1;
+        return put_usec(out, usec) < 0 || put_s(out, "Z\"") < 0 ? -1 : 0;
+    }
+    case V_DATETIME2: {
+        fb = (c->a + 1) / 2;
+        uint64_t v = be(p, (int)need);
+        long long intpart = (long long)(v >> (8 * fb)) - 0x8000000000LL;
+        if (intpart < 0)
+            intpart = -intpart;
+        long long ymd = intpart >> 17, ym = ymd >> 5, hms = intpart & 0x1FFFF;
+        uint64_t f[6] = {(uint64_t)(ym / 13), (uint64_t)(ym % 13), (uint64_t)(ymd & 31), (uint64_t)(hms >> 12),
+                         (uint64_t)(hms >> 6 & 63), (uint64_t)(hms & 63)};
+        long long usec = (long long)(v & ((1ULL << (8 * fb)) - 1)) * FRAC_UNIT[c->a];
+        return buf_put(out, "\"", 1) < 0 || put_fields(out, f, DT_WIDTHS, "--T::", 6) < 0 || put_usec(out, usec) < 0 ||
+                       buf_put(out, "\"", 1) < 0 ? -1 : 0;
+    }
+    case V_TIME2: {
+        fb = (c->a + 1) / 2;
+        int shift = (int)(8 * fb);
+        long long v = (long long)be(p, (int)need) - ((long long)0x800000 << shift);
+        long long a = v < 0 ? -v : v;
+        long long hms = a >> shift;
+        uint64_t f[3] = {(uint64_t)(hms >> 12 & 1023), (uint64_t)(hms >> 6 & 63), (uint64_t)(hms & 63)};
+        long long usec = (a & ((1LL << shift) - 1)) * FRAC_UNIT[c->a];
+        return buf_put(out, v < 0 ? "\"-" : "\"", v < 0 ? 2 : 1) < 0 || put_fields(out, f, T_WIDTHS, "::", 3) < 0 ||
+                       put_usec(out, usec) < 0 || buf_put(out, "\"", 1) < 0 ? -1 : 0;
+    }
+    case V_DATE: {
+        uint32_t v = (uint32_t)le(p, 3);
+        uint64_t f[3] = {v >> 9, v >> 5 & 15, v & 31};
+        return buf_put(out, "\"", 1) < 0 || put_fields(out, f, DT_WIDTHS, "--", 3) < 0 || buf_put(out, "\"", 1) < 0 ? -1 : 0;
+    }
+    case V_YEAR:
+        return put_u(out, p[0] ? p[0] + 1900 : 0);
+    }
+    return 1;
+}
+
+/* One row image as TableView.image: {"column": value, ...}, absent columns left out. */
+static int put_json_image(Buf *out, const JCol *plan, const Py_ssize_t *cols, Py_ssize_t ncols, const unsigned char *d,
+                          Py_ssize_t *ppos, Py_ssize_t end) {
+    Py_ssize_t pos = *ppos;
+    Py_ssize_t nbytes = (ncols + 7) >> 3;
+    if (ncols == 0 || pos + nbytes > end)
+        return 1;
+    const unsigned char *nulls = d + pos;
+    pos += nbytes;
+    if (buf_put(out, "{", 1) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < ncols; k++) {
+        const JCol *c = &plan[cols[k]];
+        if ((k && buf_put(out, ", ", 2) < 0) || buf_put(out, c->key, c->key_len) < 0)
+            return -1;
+        if (nulls[k >> 3] >> (k & 7) & 1) {
+            if (buf_put(out, "null", 4) < 0)
+                return -1;
+            continue;
+        }
+        int r = put_json_value(out, c, d, &pos, end);
+        if (r)
+            return r;
+    }
+    *ppos = pos;
+    return buf_put(out, "}", 1);
+}
+
+/* The "rows" list of one event: 0, 1 fall back, -1 error. */
+static int put_json_rows(Buf *out, PyObject *plan_obj, int op, const EvRows *r, const unsigned char *d, Py_ssize_t end) {
+    Py_ssize_t nplan = PyTuple_GET_SIZE(plan_obj);
+    if (r->width != nplan)
+        return 1;
+    int status = 1;
+    JCol *plan = PyMem_Calloc(nplan + 1, sizeof(JCol));
+    Py_ssize_t *cols = PyMem_Malloc(sizeof(Py_ssize_t) * (nplan + 1));
+    Py_ssize_t *cols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (nplan + 1));
+    if (!plan || !cols || !cols_ai) {
+        PyErr_NoMemory();
+        status = -1;
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nplan; i++) {
+        PyObject *t = PyTuple_GET_ITEM(plan_obj, i), *members;
+        char *key;
+        if (!PyArg_ParseTuple(t, "illiy#Op", &plan[i].op, &plan[i].a, &plan[i].b, &plan[i].kind, &key,
+                              &plan[i].key_len, &members, &plan[i].is_set)) {
+            status = -1;
+            goto done;
+        }
+        plan[i].key = key;
+        plan[i].members = PyTuple_Check(members) ? members : NULL;
+    }
+    Py_ssize_t ncols = present_columns(r->cols, r->nbytes, r->width, cols);
+    Py_ssize_t ncols_ai = r->cols_ai != NULL ? present_columns(r->cols_ai, r->nbytes, r->width, cols_ai) : 0;
+    Py_ssize_t pos = 0;
+    if (end == 0 || ncols == 0 || (r->cols_ai != NULL && ncols_ai == 0))
+        goto done;
+    if (buf_put(out, "[", 1) < 0) {
+        status = -1;
+        goto done;
+    }
+    for (int first = 1; pos < end; first = 0) {
+        int st;
+        if ((!first && buf_put(out, ", ", 2) < 0) ||
+            put_s(out, op == 0 ? "{\"after\": " : "{\"before\": ") < 0) {
+            status = -1;
+            goto done;
+        }
+        st = put_json_image(out, plan, cols, ncols, d, &pos, end);
+        if (!st && op == 1) {
+            if (put_s(out, ", \"after\": ") < 0) {
+                status = -1;
+                goto done;
+            }
+            st = put_json_image(out, plan, cols_ai, ncols_ai, d, &pos, end);
+        }
+        if (st) {
+            status = st;
+            goto done;
+        }
+        if (buf_put(out, "}", 1) < 0) {
+            status = -1;
+            goto done;
+        }
+    }
+    status = buf_put(out, "]", 1) < 0 ? -1 : 0;
+done:
+    PyMem_Free(plan);
+    PyMem_Free(cols);
+    PyMem_Free(cols_ai);
+    return status;
+}
+
+/* The common fields of an event's line, up to and including '"gtid": "..."': 0, 1 (a time
+ * out of the ISO range: the Python writer's), -1 error. */
+static int put_json_head(Buf *b, JsonCfg *c, const EvHeader *h, Py_ssize_t pos, const char *gtid, Py_ssize_t gtid_len) {
+    PyObject *key = PyLong_FromUnsignedLong(h->type);
+    if (key == NULL)
+        return -1;
+    PyObject *type = PyDict_GetItemWithError(c->types, key);
+    Py_DECREF(key);
+    if (type == NULL || !PyBytes_Check(type)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "json_groups: no type fields for an event type");
+        return -1;
+    }
+    if (c->ts_len < 0 || h->when != c->ts_when) {
+        Buf tb = {NULL, 0, 0};
+        int r = put_s(&tb, "\"timestamp\": ") < 0 || put_u(&tb, h->when) < 0 || put_s(&tb, ", \"time\": \"") < 0 ? -1 : 0;
+        if (!r)
+            r = put_utc(&tb, (int64_t)h->when);
+        if (!r)
+            r = put_s(&tb, "Z\"");
+        if (!r && tb.len > (Py_ssize_t)sizeof c->ts_text)
+            r = 1;
+        if (!r) {
+            memcpy(c->ts_text, tb.data, tb.len);
+            c->ts_len = tb.len;
+            c->ts_when = h->when;
+        }
+        PyMem_Free(tb.data);
+        if (r)
+            return r;
+    }
+    if (put_s(b, "{\"file\": ") < 0 || buf_put(b, c->file, c->file_len) < 0 || put_s(b, ", \"pos\": ") < 0 ||
+        put_u(b, (uint64_t)pos) < 0 || put_s(b, ", \"end_log_pos\": ") < 0 || put_u(b, h->log_pos) < 0 ||
+        put_s(b, ", ") < 0 || buf_put(b, c->ts_text, c->ts_len) < 0 || put_s(b, ", ") < 0 ||
+        buf_put(b, PyBytes_AS_STRING(type), PyBytes_GET_SIZE(type)) < 0 || put_s(b, ", \"server_id\": ") < 0 ||
+        put_u(b, h->server_id) < 0 || put_s(b, ", \"flags\": ") < 0 || put_u(b, h->flags) < 0 ||
+        put_s(b, ", \"gtid\": \"") < 0 || buf_put(b, gtid, gtid_len) < 0 || buf_put(b, "\"", 1) < 0)
+        return -1;
+    return 0;
+}
+
+/* One group's lines into out: 0 (*gend, *g, *gserver set), 1 not for this path, -1 error. */
+static int json_group(JsonCfg *c, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out, Py_ssize_t *gend,
+                      EvGtid *gout, uint32_t *gserver, char *gtid, Py_ssize_t *pgtid_len) {
+    int crc_len = c->checksum ? 4 : 0;
+    /* First only the headers: a group too big or with another event is not rendered at all. */
+    Py_ssize_t group_limit = ev_ordinary_group_end(d, pos, limit - pos > MAX_GROUP_BYTES ? pos + MAX_GROUP_BYTES : limit);
+    if (group_limit < 0)
+        return 1;
+    Py_ssize_t gtid_len = 0;
+    int st = 0, saw_table = 0;
+    for (int first = 1;; first = 0) {
+        const unsigned char *p = d + pos;
+        EvHeader h;
+        ev_header(p, &h);
+        Py_ssize_t end = pos + (Py_ssize_t)h.length;
+        if (crc_len && c->verify && crc32_of(p, h.length - 4) != le32(d + end - 4))
+            return 1;
+        const unsigned char *b = p + EV_HEADER_LEN;
+        Py_ssize_t n = (Py_ssize_t)h.length - EV_HEADER_LEN - crc_len;
+        if (first) {
+            EvGtid g;
+            if (ev_gtid(b, n, &g) || (g.flags2 & EV_FL_STANDALONE))
+                return 1;
+            gtid_len = snprintf(gtid, 64, "%u-%u-%llu", (unsigned)g.domain_id, (unsigned)h.server_id,
+                                (unsigned long long)g.seq_no);
+            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", \"domain_id\": ") < 0 ||
+                put_u(out, g.domain_id) < 0 || put_s(out, ", \"seq_no\": ") < 0 || put_u(out, g.seq_no) < 0 ||
+                put_s(out, ", \"standalone\": false, \"flags2\": ") < 0 || put_u(out, g.flags2) < 0)
+                return st > 0 ? 1 : -1;
+            if ((g.flags2 & EV_FL_GROUP_COMMIT_ID) && (put_s(out, ", \"commit_id\": ") < 0 || put_u(out, g.commit_id) < 0))
+                return -1;
+            if (put_s(out, "}\n") < 0)
+                return -1;
+            *gout = g;
+            *gserver = h.server_id;
+            *pgtid_len = gtid_len;
+        } else if (h.type == EV_ANNOTATE_ROWS) {
+            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", \"query\": ") < 0 ||
+                put_text_or_bytes(out, b, n) < 0 || put_s(out, "}\n") < 0)
+                return st > 0 ? 1 : -1;
+        } else if (h.type == EV_TABLE_MAP) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)b, n);
+            if (key == NULL)
+                return -1;
+            PyObject *entry = PyDict_GetItemWithError(c->tables, key);
+            Py_DECREF(key);
+            if (entry == NULL)
+                return PyErr_Occurred() ? -1 : 1;
+            if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(entry, 1)))
+                return 1;
+            PyObject *fields = PyTuple_GET_ITEM(entry, 1);
+            if (PyDict_SetItem(c->views, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 2)) < 0)
+                return -1;
+            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", ") < 0 ||
+                buf_put(out, PyBytes_AS_STRING(fields), PyBytes_GET_SIZE(fields)) < 0 || put_s(out, "}\n") < 0)
+                return st > 0 ? 1 : -1;
+            saw_table = 1;
+        } else if (ev_rows_op(h.type) >= 0) {
+            int op = ev_rows_op(h.type);
+            EvRows r;
+            if (ev_rows(b, n, c->rows_post[h.type <= 25 ? op : 3 + op], op == 1, &r))
+                return 1;
+            PyObject *id = PyLong_FromUnsignedLongLong(r.table_id);
+            if (id == NULL)
+                return -1;
+            PyObject *view = PyDict_GetItemWithError(c->views, id);
+            Py_DECREF(id);
+            if (view == NULL)
+                return PyErr_Occurred() ? -1 : 1;
+            PyObject *fast = info_attr(view, "fast", &PyTuple_Type);
+            if (fast == NULL || PyTuple_GET_SIZE(fast) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(fast, 0)) ||
+                !PyTuple_Check(PyTuple_GET_ITEM(fast, 1)))
+                return 1;
+            PyObject *names = PyTuple_GET_ITEM(fast, 0);
+            static const char *const kinds[3] = {"insert", "update", "delete"};
+            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", ") < 0 ||
+                buf_put(out, PyBytes_AS_STRING(names), PyBytes_GET_SIZE(names)) < 0 || put_s(out, ", \"kind\": \"") < 0 ||
+                put_s(out, kinds[op]) < 0 || put_s(out, (r.flags & 1) ? "\", \"stmt_end\": true, \"rows\": " : "\", \"stmt_end\": false, \"rows\": ") < 0)
+                return st > 0 ? 1 : -1;
+            st = put_json_rows(out, PyTuple_GET_ITEM(fast, 1), op, &r, b + r.rows_at, n - r.rows_at);
+            if (st)
+                return st;
+            if (put_s(out, "}\n") < 0)
+                return -1;
+        } else if (h.type == EV_XID) {
+            if (n < 8 || !saw_table)
+                return 1; /* a group without a table map: the Python writer's (it follows the schema there) */
+            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", \"xid\": ") < 0 ||
+                put_u(out, le64(b)) < 0 || put_s(out, "}\n") < 0)
+                return st > 0 ? 1 : -1;
+            *gend = end;
+            return 0;
+        } else {
+            return 1;
+        }
+        pos = end;
+    }
+}
+
+/* json_groups(data, pos, limit, soft, cfg, tables, views, types, accept) -> (pos, text, stopped, flags2, gtid)
+ * As print_groups, for the JSON writer: cfg is (checksum, verify, file_json, rows_post);
+ * tables the writer's fast Table_map entries by body (table_id, fields, view); views its
+ * views by table id (updated); types the '"type": ..., "type_code": N' text by type code;
+ * flags2 and gtid those of the last group printed (-1 and "": none). */
+static PyObject *json_groups(PyObject *self, PyObject *args) {
+    Py_buffer view, post_view;
+    Py_ssize_t pos, limit, soft;
+    PyObject *accept;
+    JsonCfg c;
+    c.ts_len = -1;
+    c.ts_when = 0;
+    if (!PyArg_ParseTuple(args, "y*nnn(ppy#y*)O!O!O!O", &view, &pos, &limit, &soft, &c.checksum, &c.verify, &c.file,
+                          &c.file_len, &post_view, &PyDict_Type, &c.tables, &PyDict_Type, &c.views, &PyDict_Type,
+                          &c.types, &accept))
+        return NULL;
+    PyObject *result = NULL;
+    Buf out = {NULL, 0, 0};
+    int stopped = 0;
+    long flags2 = -1;
+    char last[64];
+    Py_ssize_t last_len = 0;
+    if (post_view.len != 6) {
+        PyErr_SetString(PyExc_ValueError, "json_groups: 6 post-header lengths");
+        goto done;
+    }
+    c.rows_post = post_view.buf;
+    if (limit > view.len)
+        limit = view.len;
+    while (pos < soft) {
+        Py_ssize_t mark = out.len, gend = 0;
+        EvGtid g = {0};
+        uint32_t server = 0;
+        char gtid[64];
+        Py_ssize_t gtid_len = 0;
+        int st = json_group(&c, view.buf, pos, limit, &out, &gend, &g, &server, gtid, &gtid_len);
+        if (st < 0)
+            goto done;
+        if (st) {
+            out.len = mark;
+            break;
+        }
+        int more = gtid_accepted(accept, &g, server);
+        if (more < 0)
+            goto done;
+        if (!more) {
+            out.len = mark;
+            stopped = 1;
+            break;
+        }
+        flags2 = g.flags2;
+        memcpy(last, gtid, gtid_len);
+        last_len = gtid_len;
+        pos = gend;
+    }
+    result = Py_BuildValue("(ny#Ols#)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False, flags2,
+                           last, last_len);
+done:
+    PyMem_Free(out.data);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&post_view);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1120,6 +1709,7 @@ static PyMethodDef methods[] = {
     {"count_rows", count_rows, METH_VARARGS, "Rows_log_event::count_row_events over rows data."},
     {"verbose_rows", verbose_rows, METH_VARARGS, "The ### lines of -v/-vv and the row count, or None (fall back)."},
     {"print_groups", print_groups, METH_VARARGS, "Whole ordinary groups as the printer prints them: (pos, text, stopped)."},
+    {"json_groups", json_groups, METH_VARARGS, "Whole ordinary groups as the JSON writer writes them: (pos, text, stopped, flags2, gtid)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -260,7 +260,7 @@ def _verbose_plan(event: TableMapEvent) -> tuple[tuple[Any, ...], ...] | bool:
     plan = []
     nulls = event.null_bitmap
     for index, (ctype, meta) in enumerate(zip(event.column_types, event.column_meta)):
-        op = _fast_op(ctype, meta)
+        op = fast_op(ctype, meta)
         if op is None or rowsql._formatter(ctype, meta) is None:
             return False
         column = rowsql._Column(index, ctype, meta, bool(nulls[index >> 3] >> (index & 7) & 1))
@@ -268,7 +268,7 @@ def _verbose_plan(event: TableMapEvent) -> tuple[tuple[Any, ...], ...] | bool:
     return tuple(plan)
 
 
-def _fast_op(ctype: int, meta: int) -> tuple[int, int, int] | None:
+def fast_op(ctype: int, meta: int) -> tuple[int, int, int] | None:
     """(opcode, a, b) of one column for ``_dumpfast`` (see its V_* opcodes), None if it has none."""
     rtype = C.real_type(ctype, meta)
     size = C.INT_SIZES.get(rtype)
