@@ -162,6 +162,10 @@ class SchemaHistory:
         if parsed is not None:
             self.position.update(parsed)
 
+    def observe_gtid(self, gtid: Gtid) -> None:
+        """:meth:`observe_group` of a GTID at hand (no text to parse)."""
+        self.position.update(gtid)
+
     def observe_gtid_list(self, gtids: Iterable[tuple[int, int, int]]) -> None:
         """The stream followed states its binlog state (a Gtid_list event at a file's start,
         an archive's GTID state): the position is that state's last GTID of each domain."""

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..codec.events import QueryEvent, TableMapEvent
+from ..codec.gtid import Gtid
 from .agree import Resolution, resolve
 from .history import SchemaHistory
 from .model import Table
@@ -83,6 +84,11 @@ class SchemaTracker:
         """A GTID event: the stream reached the group ``gtid``."""
         self._position(gtid)
         self.history.observe_group(gtid)
+
+    def observe_group_gtid(self, gtid: Gtid) -> None:
+        """:meth:`observe_group` of a GTID at hand, in a history that follows the stream (whose
+        position is set: nothing to rewind)."""
+        self.history.observe_gtid(gtid)
 
     def observe_gtid_list(self, gtids: Iterable[tuple[int, int, int]]) -> None:
         """A Gtid_list event: the binlog state where a file starts."""

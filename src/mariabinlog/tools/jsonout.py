@@ -92,6 +92,7 @@ from ..codec.events import (
     xid_value,
 )
 from ..codec.groups import GroupBoundary
+from ..codec.gtid import Gtid
 from ..codec.rows import (
     ABSENT,
     MysqlDate,
@@ -625,10 +626,12 @@ class JsonSink(EventSink):
             return pos, False
         schema = self.schema
         if schema is not None:
+            observe = schema.observe_group_gtid
+
             def go_on(domain: int, server: int, seq: int) -> bool:
                 if not accept(domain, server, seq):
                     return False
-                schema.observe_group(f"{domain}-{server}-{seq}")  # what the map's typed_map did
+                observe(Gtid(domain, server, seq))  # what the maps' typed_map did
                 return True
         else:
             go_on = accept

@@ -1432,30 +1432,61 @@ static int put_json_image(Buf *out, const JCol *plan, const Py_ssize_t *cols, Py
     return buf_put(out, "}", 1);
 }
 
-/* The "rows" list of one event: 0, 1 fall back, -1 error. */
-static int put_json_rows(Buf *out, PyObject *plan_obj, int op, const EvRows *r, const unsigned char *d, Py_ssize_t end) {
+/* The parsed JSON plans of the last tables met, by plan object (each entry holds a reference
+ * to its plan, whose bytes the JCols point into): a plan is parsed once, not per event. */
+#define JPLAN_CACHE 16
+static struct {
+    PyObject *plan;
+    JCol *cols;
+} jplan_cache[JPLAN_CACHE];
+static int jplan_next;
+
+/* The JCols of plan_obj (borrowed from the cache), or NULL with a Python error. */
+static const JCol *json_plan(PyObject *plan_obj) {
+    for (int i = 0; i < JPLAN_CACHE; i++)
+        if (jplan_cache[i].plan == plan_obj)
+            return jplan_cache[i].cols;
     Py_ssize_t nplan = PyTuple_GET_SIZE(plan_obj);
-    if (r->width != nplan)
-        return 1;
-    int status = 1;
     JCol *plan = PyMem_Calloc(nplan + 1, sizeof(JCol));
-    Py_ssize_t *cols = PyMem_Malloc(sizeof(Py_ssize_t) * (nplan + 1));
-    Py_ssize_t *cols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (nplan + 1));
-    if (!plan || !cols || !cols_ai) {
+    if (plan == NULL) {
         PyErr_NoMemory();
-        status = -1;
-        goto done;
+        return NULL;
     }
     for (Py_ssize_t i = 0; i < nplan; i++) {
         PyObject *t = PyTuple_GET_ITEM(plan_obj, i), *members;
         char *key;
         if (!PyArg_ParseTuple(t, "illiy#Op", &plan[i].op, &plan[i].a, &plan[i].b, &plan[i].kind, &key,
                               &plan[i].key_len, &members, &plan[i].is_set)) {
-            status = -1;
-            goto done;
+            PyMem_Free(plan);
+            return NULL;
         }
         plan[i].key = key;
         plan[i].members = PyTuple_Check(members) ? members : NULL;
+    }
+    int slot = jplan_next;
+    jplan_next = (jplan_next + 1) % JPLAN_CACHE;
+    Py_XDECREF(jplan_cache[slot].plan);
+    PyMem_Free(jplan_cache[slot].cols);
+    Py_INCREF(plan_obj);
+    jplan_cache[slot].plan = plan_obj;
+    jplan_cache[slot].cols = plan;
+    return plan;
+}
+
+/* The "rows" list of one event: 0, 1 fall back, -1 error. */
+static int put_json_rows(Buf *out, PyObject *plan_obj, int op, const EvRows *r, const unsigned char *d, Py_ssize_t end) {
+    Py_ssize_t nplan = PyTuple_GET_SIZE(plan_obj);
+    if (r->width != nplan)
+        return 1;
+    int status = 1;
+    const JCol *plan = json_plan(plan_obj);
+    Py_ssize_t *cols = PyMem_Malloc(sizeof(Py_ssize_t) * (nplan + 1));
+    Py_ssize_t *cols_ai = PyMem_Malloc(sizeof(Py_ssize_t) * (nplan + 1));
+    if (plan == NULL || !cols || !cols_ai) {
+        if (plan != NULL)
+            PyErr_NoMemory();
+        status = -1;
+        goto done;
     }
     Py_ssize_t ncols = present_columns(r->cols, r->nbytes, r->width, cols);
     Py_ssize_t ncols_ai = r->cols_ai != NULL ? present_columns(r->cols_ai, r->nbytes, r->width, cols_ai) : 0;
@@ -1492,7 +1523,6 @@ static int put_json_rows(Buf *out, PyObject *plan_obj, int op, const EvRows *r, 
     }
     status = buf_put(out, "]", 1) < 0 ? -1 : 0;
 done:
-    PyMem_Free(plan);
     PyMem_Free(cols);
     PyMem_Free(cols_ai);
     return status;
