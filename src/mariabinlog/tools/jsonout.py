@@ -427,8 +427,6 @@ _JSON_TEXT_TYPES = frozenset((C.MYSQL_TYPE_STRING, C.MYSQL_TYPE_VARCHAR, C.MYSQL
 
 #: The event types of the compiled JSON groups, with their '"type": ..., "type_code": N' text.
 _GROUP_TYPES = (GTID_EVENT, ANNOTATE_ROWS_EVENT, TABLE_MAP_EVENT, XID_EVENT, 23, 24, 25, 30, 31, 32)
-#: The rows event types of the post-header lengths json_groups takes (v1, then v2).
-_ROWS_CODES = (23, 24, 25, 30, 31, 32)
 
 
 class JsonSink(EventSink):
@@ -640,7 +638,7 @@ class JsonSink(EventSink):
             self.checksum_alg == CHECKSUM_CRC32,
             verify,
             self._file_json.encode(),
-            bytes(ctx.post_header_len(code) for code in _ROWS_CODES),
+            ctx.rows_post_header_lengths(),
         )
         done, text, stopped, flags2, gtid = _fast.json_groups(
             data, pos, limit, soft, cfg, self.fast_tables, self.tables, self._types, go_on

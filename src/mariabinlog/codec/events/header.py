@@ -204,7 +204,7 @@ class DecodeContext:
     23 to 31): the body starts after ``header_len`` bytes, of which readers use 19.
     """
 
-    __slots__ = ("post_header_lengths", "header_len", "binlog_version")
+    __slots__ = ("post_header_lengths", "header_len", "binlog_version", "_rows_post")
 
     def __init__(
         self, post_header_lengths: bytes | None = None, header_len: int = HEADER_LEN, binlog_version: int = 4
@@ -219,6 +219,15 @@ class DecodeContext:
         if self.binlog_version == 3 and log_pos and type_code < FORMAT_DESCRIPTION_EVENT:
             return log_pos + length
         return log_pos
+
+    def rows_post_header_lengths(self) -> bytes:
+        """The post-header lengths of the rows event types 23-25 then 30-32 (v1, v2), as the
+        compiled group walkers take them (``codec/_event.h``'s ``ev_rows``); made once."""
+        try:
+            return self._rows_post
+        except AttributeError:
+            self._rows_post = bytes(self.post_header_len(code) for code in (23, 24, 25, 30, 31, 32))
+            return self._rows_post
 
     def post_header_len(self, type_code: int) -> int:
         """Post-header length of ``type_code`` (the default when the FD does not list it)."""

@@ -824,6 +824,46 @@ static int gtid_accepted(PyObject *accept, const EvGtid *g, uint32_t server) {
     return more;
 }
 
+/* A group writer of write_groups: the group at d[pos] (ending by limit) into out: 0 (*gend its
+ * end, *g and *server its GTID), 1 not for this path (out may hold part of it), -1 error. */
+typedef int (*GroupWriter)(void *state, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
+                           Py_ssize_t *gend, EvGtid *g, uint32_t *server);
+/* Called when accept let the group just written stay. */
+typedef void (*GroupKept)(void *state, const EvGtid *g);
+
+/* The loop of print_groups and json_groups: groups from *ppos while they end by limit, none
+ * started at or past soft, each written whole or not at all and kept only when
+ * accept(domain, server, seq) says reading goes on (*stopped when it did not); 0, or -1 with
+ * a Python error. */
+static int write_groups(GroupWriter write, GroupKept kept, void *state, PyObject *accept, const unsigned char *d,
+                        Py_ssize_t *ppos, Py_ssize_t limit, Py_ssize_t soft, Buf *out, int *stopped) {
+    Py_ssize_t pos = *ppos;
+    while (pos < soft) {
+        Py_ssize_t mark = out->len, gend = 0;
+        EvGtid g = {0};
+        uint32_t server = 0;
+        int st = write(state, d, pos, limit, out, &gend, &g, &server);
+        if (st < 0)
+            return -1;
+        if (st) {
+            out->len = mark;
+            break;
+        }
+        int more = gtid_accepted(accept, &g, server);
+        if (more < 0)
+            return -1;
+        if (!more) {
+            out->len = mark;
+            *stopped = 1;
+            break;
+        }
+        kept(state, &g);
+        pos = gend;
+    }
+    *ppos = pos;
+    return 0;
+}
+
 /* One group at d[pos:limit] into out (head, body and tail are the tool's caches, empty on
  * entry and on success): 0 printed (*gend its end, *gtid its id), 1 not for this path
  * (out may hold part of it), -1 a Python error. */
@@ -1021,6 +1061,28 @@ static int print_group(GroupCfg *c, Session *s, const unsigned char *d, Py_ssize
     }
 }
 
+/* print_groups' state for write_groups: the session variables as kept and as the group
+ * being written leaves them, and the tool's three caches. */
+typedef struct {
+    GroupCfg *c;
+    Session kept, trial;
+    Buf head, body, tail;
+} TextGroups;
+
+static int text_group(void *state, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
+                      Py_ssize_t *gend, EvGtid *g, uint32_t *server) {
+    TextGroups *t = state;
+    t->trial = t->kept;
+    t->head.len = t->body.len = t->tail.len = 0;
+    return print_group(t->c, &t->trial, d, pos, limit, out, &t->head, &t->body, &t->tail, gend, g, server);
+}
+
+static void text_kept(void *state, const EvGtid *g) {
+    (void)g;
+    TextGroups *t = state;
+    t->kept = t->trial;
+}
+
 /* print_groups(data, pos, limit, soft, cfg, session, tables, table_maps, timestamp, accept)
  *   -> (pos, text, stopped)
  * Prints groups from pos while they end by limit, starting none at or past soft.  cfg is
@@ -1042,7 +1104,7 @@ static PyObject *print_groups(PyObject *self, PyObject *args) {
                           &c.timestamp, &c.accept))
         return NULL;
     PyObject *result = NULL;
-    Buf out = {NULL, 0, 0}, head = {NULL, 0, 0}, body = {NULL, 0, 0}, tail = {NULL, 0, 0};
+    Buf out = {NULL, 0, 0};
     Session s;
     long *fields[7] = {&s.ap_printed, &s.ap, &s.dom_printed, &s.dom, &s.srv_printed, &s.srv, &s.flags2};
     int stopped = 0;
@@ -1058,30 +1120,14 @@ static PyObject *print_groups(PyObject *self, PyObject *args) {
     }
     if (limit > view.len)
         limit = view.len;
-    while (pos < soft) {
-        Session trial = s;
-        Py_ssize_t mark = out.len, gend = 0;
-        EvGtid g = {0};
-        uint32_t server = 0;
-        head.len = body.len = tail.len = 0;
-        int st = print_group(&c, &trial, view.buf, pos, limit, &out, &head, &body, &tail, &gend, &g, &server);
-        if (st < 0)
-            goto done;
-        if (st) {
-            out.len = mark;
-            break;
-        }
-        int more = gtid_accepted(c.accept, &g, server);
-        if (more < 0)
-            goto done;
-        if (!more) {
-            out.len = mark;
-            stopped = 1;
-            break;
-        }
-        s = trial;
-        pos = gend;
-    }
+    TextGroups t = {&c, s, s, {NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}};
+    int failed = write_groups(text_group, text_kept, &t, c.accept, view.buf, &pos, limit, soft, &out, &stopped);
+    PyMem_Free(t.head.data);
+    PyMem_Free(t.body.data);
+    PyMem_Free(t.tail.data);
+    if (failed)
+        goto done;
+    s = t.kept;
     for (int i = 0; i < 7; i++) {
         PyObject *v = PyLong_FromLong(*fields[i]);
         if (v == NULL || PyList_SetItem(session_obj, i, v) < 0)
@@ -1090,9 +1136,6 @@ static PyObject *print_groups(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(ny#O)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False);
 done:
     PyMem_Free(out.data);
-    PyMem_Free(head.data);
-    PyMem_Free(body.data);
-    PyMem_Free(tail.data);
     PyBuffer_Release(&view);
     PyBuffer_Release(&post_view);
     return result;
@@ -1668,6 +1711,30 @@ static int json_group(JsonCfg *c, const unsigned char *d, Py_ssize_t pos, Py_ssi
     }
 }
 
+/* json_groups' state for write_groups: the GTID text of the group being written and of the
+ * last one kept, with its flags2 (-1: none kept). */
+typedef struct {
+    JsonCfg *c;
+    char gtid[64];
+    Py_ssize_t gtid_len;
+    char last[64];
+    Py_ssize_t last_len;
+    long flags2;
+} JsonGroups;
+
+static int json_group_of(void *state, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
+                         Py_ssize_t *gend, EvGtid *g, uint32_t *server) {
+    JsonGroups *j = state;
+    return json_group(j->c, d, pos, limit, out, gend, g, server, j->gtid, &j->gtid_len);
+}
+
+static void json_kept(void *state, const EvGtid *g) {
+    JsonGroups *j = state;
+    j->flags2 = g->flags2;
+    memcpy(j->last, j->gtid, j->gtid_len);
+    j->last_len = j->gtid_len;
+}
+
 /* json_groups(data, pos, limit, soft, cfg, tables, views, types, accept) -> (pos, text, stopped, flags2, gtid)
  * As print_groups, for the JSON writer: cfg is (checksum, verify, file_json, rows_post);
  * tables the writer's fast Table_map entries by body (table_id, fields, view); views its
@@ -1687,9 +1754,6 @@ static PyObject *json_groups(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Buf out = {NULL, 0, 0};
     int stopped = 0;
-    long flags2 = -1;
-    char last[64];
-    Py_ssize_t last_len = 0;
     if (post_view.len != 6) {
         PyErr_SetString(PyExc_ValueError, "json_groups: 6 post-header lengths");
         goto done;
@@ -1697,34 +1761,11 @@ static PyObject *json_groups(PyObject *self, PyObject *args) {
     c.rows_post = post_view.buf;
     if (limit > view.len)
         limit = view.len;
-    while (pos < soft) {
-        Py_ssize_t mark = out.len, gend = 0;
-        EvGtid g = {0};
-        uint32_t server = 0;
-        char gtid[64];
-        Py_ssize_t gtid_len = 0;
-        int st = json_group(&c, view.buf, pos, limit, &out, &gend, &g, &server, gtid, &gtid_len);
-        if (st < 0)
-            goto done;
-        if (st) {
-            out.len = mark;
-            break;
-        }
-        int more = gtid_accepted(accept, &g, server);
-        if (more < 0)
-            goto done;
-        if (!more) {
-            out.len = mark;
-            stopped = 1;
-            break;
-        }
-        flags2 = g.flags2;
-        memcpy(last, gtid, gtid_len);
-        last_len = gtid_len;
-        pos = gend;
-    }
-    result = Py_BuildValue("(ny#Ols#)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False, flags2,
-                           last, last_len);
+    JsonGroups j = {&c, {0}, 0, {0}, 0, -1};
+    if (write_groups(json_group_of, json_kept, &j, accept, view.buf, &pos, limit, soft, &out, &stopped) < 0)
+        goto done;
+    result = Py_BuildValue("(ny#Ols#)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False,
+                           j.flags2, j.last, j.last_len);
 done:
     PyMem_Free(out.data);
     PyBuffer_Release(&view);

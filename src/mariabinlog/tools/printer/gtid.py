@@ -54,6 +54,21 @@ class GtidFamily(PrintFamily):
         self.allow_parallel = True
         self.allow_parallel_printed = False
 
+    def session(self) -> list[int]:
+        """The session variables last printed, as ``_dumpfast.print_groups`` takes and updates
+        them: skip_parallel_replication (printed, value), gtid_domain_id, server_id, then the
+        last GTID's flags2."""
+        return [
+            self.allow_parallel_printed, self.allow_parallel, self.domain_id_printed, self.domain_id,
+            self.server_id_printed, self.server_id, self.pc.gtid_flags2,
+        ]
+
+    def set_session(self, values: list[int]) -> None:
+        """Take back :meth:`session` as the compiled groups left it."""
+        (self.allow_parallel_printed, self.allow_parallel, self.domain_id_printed, self.domain_id,
+         self.server_id_printed, self.server_id, self.pc.gtid_flags2) = values
+        self.pc.gtid_flags_extra = 0
+
     def gtid_event(self, ev: EventView) -> None:
         if ev.flags & LOG_EVENT_SKIP_REPLICATION_F or self.pc.skip_replication:
             self.pc.skip_replication_statement(ev.flags)

@@ -33,7 +33,6 @@ from ...codec.events import (
     BEGIN_LOAD_QUERY_EVENT,
     BINLOG_CHECKPOINT_EVENT,
     CHECKSUM_CRC32,
-    DecodeContext,
     EXECUTE_LOAD_QUERY_EVENT,
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
@@ -77,9 +76,6 @@ from .gtid import GtidFamily
 from .query import QueryFamily
 from .rows import ROW_EVENT_TYPES, RowsFamily
 
-
-#: The rows event types of print_groups' post-header lengths (v1, then v2), as _dumpfast.c takes them.
-_ROWS_CODES = (23, 24, 25, 30, 31, 32)
 
 #: The one incident an Incident event may report (sql/rpl_constants.h INCIDENT_LOST_EVENTS).
 INCIDENT_LOST_EVENTS = 1
@@ -149,8 +145,6 @@ class Printer:
         self._gtid = GtidFamily(pc)
         self._query = QueryFamily(pc)
         self._rows = RowsFamily(pc)
-        self._post_ctx: DecodeContext | None = None
-        self._post = b""
         self._build_dispatch()
 
     # The shared state the dumper (and the ibb reader, the CLI) set or read from outside.
@@ -233,19 +227,14 @@ class Printer:
         cfg = self._group_cfg(verify, at)
         if cfg is None:
             return pos, False
-        gtid, rows = self._gtid, self._rows
-        session = [
-            gtid.allow_parallel_printed, gtid.allow_parallel, gtid.domain_id_printed, gtid.domain_id,
-            gtid.server_id_printed, gtid.server_id, self.pc.gtid_flags2,
-        ]
+        rows = self._rows
+        session = self._gtid.session()
         done, text, stopped = _fast.print_groups(
             data, pos, limit, soft, cfg, session, rows.table_cache, rows.table_maps, self.pc.timestamp, accept
         )
         if done != pos:
             self.out.append(text)
-            (gtid.allow_parallel_printed, gtid.allow_parallel, gtid.domain_id_printed, gtid.domain_id,
-             gtid.server_id_printed, gtid.server_id, self.pc.gtid_flags2) = session
-            self.pc.gtid_flags_extra = 0
+            self._gtid.set_session(session)
         return done, stopped
 
     def _group_cfg(self, verify: bool, at: int) -> tuple[Any, ...] | None:
@@ -271,16 +260,9 @@ class Printer:
             opt.verbose,
             opt.print_row_count,
             opt.skip_annotate,
-            self._rows_post(ctx),
+            ctx.rows_post_header_lengths(),
             at,
         )
-
-    def _rows_post(self, ctx: DecodeContext) -> bytes:
-        """The post-header lengths of the rows event types in ``ctx`` (as print_groups takes them), kept per context."""
-        if self._post_ctx is not ctx:
-            self._post = bytes(ctx.post_header_len(code) for code in _ROWS_CODES)
-            self._post_ctx = ctx
-        return self._post
 
     def _build_dispatch(self) -> None:
         """The one table from event type to its family's handler (bound once, here)."""
