@@ -1,4 +1,5 @@
-"""``dump``'s compiled whole-group paths (``_dumpfast.print_groups``, ``json_groups``) against the
+"""``dump``'s compiled whole-group paths (``_dumpfast.print_groups``, ``json_groups``,
+``debezium_groups``) against the
 event-by-event path, and both against the real ``mariadb-binlog``.
 
 The compiled path prints the ordinary OLTP transaction (GTID, Annotate_rows, Table_map,
@@ -26,6 +27,7 @@ import pytest
 
 from mariabinlog.codec.events.stream import iter_legacy_events
 from mariabinlog.tools.dump.cli import dump_main
+from mariabinlog.tools.debezium import DebeziumSink
 from mariabinlog.tools.jsonout import JsonSink
 from mariabinlog.tools.printer import base
 from mariabinlog.tools.printer.printer import Printer
@@ -51,6 +53,8 @@ OPTION_SETS = [
     ["-v", "--skip-gtid-strict-mode"],
     ["--format=json"],
     ["--format=json", "--skip-verify-binlog-checksum"],
+    ["--format=debezium"],
+    ["--format=debezium", "--skip-verify-binlog-checksum", "--topic-prefix=shop"],
 ]
 
 
@@ -60,12 +64,12 @@ def _utc(utc: None) -> None:
 
 
 class Counted:
-    """The text printer's and the JSON writer's print_groups wrapped: how many bytes of input
-    the compiled paths printed."""
+    """The text printer's, the JSON and the Debezium writers' print_groups wrapped: how many
+    bytes of input the compiled paths printed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.bytes = 0
-        for cls in (Printer, JsonSink):
+        for cls in (Printer, JsonSink, DebeziumSink):
             self._wrap(monkeypatch, cls)
 
     def _wrap(self, monkeypatch: pytest.MonkeyPatch, cls: Any) -> None:
@@ -93,7 +97,8 @@ def both_ways(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[tuple[i
         fast = dump(args)
     with monkeypatch.context() as m:
         m.setattr(Printer, "_group_cfg", lambda self, verify, at: None)
-        m.setattr(JsonSink, "print_groups", lambda self, data, pos, *rest: (pos, False))
+        for sink in (JsonSink, DebeziumSink):
+            m.setattr(sink, "print_groups", lambda self, data, pos, *rest: (pos, False))
         slow = dump(args)
     assert fast[0] == slow[0]
     assert fast[2] == slow[2]
@@ -205,6 +210,76 @@ def test_production_shape_as_json(oltp_binlog: Path, monkeypatch: pytest.MonkeyP
     assert changes == CLIENTS * per_client
 
 
+def test_production_shape_as_debezium(oltp_binlog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Debezium writer's compiled groups: the same records as event by event, most of the
+    binlog written by them, one record per row change with its GTID, key and Annotate_rows."""
+    (status, out, err), printed = both_ways(monkeypatch, ["--format=debezium", str(oltp_binlog)])
+    assert status == 0, err
+    assert printed > oltp_binlog.stat().st_size * 0.9
+    records = [json.loads(line) for line in out.splitlines()]
+    changes = [r for r in records if r["topic"].startswith("mariabinlog.oltp.t")]
+    per_client = sum(1 + (i % 3 == 0) + (i % 7 == 6) for i in range(GROUPS_PER_CLIENT))
+    assert len(changes) == CLIENTS * per_client
+    assert {r["value"]["op"] for r in changes} == {"c", "u", "d"}
+    assert all(r["key"] == {"id": (r["value"]["after"] or r["value"]["before"])["id"]} for r in changes)
+    assert len({r["value"]["source"]["gtid"].split("-")[0] for r in changes}) == 4
+    assert any(r["value"]["source"]["query"].startswith("UPDATE oltp.t0\n  SET") for r in changes)
+    assert all(isinstance(r["value"]["after"]["at"], int) for r in changes if r["value"]["after"])
+
+
+EDGE_TABLE = (
+    "CREATE TABLE edge.v (id INT PRIMARY KEY, d DATE, dt0 DATETIME, dt3 DATETIME(3), dt6 DATETIME(6),"
+    " t6 TIME(6), ts TIMESTAMP NULL, ts6 TIMESTAMP(6) NULL, b1 BIT(1), b10 BIT(10), s SET('a','b\"q','c'),"
+    " e ENUM('x','y'), bl BLOB, l1 VARCHAR(20) CHARACTER SET latin1, dec1 DECIMAL(20,10), dbl DOUBLE, y YEAR)"
+)
+EDGE_ROWS = [
+    "(1, '0000-00-00', '0000-00-00 00:00:00', '1969-12-31 23:59:59.999', '0000-01-01 00:00:00.000001',"
+    " '-838:59:59.999999', '1970-01-01 00:00:01', '2038-01-19 03:14:07.5', b'1', b'1010101010', 'a,b\"q,c',"
+    " 'y', X'00ff80', 'abc', '-0.0000012345', -0.0, 2155)",
+    "(2, '2024-02-29', '2024-02-30 00:00:00', '1900-01-01 12:00:00.5', '9999-12-31 23:59:59.999999',"
+    " '00:00:00.000001', '0000-00-00 00:00:00', NULL, b'0', b'0', '', 'x', 'text', 'plain', '12345.6789', 1e300, 0)",
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+]
+
+
+def test_value_edges_through_the_compiled_json_and_debezium(mariadb_server_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values at the edges a real server stores (zero and year-0 dates, dates no calendar
+    has, negative and fractional times, zero TIMESTAMPs, BIT(1) and BIT(n), SET members with
+    quotes, bytes, latin1 text, tiny DECIMALs, -0.0), key changes and MINIMAL images: the
+    compiled JSON and Debezium lines equal the event-by-event ones, and the compiled paths
+    write most of the binlog."""
+    server = mariadb_server_factory(
+        "--log-bin", "--binlog-format=ROW", "--binlog-row-metadata=FULL", "--default-time-zone=+00:00",
+        "--sql-mode=ALLOW_INVALID_DATES", name="value-edges",
+    )
+    statements = [
+        "CREATE DATABASE edge", EDGE_TABLE, *(f"INSERT INTO edge.v VALUES {row}" for row in EDGE_ROWS),
+        "UPDATE edge.v SET id = id + 10, t6 = '12:00:00' WHERE id = 1",
+        "UPDATE edge.v SET dbl = 2.5 WHERE id = 2",
+        "SET SESSION binlog_row_image = MINIMAL", "UPDATE edge.v SET s = 'c' WHERE id = 2",
+        "UPDATE edge.v SET id = 20 WHERE id = 2",
+        "DELETE FROM edge.v WHERE id = 3",
+    ]
+    server.pipe("".join(f"{s};\n" for s in statements))
+    server.pipe("FLUSH BINARY LOGS;")
+    binlog = server.binlog_files()[-2]
+    for fmt in ("--format=json", "--format=debezium"):
+        (status, out, err), printed = both_ways(monkeypatch, [fmt, str(binlog)])
+        assert status == 0, err
+        assert printed > binlog.stat().st_size / 2, fmt
+    records = [json.loads(line) for line in out.splitlines()]
+    ops = [(r["value"]["op"], r["key"]) for r in records if r["topic"] == "mariabinlog.edge.v"]
+    assert ops == [
+        ("c", {"id": 1}), ("c", {"id": 2}), ("c", {"id": 3}),
+        ("d", {"id": 1}), ("c", {"id": 11}),  # a key change: a delete and a create
+        ("u", {"id": 2}), ("u", {"id": 2}),
+        ("d", {"id": 2}), ("c", {"id": 20}),
+        ("d", {"id": 3}),
+    ]
+    first = next(r["value"]["after"] for r in records if r["topic"] == "mariabinlog.edge.v")
+    assert first["d"] is None and first["b1"] is True and first["s"] == 'a,b"q,c' and first["t6"] == -3_020_399_999_999
+
+
 def test_production_shape_stops_inside_a_group(oltp_binlog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--stop-position inside a group: the group is printed up to the event before it."""
     events = list(iter_legacy_events(oltp_binlog.read_bytes()))
@@ -236,11 +311,13 @@ def test_production_shape_damaged_inside_a_group(
     both_ways(monkeypatch, ["-v", "--skip-verify-binlog-checksum", str(damaged)])
     both_ways(monkeypatch, ["--format=json", str(damaged)])
     both_ways(monkeypatch, ["--format=json", "--skip-verify-binlog-checksum", str(damaged)])
+    both_ways(monkeypatch, ["--format=debezium", str(damaged)])
     cut = tmp_path / "cut.000001"
     cut.write_bytes(data[: target.end_position - 3])
     (status, out, err), _ = both_ways(monkeypatch, ["-v", str(cut)])
     assert status == 1 and str(cut) in err
     both_ways(monkeypatch, ["--format=json", str(cut)])
+    both_ways(monkeypatch, ["--format=debezium", str(cut)])
 
 
 def test_out_of_order_gtid_stops_strict_mode_the_same(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,8 +40,10 @@ from ..codec.events import (
     FORMAT_DESCRIPTION_EVENT,
     GTID_EVENT,
     QUERY_COMPRESSED_EVENT,
+    XID_EVENT,
     QUERY_EVENT,
     ROWS_KIND,
+    CHECKSUM_CRC32,
     TABLE_MAP_EVENT,
     gtid_fields,
     gtid_short_flags_extra,
@@ -51,8 +53,19 @@ from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimes
 from ..codec.rows.packed import geometry_parts, uint_image
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
-from .jsonout import TableView, TableViews, json_encoder, json_name, json_string, json_value
+from .jsonout import (
+    TableView,
+    TableViews,
+    compiled_groups_ok,
+    group_accept,
+    json_column_plan,
+    json_encoder,
+    json_name,
+    json_string,
+    json_value,
+)
 from .dump.sink import EventSink
+from .printer.base import _fast
 from .printer.rows import rows_parts
 
 log = logging.getLogger(__name__)
@@ -118,8 +131,15 @@ class DebeziumWriter:
         self.name = name
         self.database = database
         self.table_filter = table
-        self.tables: dict[int, tuple[TableView, Any]] = {}
+        self.tables: dict[int, TableView] = {}
         self.views = TableViews()
+        #: Table_map body -> (table_id, b"", view), for the compiled groups (:meth:`groups`); kept
+        #: only while the schema cannot change a map's view (cleared at DDL, files, formats).
+        self.fast_tables: dict[bytes, tuple[int, bytes, TableView]] = {}
+        #: The fields every record's source starts with, as JSON text.
+        self.source_prefix = (
+            f'"version": {json_string(VERSION)}, "connector": "{CONNECTOR}", "name": {json_string(json_name(name))}'
+        ).encode()
         self.gtid: str | None = None
         #: Where the current group ends: the codec's one rule.
         self.boundary = GroupBoundary()
@@ -177,11 +197,16 @@ class DebeziumWriter:
             self.query = ev.body().decode("utf-8", "replace")
         elif code == TABLE_MAP_EVENT:
             view = self.views.of_event(ev, self.schema, self.gtid if self.boundary.open else None)
-            self.tables[view.event.table_id] = (view, view.event)
+            self.tables[view.event.table_id] = view
+            if compiled_groups_ok(self.database, self.table_filter, self.schema):
+                if len(self.fast_tables) >= TableViews.LIMIT:
+                    self.fast_tables.clear()
+                self.fast_tables[ev.body()] = (view.event.table_id, b"", view)
         elif code in ROWS_KIND:
             out = self._rows(ev)
         elif code == FORMAT_DESCRIPTION_EVENT:
             self.tables.clear()
+            self.fast_tables.clear()
         if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
             self._passed(code)
         return out
@@ -194,6 +219,8 @@ class DebeziumWriter:
     def _query(self, ev: Any, q: Any) -> list[dict[str, Any]]:
         gtid = self.gtid if self.boundary.open else None
         changed = self.schema.observe_query(q, file=self.file, pos=ev.position, gtid=gtid)
+        if changed:
+            self.fast_tables.clear()  # a table changed: its maps' views may too
         database = bytes(q.database).decode("utf-8", "replace")
         text = bytes(q.query).decode("utf-8", "replace")
         if is_ddl(text) and not q.error_code:
@@ -252,10 +279,10 @@ class DebeziumWriter:
         each, a primary key change as Debezium sends it (a delete under the old key, then a
         create); none for a table not mapped or not accepted."""
         rows_ev = rows_parts(ev) or ev.decoded()
-        entry = self.tables.get(rows_ev.table_id)
-        if entry is None:
+        view = self.tables.get(rows_ev.table_id)
+        if view is None:
             return []
-        view, tm = entry
+        tm = view.event
         if not self._accept(view.database, view.table):
             return []
         key_columns = _key_indexes(tm.optional_metadata, len(view.columns))
@@ -302,6 +329,43 @@ class DebeziumWriter:
             for _, row, key, before, after, op in changes
         ]
 
+    def new_file(self, name: str) -> None:
+        """A new file begins: its table ids are new."""
+        self.file = os.path.basename(name)
+        self.tables.clear()
+        self.fast_tables.clear()
+
+    def groups(
+        self,
+        data: Any,
+        pos: int,
+        limit: int,
+        soft: int,
+        verify: bool,
+        accept: Callable[[int, int, int], bool],
+        checksum: bool,
+        ctx: Any,
+    ) -> tuple[int, bytes, bool]:
+        """Whole ordinary groups from ``pos`` in compiled code (``_dumpfast.debezium_groups``),
+        line for line as :meth:`lines` writes their events: ``(where it stopped, the lines,
+        whether accept stopped the reading)``; nothing when the writer cannot take them there
+        (a group open, a map not met yet, a filter)."""
+        if self.boundary.open or not self.fast_tables or not compiled_groups_ok(self.database, self.table_filter, self.schema):
+            return pos, b"", False
+        for _, _, view in self.fast_tables.values():
+            if view.fast_debezium is None:
+                view.fast_debezium = debezium_plan(view, self.name)
+        cfg = (checksum, verify, self.source_prefix, json_string(json_name(self.file)).encode(), ctx.rows_post_header_lengths())
+        done, text, stopped, flags2, gtid = _fast.debezium_groups(
+            data, pos, limit, soft, cfg, self.fast_tables, self.tables, group_accept(self.schema, accept)
+        )
+        if done != pos:
+            self.gtid = gtid
+            self.boundary.start(flags2)
+            self.thread = None  # (groups whose GTID carries a thread id are not compiled)
+            self._passed(XID_EVENT)
+        return done, text, stopped
+
     def _image(self, view: TableView, tm: Any, types: list[int], values: tuple[Any, ...] | None) -> dict[str, Any] | None:
         if values is None:
             return None
@@ -313,6 +377,25 @@ class DebeziumWriter:
             elif value is not ABSENT:
                 out[col.key] = encode_value(value, rtype, meta, col)
         return out
+
+
+def debezium_plan(view: TableView, name: str) -> tuple[bytes, bytes, tuple[tuple[Any, ...], ...], tuple[int, ...]] | bool:
+    """The rows plan of ``_dumpfast.debezium_groups`` for a view: the record's text up to its
+    key, the source's ``db`` to ``table`` fields, the column plan of the compiled JSON rows
+    (:func:`~mariabinlog.tools.jsonout.json_column_plan`, its values in Debezium's encodings)
+    and the key's column indexes; False when a column needs this writer (GEOMETRY's object,
+    a FLOAT or DOUBLE key column: keys are compared as text, and -0.0 equals 0.0)."""
+    plan = json_column_plan(view)
+    if plan is False:
+        return False
+    keys = tuple(_key_indexes(view.event.optional_metadata, len(view.columns)))
+    floats = (C.MYSQL_TYPE_FLOAT, C.MYSQL_TYPE_DOUBLE)
+    for index, rtype in enumerate(view.real_types):
+        if rtype == C.MYSQL_TYPE_GEOMETRY or (index in keys and rtype in floats):
+            return False
+    head = f'{{"topic": {json_string(json_name(f"{name}.{view.database}.{view.table}"))}, "key": '
+    names = f'"db": {json_string(view.database)}, "sequence": null, "table": {json_string(view.table)}'
+    return head.encode(), names.encode(), plan, keys
 
 
 def _envelope(
@@ -393,8 +476,29 @@ class DebeziumSink(EventSink):
 
     def begin_file(self, name: str = "") -> None:
         super().begin_file(name)
-        self.writer.file = os.path.basename(name)
-        self.writer.tables.clear()
+        self.writer.new_file(name)
+
+    def print_groups(
+        self,
+        data: Any,
+        pos: int,
+        limit: int,
+        soft: int,
+        verify: bool,
+        accept: Callable[[int, int, int], bool],
+        at: int = -1,
+    ) -> tuple[int, bool]:
+        """Whole ordinary groups in compiled code (:meth:`DebeziumWriter.groups`); legacy files
+        only (``at`` -1: the `.ibb` positions are those of its records), not for the Python
+        API's records."""
+        if at != -1 or self.collect is not None:
+            return pos, False
+        done, text, stopped = self.writer.groups(
+            data, pos, limit, soft, verify, accept, self.checksum_alg == CHECKSUM_CRC32, self.ctx
+        )
+        if done != pos:
+            self.out.append(text)
+        return done, stopped
 
     def print_event(self, ev: Any) -> None:
         if self.collect is not None:

@@ -294,7 +294,7 @@ class TableViews:
 class TableView:
     """A table map with what the JSON writer needs to render its rows."""
 
-    __slots__ = ("columns", "database", "event", "fast", "table", "real_types", "names_json", "_described")
+    __slots__ = ("columns", "database", "event", "fast", "fast_debezium", "table", "real_types", "names_json", "_described")
 
     def __init__(self, tm: Any) -> None:
         self.event = tm
@@ -330,9 +330,11 @@ class TableView:
             cols.append(_Column(key, binary, members, is_set))
         self.columns = cols
         self._described: str | None = None
-        #: ``(names_json, plan)`` for ``_dumpfast.json_groups`` (:func:`_json_plan`), False when a
-        #: column needs the Python writer, None until the writer asks.
+        #: ``(names_json, plan)`` for ``_dumpfast.json_groups`` (:func:`json_column_plan`), False
+        #: when a column needs the Python writer, None until the writer asks.
         self.fast: tuple[bytes, tuple[tuple[Any, ...], ...]] | bool | None = None
+        #: The same for ``_dumpfast.debezium_groups`` (``debezium.debezium_plan``).
+        self.fast_debezium: tuple[Any, ...] | bool | None = None
 
     def described(self) -> str:
         """:meth:`describe` as JSON text, made once (every Table_map event of this map repeats it)."""
@@ -378,8 +380,8 @@ class TableView:
 _JSON_OPS = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 14, 15, 16))
 
 
-def _json_plan(view: TableView) -> tuple[tuple[Any, ...], ...] | bool:
-    """The column plan of ``_dumpfast.json_groups`` for a view: per column ``(opcode, a, b,
+def json_column_plan(view: TableView) -> tuple[tuple[Any, ...], ...] | bool:
+    """The column plan of ``_dumpfast.json_groups`` (and ``debezium_groups``) for a view: per column ``(opcode, a, b,
     kind, '"key": ', members, is_set)`` (kind: 1 unsigned for integers; for text and bytes
     0 UTF-8 text or bytes, 1 bytes, 2 ASCII text of a single-byte charset; members: ENUM/SET
     names as JSON strings), rendering what :meth:`TableView.image` renders from the row
@@ -427,6 +429,32 @@ _JSON_TEXT_TYPES = frozenset((C.MYSQL_TYPE_STRING, C.MYSQL_TYPE_VARCHAR, C.MYSQL
 
 #: The event types of the compiled JSON groups, with their '"type": ..., "type_code": N' text.
 _GROUP_TYPES = (GTID_EVENT, ANNOTATE_ROWS_EVENT, TABLE_MAP_EVENT, XID_EVENT, 23, 24, 25, 30, 31, 32)
+
+
+def compiled_groups_ok(database: str | None, table: str | None, schema: SchemaTracker | None) -> bool:
+    """Whether the compiled groups may write for a JSON or Debezium writer: built, no database
+    or table filter, and a schema history (if any) that follows the stream, so that a map's
+    view changes only at the DDL the writer sees."""
+    return _fast is not None and database is None and table is None and (schema is None or schema.follows_stream)
+
+
+def group_accept(
+    schema: SchemaTracker | None, accept: Callable[[int, int, int], bool]
+) -> Callable[[int, int, int], bool]:
+    """The compiled groups' ``accept(domain, server, seq)``: the dump's, which also tells the
+    schema history each group's GTID it lets stay (what the maps' ``typed_map`` does on the
+    event path)."""
+    if schema is None:
+        return accept
+    observe = schema.observe_group_gtid
+
+    def go_on(domain: int, server: int, seq: int) -> bool:
+        if not accept(domain, server, seq):
+            return False
+        observe(Gtid(domain, server, seq))
+        return True
+
+    return go_on
 
 
 class JsonSink(EventSink):
@@ -506,7 +534,7 @@ class JsonSink(EventSink):
             if self._accept(table.database, table.table):
                 fields = f'{table.names_json}, "columns": {table.described()}'
                 self._line(head, f"{gtid_json}, {fields}")
-                if self._groups_ok():
+                if compiled_groups_ok(self.database, self.table_filter, self.schema):
                     self._keep_for_groups(ev.body(), table, fields)
             self.boundary.end_after(code)
             return
@@ -586,21 +614,10 @@ class JsonSink(EventSink):
 
     # -- whole groups in compiled code -----------------------------------------------------------
 
-    def _groups_ok(self) -> bool:
-        """Whether the compiled groups may write for this writer: built, no database or table
-        filter, and a schema history (if any) that follows the stream, so that a map's view
-        changes only at the DDL this writer sees."""
-        return (
-            _fast is not None
-            and self.database is None
-            and self.table_filter is None
-            and (self.schema is None or self.schema.follows_stream)
-        )
-
     def _keep_for_groups(self, body: bytes, table: TableView, fields: str) -> None:
         """Remember a Table_map's line and view (and its rows' plan) for the compiled groups."""
         if table.fast is None:
-            plan = _json_plan(table)
+            plan = json_column_plan(table)
             table.fast = False if plan is False else (table.names_json.encode(), plan)
         if len(self.fast_tables) >= TableViews.LIMIT:
             self.fast_tables.clear()
@@ -620,28 +637,16 @@ class JsonSink(EventSink):
         in compiled code (``_dumpfast.json_groups``), line for line as :meth:`print_event`
         writes them; see :meth:`Printer.print_groups <mariabinlog.tools.printer.printer.Printer.print_groups>`.
         Legacy files only (``at`` -1: the `.ibb` lines name their records)."""
-        if at != -1 or self.boundary.open or not self.fast_tables or not self._groups_ok():
+        if at != -1 or self.boundary.open or not self.fast_tables or not compiled_groups_ok(self.database, self.table_filter, self.schema):
             return pos, False
-        schema = self.schema
-        if schema is not None:
-            observe = schema.observe_group_gtid
-
-            def go_on(domain: int, server: int, seq: int) -> bool:
-                if not accept(domain, server, seq):
-                    return False
-                observe(Gtid(domain, server, seq))  # what the maps' typed_map did
-                return True
-        else:
-            go_on = accept
-        ctx = self.ctx
         cfg = (
             self.checksum_alg == CHECKSUM_CRC32,
             verify,
             self._file_json.encode(),
-            ctx.rows_post_header_lengths(),
+            self.ctx.rows_post_header_lengths(),
         )
         done, text, stopped, flags2, gtid = _fast.json_groups(
-            data, pos, limit, soft, cfg, self.fast_tables, self.tables, self._types, go_on
+            data, pos, limit, soft, cfg, self.fast_tables, self.tables, self._types, group_accept(self.schema, accept)
         )
         if done != pos:
             self.out.append(text)

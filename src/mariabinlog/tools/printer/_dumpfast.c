@@ -41,7 +41,7 @@
 #include "../../codec/rows/_shortest.h"
 
 /* Bump together with base._FAST_VERSION whenever the plan or a signature changes. */
-#define FAST_VERSION 4
+#define FAST_VERSION 5
 
 /* ------------------------------------------------------------------ output buffer */
 
@@ -1165,13 +1165,35 @@ typedef struct {
     int is_set;
 } JCol;
 
+/* Output dialects of the value renderer: jsonout.json_value and debezium.encode_value of the
+ * row decoder's values. */
+enum { D_JSON = 0, D_DEBEZIUM = 1 };
+
+typedef struct GroupEv GroupEv;
+/* A writer of walk_group's events: 0, 1 not for this path, -1 error. */
+typedef int (*EventWriter)(void *writer, const GroupEv *e, Buf *out);
+
+/* The group walk of json_groups and debezium_groups: what it reads with (the writer's table
+ * maps), the GTID text of the group being walked and of the last one kept. */
 typedef struct {
     int checksum, verify;
-    const char *file;      /* the "file" value, JSON */
-    Py_ssize_t file_len;
     const unsigned char *rows_post;
     PyObject *tables;      /* Table_map body -> (table_id, its fields, view) */
     PyObject *views;       /* the writer's views by table id (updated) */
+    const char *plan_attr; /* the view attribute holding the writer's rows plan */
+    EventWriter write;
+    void *writer;
+    char gtid[64];         /* the group being walked: "domain-server-seq" */
+    Py_ssize_t gtid_len;
+    char last[64];         /* the last group kept, with its flags2 (-1: none) */
+    Py_ssize_t last_len;
+    long flags2;
+} GroupWalk;
+
+typedef struct {
+    GroupWalk *walk;
+    const char *file;      /* the "file" value, JSON */
+    Py_ssize_t file_len;
     PyObject *types;       /* type code -> '"type": ..., "type_code": N' */
     uint32_t ts_when;
     char ts_text[64];
@@ -1238,9 +1260,10 @@ static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
     return 1;
 }
 
-/* {"base64": "..."} of bytes (base64.b64encode: one line, no newline). */
-static int put_b64_obj(Buf *b, const unsigned char *s, Py_ssize_t n) {
-    if (put_s(b, "{\"base64\": \"") < 0 || buf_reserve(b, (n + 2) / 3 * 4 + 2) < 0)
+/* base64.b64encode of bytes (one line, no newline) as a JSON string: {"base64": "..."} in
+ * the JSON dialect, the bare string in Debezium's (binary.handling.mode=base64). */
+static int put_b64(Buf *b, const unsigned char *s, Py_ssize_t n, int dialect) {
+    if (put_s(b, dialect == D_JSON ? "{\"base64\": \"" : "\"") < 0 || buf_reserve(b, (n + 2) / 3 * 4 + 2) < 0)
         return -1;
     char *q = b->data + b->len;
     Py_ssize_t i = 0;
@@ -1259,12 +1282,12 @@ static int put_b64_obj(Buf *b, const unsigned char *s, Py_ssize_t n) {
         q += 4;
     }
     b->len = q - b->data;
-    return put_s(b, "\"}");
+    return put_s(b, dialect == D_JSON ? "\"}" : "\"");
 }
 
 /* Text or bytes as jsonout.text_or_bytes: a string when valid UTF-8, else base64. */
-static int put_text_or_bytes(Buf *b, const unsigned char *s, Py_ssize_t n) {
-    return utf8_valid(s, n) ? put_json_str(b, s, n) : put_b64_obj(b, s, n);
+static int put_text_or_bytes(Buf *b, const unsigned char *s, Py_ssize_t n, int dialect) {
+    return utf8_valid(s, n) ? put_json_str(b, s, n) : put_b64(b, s, n, dialect);
 }
 
 /* ".ffffff" when the microseconds are not zero (jsonout._frac, MysqlTime.__str__). */
@@ -1308,8 +1331,61 @@ static int put_utc(Buf *b, int64_t seconds) {
     return put_fields(b, f, DT_WIDTHS, "--T::", 6) < 0 ? -1 : 0;
 }
 
-/* One value as jsonout.json_value writes the row decoder's value: 0, 1 fall back, -1 error. */
-static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ssize_t *ppos, Py_ssize_t end) {
+/* Days from 1970-01-01 to a proleptic Gregorian date (columns.epoch_days): 0 and *days set,
+ * or 1 for a zero date or one no calendar has. */
+static int epoch_days(long long year, long month, long day, long long *days) {
+    static const int MDAYS[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12 || day < 1 || day > 31)
+        return 1;
+    int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (day > (month == 2 && leap ? 29 : MDAYS[month - 1]))
+        return 1;
+    long long y = year - (month <= 2);
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    *days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+    return 0;
+}
+
+/* Python's a // b for b > 0. */
+static inline long long floor_div(long long a, long long b) {
+    long long q = a / b;
+    return q - (a % b < 0);
+}
+
+/* A BIT value in Debezium's encoding: a boolean for BIT(1), else base64 of its bytes
+ * little-endian (packed.uint_image), the stored image being big-endian. */
+static int put_debezium_bits(Buf *out, const unsigned char *p, Py_ssize_t nbytes, long nbits) {
+    if (nbits == 1)
+        return put_s(out, be(p, (int)nbytes) ? "true" : "false");
+    unsigned char le_image[8];
+    for (Py_ssize_t i = 0; i < nbytes; i++)
+        le_image[i] = p[nbytes - 1 - i];
+    return put_b64(out, le_image, nbytes, D_DEBEZIUM);
+}
+
+/* A SET's member names joined by commas, as one JSON string (Debezium); the members are
+ * JSON strings, whose escapes join as the text does. */
+static int put_set_text(Buf *out, PyObject *members, uint64_t v) {
+    if (buf_put(out, "\"", 1) < 0)
+        return -1;
+    int first = 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members) && i < 64; i++) {
+        if (!(v >> i & 1))
+            continue;
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        if ((!first && buf_put(out, ",", 1) < 0) || buf_put(out, PyBytes_AS_STRING(m) + 1, PyBytes_GET_SIZE(m) - 2) < 0)
+            return -1;
+        first = 0;
+    }
+    return buf_put(out, "\"", 1);
+}
+
+/* One value as jsonout.json_value (D_JSON) or debezium.encode_value (D_DEBEZIUM) writes the
+ * row decoder's value: 0, 1 fall back, -1 error. */
+static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ssize_t *ppos, Py_ssize_t end,
+                          int dialect) {
     Py_ssize_t pos = *ppos, need;
     long fb;
     switch (c->op) {
@@ -1338,7 +1414,8 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
                     return 1;
             return put_json_str(out, s, (Py_ssize_t)len) < 0 ? -1 : 0;
         }
-        return (c->kind == J_BINARY ? put_b64_obj(out, s, (Py_ssize_t)len) : put_text_or_bytes(out, s, (Py_ssize_t)len)) < 0 ? -1 : 0;
+        return (c->kind == J_BINARY ? put_b64(out, s, (Py_ssize_t)len, dialect)
+                                    : put_text_or_bytes(out, s, (Py_ssize_t)len, dialect)) < 0 ? -1 : 0;
     }
     default: return 1;
     }
@@ -1373,6 +1450,8 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
         return buf_put(out, text, n);
     }
     case V_BIT:
+        if (dialect == D_DEBEZIUM)
+            return put_debezium_bits(out, p, need, c->a);
         return put_u(out, be(p, (int)need));
     case V_ENUM: case V_SET: {
         uint64_t v = le(p, (int)need);
@@ -1385,6 +1464,8 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
             PyObject *m = PyTuple_GET_ITEM(c->members, (Py_ssize_t)v - 1);
             return buf_put(out, PyBytes_AS_STRING(m), PyBytes_GET_SIZE(m));
         }
+        if (dialect == D_DEBEZIUM)
+            return put_set_text(out, c->members, v);
         if (buf_put(out, "[", 1) < 0)
             return -1;
         int first = 1;
@@ -1404,7 +1485,9 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
         uint64_t secs = v >> (8 * fb);
         long long usec = (long long)(v & ((1ULL << (8 * fb)) - 1)) * FRAC_UNIT[c->a];
         if (secs == 0 && usec == 0)
-            return put_s(out, "\"0000-00-00T00:00:00Z\"");
+            return put_s(out, dialect == D_JSON ? "\"0000-00-00T00:00:00Z\"" : "null");
+        if (dialect == D_DEBEZIUM && usec > 999999)
+            return put_s(out, "null"); /* no datetime has it: null, as an invalid date */
         int r;
         if (buf_put(out, "\"", 1) < 0 || (r = put_utc(out, (int64_t)secs)) < 0)
             return -1;
@@ -1422,6 +1505,15 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
         uint64_t f[6] = {(uint64_t)(ym / 13), (uint64_t)(ym % 13), (uint64_t)(ymd & 31), (uint64_t)(hms >> 12),
                          (uint64_t)(hms >> 6 & 63), (uint64_t)(hms & 63)};
         long long usec = (long long)(v & ((1ULL << (8 * fb)) - 1)) * FRAC_UNIT[c->a];
+        if (dialect == D_DEBEZIUM) { /* Timestamp (ms) up to fsp 3, MicroTimestamp (us) above */
+            long long days;
+            if (epoch_days((long long)f[0], (long)f[1], (long)f[2], &days) || f[3] > 23 || f[4] > 59 || f[5] > 59 ||
+                usec > 999999)
+                return put_s(out, "null");
+            long long micros = ((days * 24 + (long long)f[3]) * 60 + (long long)f[4]) * 60000000LL +
+                               (long long)f[5] * 1000000LL + usec;
+            return put_i64(out, c->a > 3 ? micros : floor_div(micros, 1000));
+        }
         return buf_put(out, "\"", 1) < 0 || put_fields(out, f, DT_WIDTHS, "--T::", 6) < 0 || put_usec(out, usec) < 0 ||
                        buf_put(out, "\"", 1) < 0 ? -1 : 0;
     }
@@ -1433,12 +1525,20 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
         long long hms = a >> shift;
         uint64_t f[3] = {(uint64_t)(hms >> 12 & 1023), (uint64_t)(hms >> 6 & 63), (uint64_t)(hms & 63)};
         long long usec = (a & ((1LL << shift) - 1)) * FRAC_UNIT[c->a];
+        if (dialect == D_DEBEZIUM) { /* MicroTime: signed microseconds */
+            long long micros = ((long long)f[0] * 3600 + (long long)f[1] * 60 + (long long)f[2]) * 1000000LL + usec;
+            return put_i64(out, v < 0 ? -micros : micros);
+        }
         return buf_put(out, v < 0 ? "\"-" : "\"", v < 0 ? 2 : 1) < 0 || put_fields(out, f, T_WIDTHS, "::", 3) < 0 ||
                        put_usec(out, usec) < 0 || buf_put(out, "\"", 1) < 0 ? -1 : 0;
     }
     case V_DATE: {
         uint32_t v = (uint32_t)le(p, 3);
         uint64_t f[3] = {v >> 9, v >> 5 & 15, v & 31};
+        if (dialect == D_DEBEZIUM) { /* Date: days since the epoch */
+            long long days;
+            return epoch_days((long long)f[0], (long)f[1], (long)f[2], &days) ? put_s(out, "null") : put_i64(out, days);
+        }
         return buf_put(out, "\"", 1) < 0 || put_fields(out, f, DT_WIDTHS, "--", 3) < 0 || buf_put(out, "\"", 1) < 0 ? -1 : 0;
     }
     case V_YEAR:
@@ -1447,9 +1547,11 @@ static int put_json_value(Buf *out, const JCol *c, const unsigned char *d, Py_ss
     return 1;
 }
 
-/* One row image as TableView.image: {"column": value, ...}, absent columns left out. */
+/* One row image as TableView.image (or DebeziumWriter._image): {"column": value, ...},
+ * absent columns left out; spans, when given, gets each present column's value text as
+ * (offset in out, length) at 2 * its index. */
 static int put_json_image(Buf *out, const JCol *plan, const Py_ssize_t *cols, Py_ssize_t ncols, const unsigned char *d,
-                          Py_ssize_t *ppos, Py_ssize_t end) {
+                          Py_ssize_t *ppos, Py_ssize_t end, int dialect, Py_ssize_t *spans) {
     Py_ssize_t pos = *ppos;
     Py_ssize_t nbytes = (ncols + 7) >> 3;
     if (ncols == 0 || pos + nbytes > end)
@@ -1462,14 +1564,19 @@ static int put_json_image(Buf *out, const JCol *plan, const Py_ssize_t *cols, Py
         const JCol *c = &plan[cols[k]];
         if ((k && buf_put(out, ", ", 2) < 0) || buf_put(out, c->key, c->key_len) < 0)
             return -1;
+        Py_ssize_t at = out->len;
         if (nulls[k >> 3] >> (k & 7) & 1) {
             if (buf_put(out, "null", 4) < 0)
                 return -1;
-            continue;
+        } else {
+            int r = put_json_value(out, c, d, &pos, end, dialect);
+            if (r)
+                return r;
         }
-        int r = put_json_value(out, c, d, &pos, end);
-        if (r)
-            return r;
+        if (spans != NULL) {
+            spans[2 * cols[k]] = at;
+            spans[2 * cols[k] + 1] = out->len - at;
+        }
     }
     *ppos = pos;
     return buf_put(out, "}", 1);
@@ -1547,13 +1654,13 @@ static int put_json_rows(Buf *out, PyObject *plan_obj, int op, const EvRows *r, 
             status = -1;
             goto done;
         }
-        st = put_json_image(out, plan, cols, ncols, d, &pos, end);
+        st = put_json_image(out, plan, cols, ncols, d, &pos, end, D_JSON, NULL);
         if (!st && op == 1) {
             if (put_s(out, ", \"after\": ") < 0) {
                 status = -1;
                 goto done;
             }
-            st = put_json_image(out, plan, cols_ai, ncols_ai, d, &pos, end);
+            st = put_json_image(out, plan, cols_ai, ncols_ai, d, &pos, end, D_JSON, NULL);
         }
         if (st) {
             status = st;
@@ -1612,127 +1719,168 @@ static int put_json_head(Buf *b, JsonCfg *c, const EvHeader *h, Py_ssize_t pos, 
     return 0;
 }
 
-/* One group's lines into out: 0 (*gend, *g, *gserver set), 1 not for this path, -1 error. */
-static int json_group(JsonCfg *c, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out, Py_ssize_t *gend,
-                      EvGtid *gout, uint32_t *gserver, char *gtid, Py_ssize_t *pgtid_len) {
-    int crc_len = c->checksum ? 4 : 0;
-    /* First only the headers: a group too big or with another event is not rendered at all. */
+/* One event of an ordinary group, as walk_group hands it to a writer. */
+struct GroupEv {
+    EvHeader h;
+    Py_ssize_t pos;         /* its offset */
+    const unsigned char *b; /* its body: n bytes, CRC left out */
+    Py_ssize_t n;
+    EvGtid g;               /* the group's GTID (every event) */
+    PyObject *entry;        /* Table_map: the writer's entry (table_id, its fields, view) */
+    PyObject *plan;         /* rows: the view's rows plan (its plan_attr), a tuple */
+    int op;                 /* rows: 0 write, 1 update, 2 delete */
+    EvRows r;               /* rows: the layout */
+};
+
+/* The ordinary group at d[pos:limit], event by event into write(state, event, out): the
+ * headers walked first (a group too big or with another event is not written at all), CRCs
+ * checked, each Table_map found among the writer's (and put in its views by table id), each
+ * rows event's view found by its table id; a GroupWriter of write_groups.  0 (*gend its end,
+ * *gout and *gserver its GTID), 1 not for this path (out may hold part of it), -1 error. */
+static int walk_group(void *state, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
+                      Py_ssize_t *gend, EvGtid *gout, uint32_t *gserver) {
+    GroupWalk *s = state;
+    int crc_len = s->checksum ? 4 : 0;
     Py_ssize_t group_limit = ev_ordinary_group_end(d, pos, limit - pos > MAX_GROUP_BYTES ? pos + MAX_GROUP_BYTES : limit);
     if (group_limit < 0)
         return 1;
-    Py_ssize_t gtid_len = 0;
-    int st = 0, saw_table = 0;
+    int saw_table = 0;
+    GroupEv e;
     for (int first = 1;; first = 0) {
         const unsigned char *p = d + pos;
-        EvHeader h;
-        ev_header(p, &h);
-        Py_ssize_t end = pos + (Py_ssize_t)h.length;
-        if (crc_len && c->verify && crc32_of(p, h.length - 4) != le32(d + end - 4))
+        ev_header(p, &e.h);
+        Py_ssize_t end = pos + (Py_ssize_t)e.h.length;
+        if (crc_len && s->verify && crc32_of(p, e.h.length - 4) != le32(d + end - 4))
             return 1;
-        const unsigned char *b = p + EV_HEADER_LEN;
-        Py_ssize_t n = (Py_ssize_t)h.length - EV_HEADER_LEN - crc_len;
+        e.pos = pos;
+        e.b = p + EV_HEADER_LEN;
+        e.n = (Py_ssize_t)e.h.length - EV_HEADER_LEN - crc_len;
+        e.entry = e.plan = NULL;
+        e.op = -1;
         if (first) {
-            EvGtid g;
-            if (ev_gtid(b, n, &g) || (g.flags2 & EV_FL_STANDALONE))
+            if (ev_gtid(e.b, e.n, &e.g) || (e.g.flags2 & EV_FL_STANDALONE))
                 return 1;
-            gtid_len = snprintf(gtid, 64, "%u-%u-%llu", (unsigned)g.domain_id, (unsigned)h.server_id,
-                                (unsigned long long)g.seq_no);
-            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", \"domain_id\": ") < 0 ||
-                put_u(out, g.domain_id) < 0 || put_s(out, ", \"seq_no\": ") < 0 || put_u(out, g.seq_no) < 0 ||
-                put_s(out, ", \"standalone\": false, \"flags2\": ") < 0 || put_u(out, g.flags2) < 0)
-                return st > 0 ? 1 : -1;
-            if ((g.flags2 & EV_FL_GROUP_COMMIT_ID) && (put_s(out, ", \"commit_id\": ") < 0 || put_u(out, g.commit_id) < 0))
-                return -1;
-            if (put_s(out, "}\n") < 0)
-                return -1;
-            *gout = g;
-            *gserver = h.server_id;
-            *pgtid_len = gtid_len;
-        } else if (h.type == EV_ANNOTATE_ROWS) {
-            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", \"query\": ") < 0 ||
-                put_text_or_bytes(out, b, n) < 0 || put_s(out, "}\n") < 0)
-                return st > 0 ? 1 : -1;
-        } else if (h.type == EV_TABLE_MAP) {
-            PyObject *key = PyBytes_FromStringAndSize((const char *)b, n);
+            s->gtid_len = snprintf(s->gtid, sizeof s->gtid, "%u-%u-%llu", (unsigned)e.g.domain_id,
+                                   (unsigned)e.h.server_id, (unsigned long long)e.g.seq_no);
+            *gout = e.g;
+            *gserver = e.h.server_id;
+        } else if (e.h.type == EV_TABLE_MAP) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)e.b, e.n);
             if (key == NULL)
                 return -1;
-            PyObject *entry = PyDict_GetItemWithError(c->tables, key);
+            e.entry = PyDict_GetItemWithError(s->tables, key);
             Py_DECREF(key);
-            if (entry == NULL)
+            if (e.entry == NULL)
                 return PyErr_Occurred() ? -1 : 1;
-            if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(entry, 1)))
+            if (!PyTuple_Check(e.entry) || PyTuple_GET_SIZE(e.entry) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(e.entry, 1)))
                 return 1;
-            PyObject *fields = PyTuple_GET_ITEM(entry, 1);
-            if (PyDict_SetItem(c->views, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 2)) < 0)
+            if (PyDict_SetItem(s->views, PyTuple_GET_ITEM(e.entry, 0), PyTuple_GET_ITEM(e.entry, 2)) < 0)
                 return -1;
-            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", ") < 0 ||
-                buf_put(out, PyBytes_AS_STRING(fields), PyBytes_GET_SIZE(fields)) < 0 || put_s(out, "}\n") < 0)
-                return st > 0 ? 1 : -1;
             saw_table = 1;
-        } else if (ev_rows_op(h.type) >= 0) {
-            int op = ev_rows_op(h.type);
-            EvRows r;
-            if (ev_rows(b, n, c->rows_post[h.type <= 25 ? op : 3 + op], op == 1, &r))
+        } else if ((e.op = ev_rows_op(e.h.type)) >= 0) {
+            if (ev_rows(e.b, e.n, s->rows_post[e.h.type <= 25 ? e.op : 3 + e.op], e.op == 1, &e.r))
                 return 1;
-            PyObject *id = PyLong_FromUnsignedLongLong(r.table_id);
+            PyObject *id = PyLong_FromUnsignedLongLong(e.r.table_id);
             if (id == NULL)
                 return -1;
-            PyObject *view = PyDict_GetItemWithError(c->views, id);
+            PyObject *view = PyDict_GetItemWithError(s->views, id);
             Py_DECREF(id);
             if (view == NULL)
                 return PyErr_Occurred() ? -1 : 1;
-            PyObject *fast = info_attr(view, "fast", &PyTuple_Type);
-            if (fast == NULL || PyTuple_GET_SIZE(fast) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(fast, 0)) ||
-                !PyTuple_Check(PyTuple_GET_ITEM(fast, 1)))
+            if ((e.plan = info_attr(view, s->plan_attr, &PyTuple_Type)) == NULL)
                 return 1;
-            PyObject *names = PyTuple_GET_ITEM(fast, 0);
-            static const char *const kinds[3] = {"insert", "update", "delete"};
-            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", ") < 0 ||
-                buf_put(out, PyBytes_AS_STRING(names), PyBytes_GET_SIZE(names)) < 0 || put_s(out, ", \"kind\": \"") < 0 ||
-                put_s(out, kinds[op]) < 0 || put_s(out, (r.flags & 1) ? "\", \"stmt_end\": true, \"rows\": " : "\", \"stmt_end\": false, \"rows\": ") < 0)
-                return st > 0 ? 1 : -1;
-            st = put_json_rows(out, PyTuple_GET_ITEM(fast, 1), op, &r, b + r.rows_at, n - r.rows_at);
-            if (st)
-                return st;
-            if (put_s(out, "}\n") < 0)
-                return -1;
-        } else if (h.type == EV_XID) {
-            if (n < 8 || !saw_table)
+        } else if (e.h.type == EV_XID) {
+            if (e.n < 8 || !saw_table)
                 return 1; /* a group without a table map: the Python writer's (it follows the schema there) */
-            if ((st = put_json_head(out, c, &h, pos, gtid, gtid_len)) != 0 || put_s(out, ", \"xid\": ") < 0 ||
-                put_u(out, le64(b)) < 0 || put_s(out, "}\n") < 0)
-                return st > 0 ? 1 : -1;
+        } else if (e.h.type != EV_ANNOTATE_ROWS) {
+            return 1;
+        }
+        int st = s->write(s->writer, &e, out);
+        if (st)
+            return st;
+        if (e.h.type == EV_XID) {
             *gend = end;
             return 0;
-        } else {
-            return 1;
         }
         pos = end;
     }
 }
 
-/* json_groups' state for write_groups: the GTID text of the group being written and of the
- * last one kept, with its flags2 (-1: none kept). */
-typedef struct {
-    JsonCfg *c;
-    char gtid[64];
-    Py_ssize_t gtid_len;
-    char last[64];
-    Py_ssize_t last_len;
-    long flags2;
-} JsonGroups;
-
-static int json_group_of(void *state, const unsigned char *d, Py_ssize_t pos, Py_ssize_t limit, Buf *out,
-                         Py_ssize_t *gend, EvGtid *g, uint32_t *server) {
-    JsonGroups *j = state;
-    return json_group(j->c, d, pos, limit, out, gend, g, server, j->gtid, &j->gtid_len);
+/* Called when accept let the group just walked stay: its GTID is the last kept. */
+static void walk_kept(void *state, const EvGtid *g) {
+    GroupWalk *w = state;
+    w->flags2 = g->flags2;
+    memcpy(w->last, w->gtid, w->gtid_len);
+    w->last_len = w->gtid_len;
 }
 
-static void json_kept(void *state, const EvGtid *g) {
-    JsonGroups *j = state;
-    j->flags2 = g->flags2;
-    memcpy(j->last, j->gtid, j->gtid_len);
-    j->last_len = j->gtid_len;
+/* The walk's groups from pos (write_groups), as (pos, text, stopped, flags2, gtid) of the
+ * last group kept; post holds the rows' six post-header lengths. */
+static PyObject *walk_groups(GroupWalk *w, Py_buffer *data, Py_buffer *post, PyObject *accept, Py_ssize_t pos,
+                             Py_ssize_t limit, Py_ssize_t soft) {
+    if (post->len != 6) {
+        PyErr_SetString(PyExc_ValueError, "6 post-header lengths");
+        return NULL;
+    }
+    w->rows_post = post->buf;
+    w->flags2 = -1;
+    w->gtid_len = w->last_len = 0;
+    Buf out = {NULL, 0, 0};
+    int stopped = 0;
+    PyObject *result = NULL;
+    if (write_groups(walk_group, walk_kept, w, accept, data->buf, &pos, limit < data->len ? limit : data->len, soft,
+                     &out, &stopped) == 0)
+        result = Py_BuildValue("(ny#Ols#)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False,
+                               w->flags2, w->last, w->last_len);
+    PyMem_Free(out.data);
+    return result;
+}
+
+/* One event's line as JsonSink.print_event writes it: 0, 1 not for this path, -1 error. */
+static int json_event(void *writer, const GroupEv *e, Buf *out) {
+    JsonCfg *c = writer;
+    const EvHeader *h = &e->h;
+    int st;
+    if ((st = put_json_head(out, c, h, e->pos, c->walk->gtid, c->walk->gtid_len)) != 0)
+        return st;
+    switch (h->type) {
+    case EV_GTID:
+        if (put_s(out, ", \"domain_id\": ") < 0 || put_u(out, e->g.domain_id) < 0 || put_s(out, ", \"seq_no\": ") < 0 ||
+            put_u(out, e->g.seq_no) < 0 || put_s(out, ", \"standalone\": false, \"flags2\": ") < 0 ||
+            put_u(out, e->g.flags2) < 0)
+            return -1;
+        if ((e->g.flags2 & EV_FL_GROUP_COMMIT_ID) && (put_s(out, ", \"commit_id\": ") < 0 || put_u(out, e->g.commit_id) < 0))
+            return -1;
+        break;
+    case EV_ANNOTATE_ROWS:
+        if (put_s(out, ", \"query\": ") < 0 || put_text_or_bytes(out, e->b, e->n, D_JSON) < 0)
+            return -1;
+        break;
+    case EV_TABLE_MAP: {
+        PyObject *fields = PyTuple_GET_ITEM(e->entry, 1);
+        if (put_s(out, ", ") < 0 || buf_put(out, PyBytes_AS_STRING(fields), PyBytes_GET_SIZE(fields)) < 0)
+            return -1;
+        break;
+    }
+    case EV_XID:
+        if (put_s(out, ", \"xid\": ") < 0 || put_u(out, le64(e->b)) < 0)
+            return -1;
+        break;
+    default: { /* rows; the plan is (names_json, column plan) */
+        static const char *const kinds[3] = {"insert", "update", "delete"};
+        if (PyTuple_GET_SIZE(e->plan) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(e->plan, 0)) ||
+            !PyTuple_Check(PyTuple_GET_ITEM(e->plan, 1)))
+            return 1;
+        PyObject *names = PyTuple_GET_ITEM(e->plan, 0);
+        if (put_s(out, ", ") < 0 || buf_put(out, PyBytes_AS_STRING(names), PyBytes_GET_SIZE(names)) < 0 ||
+            put_s(out, ", \"kind\": \"") < 0 || put_s(out, kinds[e->op]) < 0 ||
+            put_s(out, (e->r.flags & 1) ? "\", \"stmt_end\": true, \"rows\": " : "\", \"stmt_end\": false, \"rows\": ") < 0)
+            return -1;
+        if ((st = put_json_rows(out, PyTuple_GET_ITEM(e->plan, 1), e->op, &e->r, e->b + e->r.rows_at, e->n - e->r.rows_at)))
+            return st;
+    }
+    }
+    return put_s(out, "}\n");
 }
 
 /* json_groups(data, pos, limit, soft, cfg, tables, views, types, accept) -> (pos, text, stopped, flags2, gtid)
@@ -1741,35 +1889,210 @@ static void json_kept(void *state, const EvGtid *g) {
  * views by table id (updated); types the '"type": ..., "type_code": N' text by type code;
  * flags2 and gtid those of the last group printed (-1 and "": none). */
 static PyObject *json_groups(PyObject *self, PyObject *args) {
-    Py_buffer view, post_view;
+    Py_buffer data, post;
     Py_ssize_t pos, limit, soft;
     PyObject *accept;
-    JsonCfg c;
-    c.ts_len = -1;
-    c.ts_when = 0;
-    if (!PyArg_ParseTuple(args, "y*nnn(ppy#y*)O!O!O!O", &view, &pos, &limit, &soft, &c.checksum, &c.verify, &c.file,
-                          &c.file_len, &post_view, &PyDict_Type, &c.tables, &PyDict_Type, &c.views, &PyDict_Type,
-                          &c.types, &accept))
+    GroupWalk w = {.plan_attr = "fast", .write = json_event};
+    JsonCfg c = {.walk = &w, .ts_len = -1};
+    w.writer = &c;
+    if (!PyArg_ParseTuple(args, "y*nnn(ppy#y*)O!O!O!O", &data, &pos, &limit, &soft, &w.checksum, &w.verify, &c.file,
+                          &c.file_len, &post, &PyDict_Type, &w.tables, &PyDict_Type, &w.views, &PyDict_Type, &c.types,
+                          &accept))
         return NULL;
-    PyObject *result = NULL;
-    Buf out = {NULL, 0, 0};
-    int stopped = 0;
-    if (post_view.len != 6) {
-        PyErr_SetString(PyExc_ValueError, "json_groups: 6 post-header lengths");
-        goto done;
+    PyObject *result = walk_groups(&w, &data, &post, accept, pos, limit, soft);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&post);
+    return result;
+}
+
+/* ------------------------------------------------------------------ debezium_groups */
+
+/* The Debezium writer's twin of json_groups: debezium.DebeziumWriter.lines over whole
+ * ordinary groups, one change event per row change (a primary key change as a delete and
+ * a create), the values encoded as debezium.encode_value encodes the row decoder's.  The
+ * GTID, Annotate_rows, Table_map and Xid events give no line: they set the records' gtid,
+ * query and table. */
+typedef struct {
+    GroupWalk *walk;
+    const char *prefix;           /* '"version": ..., "connector": "mariadb", "name": ...' of every source */
+    Py_ssize_t prefix_len;
+    const char *file;             /* the "file" value, JSON */
+    Py_ssize_t file_len;
+    const unsigned char *query;   /* its Annotate_rows text (UTF-8), or NULL */
+    Py_ssize_t query_len;
+    Buf before, after;            /* one row's images */
+    Py_ssize_t *spans_b, *spans_a; /* their values' text by column: (offset, length), length -1 absent */
+    Py_ssize_t nspans;
+} DbzGroups;
+
+/* The key object of one row change: the key columns' values from the first image that has
+ * each (Buf a then b, either NULL), "null" without any. */
+static int put_dbz_key(Buf *out, PyObject *keys, const JCol *plan, const Buf *a, const Py_ssize_t *sa, const Buf *b,
+                       const Py_ssize_t *sb) {
+    int any = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        Py_ssize_t col = PyLong_AsSsize_t(PyTuple_GET_ITEM(keys, i));
+        const Buf *img = NULL;
+        const Py_ssize_t *span = NULL;
+        if (a != NULL && sa[2 * col + 1] >= 0)
+            img = a, span = sa + 2 * col;
+        else if (b != NULL && sb[2 * col + 1] >= 0)
+            img = b, span = sb + 2 * col;
+        if (img == NULL)
+            continue;
+        if (buf_put(out, any ? ", " : "{", any ? 2 : 1) < 0 || buf_put(out, plan[col].key, plan[col].key_len) < 0 ||
+            buf_put(out, img->data + span[0], span[1]) < 0)
+            return -1;
+        any = 1;
     }
-    c.rows_post = post_view.buf;
-    if (limit > view.len)
-        limit = view.len;
-    JsonGroups j = {&c, {0}, 0, {0}, 0, -1};
-    if (write_groups(json_group_of, json_kept, &j, accept, view.buf, &pos, limit, soft, &out, &stopped) < 0)
-        goto done;
-    result = Py_BuildValue("(ny#Ols#)", pos, out.data ? out.data : "", out.len, stopped ? Py_True : Py_False,
-                           j.flags2, j.last, j.last_len);
-done:
-    PyMem_Free(out.data);
-    PyBuffer_Release(&view);
-    PyBuffer_Release(&post_view);
+    return any ? buf_put(out, "}", 1) : put_s(out, "null");
+}
+
+/* One change event's line. */
+static int put_dbz_record(Buf *out, DbzGroups *z, const GroupEv *e, PyObject *view_plan, const Buf *key_buf,
+                          Py_ssize_t key_at, Py_ssize_t key_len, const Buf *before, const Buf *after, long row, char op) {
+    PyObject *topic = PyTuple_GET_ITEM(view_plan, 0), *names = PyTuple_GET_ITEM(view_plan, 1);
+    uint64_t when = (uint64_t)e->h.when * 1000;
+    char op_text[] = {'"', op, '"', 0};
+    if (buf_put(out, PyBytes_AS_STRING(topic), PyBytes_GET_SIZE(topic)) < 0 ||
+        buf_put(out, key_buf->data + key_at, key_len) < 0 || put_s(out, ", \"value\": {\"before\": ") < 0 ||
+        (before ? buf_put(out, before->data, before->len) : put_s(out, "null")) < 0 || put_s(out, ", \"after\": ") < 0 ||
+        (after ? buf_put(out, after->data, after->len) : put_s(out, "null")) < 0 || put_s(out, ", \"source\": {") < 0 ||
+        buf_put(out, z->prefix, z->prefix_len) < 0 || put_s(out, ", \"ts_ms\": ") < 0 || put_u(out, when) < 0 ||
+        put_s(out, ", \"snapshot\": \"false\", ") < 0 || buf_put(out, PyBytes_AS_STRING(names), PyBytes_GET_SIZE(names)) < 0 ||
+        put_s(out, ", \"server_id\": ") < 0 || put_u(out, e->h.server_id) < 0 || put_s(out, ", \"gtid\": \"") < 0 ||
+        buf_put(out, z->walk->gtid, z->walk->gtid_len) < 0 || put_s(out, "\", \"file\": ") < 0 || buf_put(out, z->file, z->file_len) < 0 ||
+        put_s(out, ", \"pos\": ") < 0 || put_u(out, (uint64_t)e->pos) < 0 || put_s(out, ", \"row\": ") < 0 ||
+        put_u(out, (uint64_t)row) < 0 || put_s(out, ", \"thread\": null, \"query\": ") < 0 ||
+        (z->query ? put_json_str(out, z->query, z->query_len) : put_s(out, "null")) < 0 || put_s(out, "}, \"op\": ") < 0 ||
+        put_s(out, op_text) < 0 || put_s(out, ", \"ts_ms\": ") < 0 || put_u(out, when) < 0 ||
+        put_s(out, ", \"transaction\": null}}\n") < 0)
+        return -1;
+    return 0;
+}
+
+/* The change events of one rows event: 0, 1 fall back, -1 error.  The view's plan is
+ * (topic head, db and table fields, column plan, key column indexes). */
+static int dbz_rows(DbzGroups *z, const GroupEv *e, Buf *out) {
+    PyObject *vp = e->plan;
+    if (PyTuple_GET_SIZE(vp) != 4 || !PyBytes_Check(PyTuple_GET_ITEM(vp, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(vp, 1)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(vp, 2)) || !PyTuple_Check(PyTuple_GET_ITEM(vp, 3)))
+        return 1;
+    PyObject *plan_obj = PyTuple_GET_ITEM(vp, 2), *keys = PyTuple_GET_ITEM(vp, 3);
+    const EvRows *r = &e->r;
+    Py_ssize_t width = PyTuple_GET_SIZE(plan_obj);
+    if (r->width != width)
+        return 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        PyObject *k = PyTuple_GET_ITEM(keys, i);
+        if (!PyLong_Check(k) || PyLong_AsSsize_t(k) < 0 || PyLong_AsSsize_t(k) >= width) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    const JCol *plan = json_plan(plan_obj);
+    if (plan == NULL)
+        return -1;
+    if (z->nspans < 2 * width) {
+        Py_ssize_t *sb = PyMem_Realloc(z->spans_b, sizeof(Py_ssize_t) * 2 * width);
+        if (sb == NULL)
+            return PyErr_NoMemory(), -1;
+        z->spans_b = sb;
+        Py_ssize_t *sa = PyMem_Realloc(z->spans_a, sizeof(Py_ssize_t) * 2 * width);
+        if (sa == NULL)
+            return PyErr_NoMemory(), -1;
+        z->spans_a = sa;
+        z->nspans = 2 * width;
+    }
+    Py_ssize_t cols[256], cols_ai[256];
+    Py_ssize_t ncols = present_columns(r->cols, r->nbytes, r->width, cols);
+    Py_ssize_t ncols_ai = r->cols_ai != NULL ? present_columns(r->cols_ai, r->nbytes, r->width, cols_ai) : 0;
+    const unsigned char *d = e->b + r->rows_at;
+    Py_ssize_t end = e->n - r->rows_at, pos = 0;
+    if (end == 0 || ncols == 0 || (r->cols_ai != NULL && ncols_ai == 0))
+        return 1;
+    Buf keys_buf = {NULL, 0, 0};
+    int st = 0;
+    for (long row = 0; pos < end && !st; row++) {
+        Buf *before = NULL, *after = NULL;
+        z->before.len = z->after.len = 0;
+        for (Py_ssize_t i = 0; i < 2 * width; i += 2)
+            z->spans_b[i + 1] = z->spans_a[i + 1] = -1;
+        if (e->op != 0) { /* the first image: the before image of updates and deletes */
+            before = &z->before;
+            st = put_json_image(before, plan, cols, ncols, d, &pos, end, D_DEBEZIUM, z->spans_b);
+        }
+        if (!st && e->op != 2) {
+            after = &z->after;
+            st = e->op == 1 ? put_json_image(after, plan, cols_ai, ncols_ai, d, &pos, end, D_DEBEZIUM, z->spans_a)
+                            : put_json_image(after, plan, cols, ncols, d, &pos, end, D_DEBEZIUM, z->spans_a);
+        }
+        if (st)
+            break;
+        keys_buf.len = 0;
+        if (put_dbz_key(&keys_buf, keys, plan, after, z->spans_a, before, z->spans_b) < 0)
+            return PyMem_Free(keys_buf.data), -1;
+        Py_ssize_t key_len = keys_buf.len;
+        if (e->op == 1) { /* the old key, from the before image: a key change is a delete and a create */
+            if (put_dbz_key(&keys_buf, keys, plan, NULL, NULL, before, z->spans_b) < 0)
+                return PyMem_Free(keys_buf.data), -1;
+            Py_ssize_t old_len = keys_buf.len - key_len;
+            const char *k = keys_buf.data, *old = keys_buf.data + key_len;
+            if (k[0] == '{' && old[0] == '{' &&
+                (old_len != key_len || memcmp(k, old, key_len) != 0)) {
+                st = put_dbz_record(out, z, e, vp, &keys_buf, key_len, old_len, before, NULL, row, 'd') < 0 ||
+                     put_dbz_record(out, z, e, vp, &keys_buf, 0, key_len, NULL, after, row, 'c') < 0 ? -1 : 0;
+                continue;
+            }
+        }
+        st = put_dbz_record(out, z, e, vp, &keys_buf, 0, key_len, before, after, row, "cud"[e->op]) < 0 ? -1 : 0;
+    }
+    PyMem_Free(keys_buf.data);
+    return st;
+}
+
+/* One event of a group: the rows' change events; the others set the group's state. */
+static int dbz_event(void *writer, const GroupEv *e, Buf *out) {
+    DbzGroups *z = writer;
+    switch (e->h.type) {
+    case EV_GTID:
+        z->query = NULL;
+        return 0;
+    case EV_ANNOTATE_ROWS:
+        if (!utf8_valid(e->b, e->n))
+            return 1; /* decoded with replacement characters: the Python writer's */
+        z->query = e->b;
+        z->query_len = e->n;
+        return 0;
+    case EV_TABLE_MAP: case EV_XID:
+        return 0;
+    default:
+        return dbz_rows(z, e, out);
+    }
+}
+
+/* debezium_groups(data, pos, limit, soft, cfg, tables, views, accept) -> (pos, text, stopped, flags2, gtid)
+ * As json_groups, for the Debezium writer: cfg is (checksum, verify, source_prefix, file_json,
+ * rows_post); tables its fast Table_map entries by body (table_id, b"", view); views its
+ * views by table id (updated), each view's rows plan in its fast_debezium attribute. */
+static PyObject *debezium_groups(PyObject *self, PyObject *args) {
+    Py_buffer data, post;
+    Py_ssize_t pos, limit, soft;
+    PyObject *accept;
+    GroupWalk w = {.plan_attr = "fast_debezium", .write = dbz_event};
+    DbzGroups z = {.walk = &w};
+    w.writer = &z;
+    if (!PyArg_ParseTuple(args, "y*nnn(ppy#y#y*)O!O!O", &data, &pos, &limit, &soft, &w.checksum, &w.verify, &z.prefix,
+                          &z.prefix_len, &z.file, &z.file_len, &post, &PyDict_Type, &w.tables, &PyDict_Type, &w.views,
+                          &accept))
+        return NULL;
+    PyObject *result = walk_groups(&w, &data, &post, accept, pos, limit, soft);
+    PyMem_Free(z.before.data);
+    PyMem_Free(z.after.data);
+    PyMem_Free(z.spans_b);
+    PyMem_Free(z.spans_a);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&post);
     return result;
 }
 
@@ -1781,6 +2104,7 @@ static PyMethodDef methods[] = {
     {"verbose_rows", verbose_rows, METH_VARARGS, "The ### lines of -v/-vv and the row count, or None (fall back)."},
     {"print_groups", print_groups, METH_VARARGS, "Whole ordinary groups as the printer prints them: (pos, text, stopped)."},
     {"json_groups", json_groups, METH_VARARGS, "Whole ordinary groups as the JSON writer writes them: (pos, text, stopped, flags2, gtid)."},
+    {"debezium_groups", debezium_groups, METH_VARARGS, "Whole ordinary groups as the Debezium writer writes them: (pos, text, stopped, flags2, gtid)."},
     {NULL, NULL, 0, NULL},
 };
 
