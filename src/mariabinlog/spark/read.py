@@ -49,6 +49,7 @@ from ..codec.events import (
 )
 from ..codec.events.header import reframe
 from ..codec.groups import CONTROL_EVENTS, GroupBoundary
+from ..codec.gtid import Gtid
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
 from ..codec.native import load_fast
 from ..codec.rows import FastRowDecoder, compiled_images, row_decoder
@@ -380,22 +381,39 @@ class TypedMaps:
         self.tracker = SchemaTracker(copy.deepcopy(history))
         self.split = split
         self._typed: dict[int, tuple[TableMapEvent, TableMapEvent]] = {}
+        #: Typed maps by shape (:func:`_shape`), from one Query event to the next: a table's
+        #: version in the history changes only at a DDL statement, which comes as a Query.
+        self._shapes: dict[tuple[Any, ...], TableMapEvent] = {}
+        self._group: Group | None = None
 
     def observe(self, item: Item) -> None:
         """Apply a Query event's DDL."""
         name, pos, gtid = _query_position(self.split, item)
+        self._shapes.clear()
         self.tracker.observe_query(item.event, file=name, pos=pos, gtid=gtid)  # type: ignore[arg-type]
 
     def typed(self, table_map: TableMapEvent, item: Item) -> TableMapEvent:
         """``table_map`` with the history's names, signedness, charsets, labels and key (the
-        same object for every rows event of the map, so its row decoder is built once)."""
+        same object for every map of one shape until the next Query event, so its row decoder
+        is built once)."""
         hit = self._typed.get(id(table_map))
         if hit is not None and hit[0] is table_map:
             return hit[1]
         if len(self._typed) > 256:
             self._typed.clear()
-        typed = self.tracker.typed_map(table_map, None if item.group is None else item.group.gtid,
-                                       os.path.basename(self.split.path), item.position)
+        group = item.group
+        shape = _shape(table_map)
+        typed = self._shapes.get(shape)
+        if typed is None:
+            typed = self.tracker.typed_map(table_map, None if group is None else group.gtid,
+                                           os.path.basename(self.split.path), item.position)
+            if len(self._shapes) > 256:
+                self._shapes.clear()
+            self._shapes[shape] = typed
+        elif group is not None and group is not self._group:
+            # what typed_map does for each group: the history's position follows the stream
+            self.tracker.observe_group_gtid(Gtid(group.domain, group.server, group.seq))
+        self._group = group
         self._typed[id(table_map)] = (table_map, typed)
         return typed
 

@@ -7,7 +7,7 @@ Rows events keep their row images undecoded (lazy decoding); the row codec in
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ...errors import DecodeError
 from .. import columns
@@ -261,8 +261,27 @@ class PartialRowDataEvent(Event):
         return out + self.fragment
 
 
+#: Decoded Table_map bodies by (post-header length, body): a binlog maps the same tables in
+#: every transaction, and the fields are immutable, so repeats share them (and the readers
+#: that key on a map's shape find it equal by identity).
+_TABLE_MAPS: dict[tuple[int, bytes], dict[str, Any]] = {}
+_TABLE_MAPS_LIMIT = 1024
+
+
 def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
     post = ctx.post_header_len(TABLE_MAP_EVENT)
+    key = (post, bytes(buf[p:end]))
+    fields = _TABLE_MAPS.get(key)
+    if fields is None:
+        fields = _table_map_fields(buf, p, end, post)
+        if len(_TABLE_MAPS) >= _TABLE_MAPS_LIMIT:
+            _TABLE_MAPS.clear()
+        _TABLE_MAPS[key] = fields
+    return TableMapEvent(**fields, **hdr)
+
+
+def _table_map_fields(buf: Buffer, p: int, end: int, post: int) -> dict[str, Any]:
+    """The fields of a Table_map body (everything but the common header)."""
     need(buf, p, post, "Table_map post-header")
     if post == 6:
         table_id, map_flags, q = U32.unpack_from(buf, p)[0], U16.unpack_from(buf, p + 4)[0], p + 6
@@ -284,7 +303,7 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
     if q >= end:
         # MySQL 5.1 before 5.1.18 wrote neither metadata nor NULL bitmap (the reader
         # takes zeros, as the server's does).
-        return TableMapEvent(
+        return dict(
             table_id=table_id,
             map_flags=map_flags,
             schema=schema,
@@ -292,7 +311,6 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
             column_types=types,
             column_meta=(0,) * ncols,
             null_bitmap=bytes((ncols + 7) >> 3),
-            **hdr,
         )
     meta_len, q = read_lenenc_int(buf, q, "Table_map metadata length")
     need(buf, q, meta_len, "Table_map metadata")
@@ -303,7 +321,7 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
     nulls = bytes(buf[q : q + nb])
     q += nb
     optional = columns.decode_optional_metadata(buf, q, end) if q < end else None
-    return TableMapEvent(
+    return dict(
         table_id=table_id,
         map_flags=map_flags,
         schema=schema,
@@ -312,7 +330,6 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
         column_meta=meta,
         null_bitmap=nulls,
         optional_metadata=optional,
-        **hdr,
     )
 
 
