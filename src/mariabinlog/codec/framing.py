@@ -1,8 +1,9 @@
 """The one fast event path: framing, CRC32, GTID and group assembly, one Python object per group.
 
-Every reader of whole event groups goes through a :class:`Scanner`: the replication client (a
-dump stream's event packets), the file source of ``replicate`` and the Spark and dump readers of
-legacy files (a file's bytes).  It frames each event, checks its CRC32 footer, and cuts the
+The readers of whole event groups go through a :class:`Scanner`: the replication client (a
+dump stream's event packets) and the Spark readers of legacy files for the rows view and the
+schema scan (a file's bytes).  ``dump`` prints whole groups in compiled code of its own, over
+``codec/_event.h``; ``replicate``'s file source still assembles groups event by event.  It frames each event, checks its CRC32 footer, and cuts the
 events into :class:`~mariabinlog.codec.groups.EventGroup` objects by the codec's one rule
 (:func:`~mariabinlog.codec.groups.ends_group`), storing them as `.ibb` files do (no footers,
 ``log_pos`` 0).  It decodes nothing but the GTID event's head and a Query's text: events are

@@ -103,26 +103,20 @@ def ibb_state_points(file: BinlogFile, storage: Storage) -> Iterator[tuple[int, 
         source.close()
 
 
-def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStreamDecoder,
-                  skip: frozenset[int] = frozenset()) -> Iterator[Event]:
-    """The events of a legacy file from the first event that starts in ``[start, stop)`` on,
-    after its Format_description (at offset 4, read first for its checksum setting, and yielded
-    first as :func:`~mariabinlog.codec.events.stream.iter_legacy_events` does).  Events whose type is
-    in ``skip`` are hopped over by their header's length, neither decoded nor yielded (a
-    planning pass that wants only DDL skips the rows events, most of a binlog's bytes).
-
-    Inside the file the reader enters at the first header whose ``log_pos`` and CRC32 footer
-    prove it an event; a file that does not record ``log_pos`` is walked from its start.
-    """
+def legacy_entry(window: ByteWindow, start: int, stop: int, decoder: EventStreamDecoder) -> tuple[Event | None, int]:
+    """Where reading a legacy file from the first event that starts in ``[start, stop)`` begins:
+    its Format_description (at offset 4, read first for its checksum setting; None for a file
+    of no event) and the offset of that first event.  Inside the file the reader enters at the
+    first header whose ``log_pos`` and CRC32 footer prove it an event; a file that does not
+    record ``log_pos`` is walked from its start."""
     head, _ = window.span(0, 4)
     if file_kind(head[:4]) != "legacy":
         raise DecodeError(
             "not a legacy binary log file", offset=0, expected=f"magic {LEGACY_MAGIC.hex(' ')}", file=window.path
         )
     if window.size <= 4:
-        return
+        return None, 4
     first = window.decode(decoder, 4)
-    yield first
     pos = first.end_position
     assert pos is not None
     if start > pos:
@@ -134,14 +128,38 @@ def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStrea
             while pos < start and pos < window.size:
                 event = window.decode(decoder, pos)
                 pos = event.end_position  # type: ignore[assignment]
+    return first, pos
+
+
+def skipped_length(window: ByteWindow, pos: int, skip: frozenset[int]) -> int:
+    """The length of the event at ``pos`` when its type is in ``skip`` (hopped over by its
+    header's length, neither decoded nor yielded), else 0."""
+    if not skip:
+        return 0
+    buf, base = window.span(pos, HEADER_LEN)
+    if pos - base + HEADER_LEN <= len(buf):
+        _, code, _, length, _, _ = read_header(buf, pos - base)
+        if code in skip and length >= HEADER_LEN:
+            return length  # type: ignore[no-any-return]
+    return 0
+
+
+def legacy_events(window: ByteWindow, start: int, stop: int, decoder: EventStreamDecoder,
+                  skip: frozenset[int] = frozenset()) -> Iterator[Event]:
+    """The events of a legacy file from the first event that starts in ``[start, stop)`` on,
+    after its Format_description (:func:`legacy_entry`; yielded first, as
+    :func:`~mariabinlog.codec.events.stream.iter_legacy_events` does).  Events whose type is
+    in ``skip`` are hopped over (:func:`skipped_length`: a planning pass that wants only DDL
+    skips the rows events, most of a binlog's bytes)."""
+    first, pos = legacy_entry(window, start, stop, decoder)
+    if first is None:
+        return
+    yield first
     while pos < window.size:
-        if skip:
-            buf, base = window.span(pos, HEADER_LEN)
-            if pos - base + HEADER_LEN <= len(buf):
-                _, code, _, length, _, _ = read_header(buf, pos - base)
-                if code in skip and length >= HEADER_LEN:
-                    pos += length
-                    continue
+        hop = skipped_length(window, pos, skip)
+        if hop:
+            pos += hop
+            continue
         event = window.decode(decoder, pos)
         yield event
         pos = event.end_position  # type: ignore[assignment]

@@ -468,6 +468,12 @@ class ByteWindow:
         buf, base = self.span(start, stop - start)
         return bytes(buf[start - base : stop - base])
 
+    def consumed(self, nbytes: int) -> None:
+        """``nbytes`` more of the file were read by a scan of their own (see :meth:`decode`: a
+        local file's pages are released from the RSS as reading goes on)."""
+        if self._map is not None:
+            self._map.note(nbytes)
+
     def decode(self, decoder: Any, pos: int) -> Any:
         """The event at file offset ``pos`` decoded by ``decoder`` (an EventStreamDecoder), its
         positions absolute; a longer event than the window widens it."""

@@ -45,9 +45,12 @@ from ..codec.events import (
     RowsEvent,
     TableMapEvent,
     XidEvent,
+    decode_event,
     read_header,
 )
 from ..codec.events.header import reframe
+from ..codec.framing import SCAN_END, SCAN_MORE, Scanner
+from ..codec.primitives import U64
 from ..codec.groups import CONTROL_EVENTS, GroupBoundary
 from ..codec.gtid import Gtid
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
@@ -59,7 +62,7 @@ from ..engine.files import BinlogFile
 from ..errors import DecodeError, OptionError, SchemaHistoryError, TruncatedError
 from ..schema import SchemaHistory, SchemaTracker
 from ..schema.history import SCHEMA_HISTORY_FILE
-from .files import legacy_events
+from .files import legacy_entry, skipped_length
 from .fs import ByteWindow, Listing, Storage, child_path, is_file, open_pages, read_file
 from .options import ScanOptions
 from .plan import Split
@@ -124,14 +127,22 @@ class Item(NamedTuple):
 
 
 class SplitReader:
-    """The events a split owns, in order; ``decoder`` holds the table maps of the current group."""
+    """The events a split owns, in order; ``decoder`` holds the table maps of the current group.
+
+    ``skip``: event types neither decoded nor yielded (none may start or end a group);
+    ``quiet``: event types a reader does not want yielded.  With ``quiet`` set, whole groups of
+    a legacy file are cut by the codec's one fast path (:class:`~mariabinlog.codec.framing.Scanner`:
+    framing, CRC32, groups in compiled code) and only their wanted events are decoded; what the
+    scanner does not take (control events, damage, anything outside a group, a group it stops
+    inside) is read event by event, as without ``quiet``."""
 
     def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False,
-                 skip: frozenset[int] = frozenset()) -> None:
+                 skip: frozenset[int] = frozenset(), quiet: frozenset[int] = frozenset()) -> None:
         self.split = split
         self.options = options
         self.raw = raw
-        self.skip = skip  # event types neither decoded nor yielded (none may start or end a group)
+        self.skip = skip
+        self.quiet = quiet
         # `.ibb` events carry no checksum; a legacy file's Format_description sets its own.
         self.decoder = EventStreamDecoder(checksum_alg=CHECKSUM_OFF, verify_checksum=options.verify_checksum)
 
@@ -161,44 +172,121 @@ class SplitReader:
         keep = False
         boundary = GroupBoundary()
         entered = split.start <= 4  # a split inside the file starts at its first group
+        scanner: Any = None
+        scanned_ctx: Any = None
         try:
-            for event in legacy_events(data, max(split.start, 4), split.end, dec, self.skip):
-                pos: int = event.position  # type: ignore[assignment]
+            # The Format_description first (read for its checksum setting), then from the entry.
+            pending, entry = legacy_entry(data, max(split.start, 4), split.end, dec)
+            pos = 4
+            while pos < data.size:
+                if pending is not None:
+                    event, pending, next_pos = pending, None, entry
+                else:
+                    if self.quiet and group is None and entered and not self.raw and pos < split.end:
+                        if scanned_ctx is not dec.ctx:
+                            scanned_ctx = dec.ctx
+                            scanner = _scanner_for(dec)
+                        if scanner is not None:
+                            items: list[Item] = []
+                            pos, done = self._scan(data, pos, scanner, items)
+                            yield from items
+                            if done or pos >= data.size:
+                                return
+                    hop = skipped_length(data, pos, self.skip)
+                    if hop:
+                        pos += hop
+                        continue
+                    event = data.decode(dec, pos)
+                    next_pos = event.end_position  # type: ignore[assignment]
                 code = event.type_code
+                length = event.end_position - pos  # type: ignore[operator]
                 if pos >= split.end and (group is None or code == GTID_EVENT or code in CONTROL_EVENTS):
                     break  # the next split owns what starts here; a group in progress is finished
                 if pos < split.start:
+                    pos = next_pos
                     continue  # the Format_description read for its checksum setting
                 if code == GTID_EVENT or code in CONTROL_EVENTS:
                     entered = True
                 elif not entered:
+                    pos = next_pos
                     continue  # the tail of a group that started in the previous split
-                length = event.end_position - pos  # type: ignore[operator]
                 if code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)
                     group = group_of(event, split.file_no, pos)
                     keep = flt.accepts(group.domain, group.server, group.seq, group.timestamp)
                     boundary.start(event.flags2)
-                    if keep:
+                    if keep and code not in self.quiet:
                         yield Item(pos, 0, event, self._legacy_raw(data, pos, length), group, length)
+                    pos = next_pos
                     continue
                 if code in CONTROL_EVENTS:
                     group = None
                     boundary.cut()
                 if group is None:
-                    if self._keep_outside(event):
+                    if self._keep_outside(event) and code not in self.quiet:
                         yield Item(pos, 0, event, self._legacy_raw(data, pos, length), None, length)
+                    pos = next_pos
                     continue
-                if keep:
+                if keep and code not in self.quiet:
                     yield Item(pos, 0, event, self._legacy_raw(data, pos, length), group, length)
                 if boundary.end_after(code, event.query if isinstance(event, QueryEvent) else None):
                     group = None
+                pos = next_pos
         except DecodeError as err:
             if isinstance(err, TruncatedError) and err.offset is not None and err.offset >= split.end:
                 return  # the event after the split's end is still being written (a live stream)
             self._damaged(err.located(split.path))
         finally:
             data.close()
+
+    def _scan(self, data: ByteWindow, pos: int, scanner: Any, items: list[Item]) -> tuple[int, bool]:
+        """Whole groups from ``pos`` by the scanner, their wanted events decoded into ``items``:
+        ``(where the event-by-event reading goes on, whether the split is done)``.  A group the
+        scanner stops inside (damage, a control event, the end of the data), or one whose event
+        does not decode, is left whole to the event-by-event reading, which reports it."""
+        split, flt, dec = self.split, self.options.filter, self.decoder
+        footer = 4 if dec.checksum_alg == CHECKSUM_CRC32 else 0
+        unwanted = self.skip | self.quiet
+        start = pos  # where the group being scanned starts
+        while True:
+            buf, base = data.span(pos, _SCAN_BYTES)
+            at = pos - base
+            found, stop_at, why = scanner.scan_events(buf, at, min(len(buf), at + _SCAN_BYTES))
+            for scanned in found:
+                if start >= split.end:
+                    scanner.discard()
+                    return start, True  # the next split owns what starts here
+                data_, offsets, domain, server, seq, flags2, timestamp, _ = scanned
+                count = len(offsets) - 1
+                size = offsets[-1] + count * footer
+                commit_id = U64.unpack_from(data_, 19 + 13)[0] if flags2 & FL_GROUP_COMMIT_ID else None
+                group = Group(domain, server, seq, commit_id, timestamp, flags2, split.file_no, start)
+                if flt.accepts(domain, server, seq, timestamp):
+                    ctx = dec.ctx
+                    taken = len(items)
+                    try:
+                        for i in range(count):
+                            a, b = offsets[i], offsets[i + 1]
+                            if data_[a + 4] in unwanted:
+                                continue
+                            event = decode_event(data_, a, b, ctx)
+                            event.position = start + a + i * footer
+                            event.end_position = event.position + b - a + footer
+                            dec.observe(event)
+                            items.append(Item(event.position, 0, event, None, group, b - a + footer))
+                    except DecodeError:
+                        del items[taken:]
+                        scanner.discard()
+                        return start, False  # read again event by event: the error there names it
+                start += size
+            data.consumed(base + stop_at - pos)
+            pos = base + stop_at
+            if (why == SCAN_MORE or why == SCAN_END) and stop_at > at and pos < data.size:
+                if not scanner.open or pos - start <= _SCAN_GROUP_BYTES:
+                    continue  # the next stretch of the file
+            if scanner.open:
+                scanner.discard()
+            return start, False
 
     def _legacy_raw(self, data: Any, pos: int, length: int) -> bytes | None:
         """The event without its CRC footer, length field adjusted (as `.ibb` stores events)."""
@@ -280,6 +368,23 @@ class SplitReader:
 NO_HISTORY = "none"
 
 
+#: Bytes of a legacy file one scan looks at (the scanner keeps a group open across scans).
+_SCAN_BYTES = 4 << 20
+#: A group the scanner holds open past this many bytes (it copies them) is read event by
+#: event instead: memory stays bounded by the event, not the transaction.
+_SCAN_GROUP_BYTES = 16 << 20
+
+
+def _scanner_for(decoder: EventStreamDecoder) -> Any:
+    """The codec's group scanner for the events after ``decoder``'s Format_description, or None
+    for a format it does not take (not binlog v4)."""
+    ctx = decoder.ctx
+    if decoder.description is None or ctx.header_len != 19 or ctx.post_header_len(QUERY_EVENT) < 13:
+        return None
+    return Scanner(checksum=decoder.checksum_alg == CHECKSUM_CRC32, verify=decoder.verify_checksum,
+                   query_header_len=ctx.post_header_len(QUERY_EVENT))
+
+
 def history_source(paths: Sequence[str], options: ScanOptions) -> str | None:
     """The saved schema history a read uses: option ``schemaHistory``, else the
     ``schema-history.json`` an archive keeps beside its `.ibb` files when the one path read is
@@ -313,6 +418,10 @@ def _query_position(file: BinlogFile | Split, item: Item) -> tuple[str, int, str
 
 #: Events a schema scan never needs decoded (none starts or ends an event group).
 _SCHEMA_SKIP = frozenset(ROWS_KIND)
+#: Events a schema scan does not look at (but for where its groups end).
+_SCHEMA_QUIET = frozenset((XID_EVENT,))
+#: Events the rows view does not look at: its groups come from the scanner or the GTID event.
+ROWS_QUIET = frozenset((GTID_EVENT, ANNOTATE_ROWS_EVENT, XID_EVENT))
 
 
 def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, table: tuple[str, str] | None,
@@ -333,7 +442,7 @@ def scan_schema(files: Sequence[BinlogFile], history: SchemaHistory | None, tabl
     last: TableMapEvent | None = None
     for f in files:
         split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
-        for item in SplitReader(split, everything, skip=skip):
+        for item in SplitReader(split, everything, skip=skip, quiet=_SCHEMA_QUIET):
             event = item.event
             code = event.type_code
             if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
@@ -704,7 +813,7 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
     ``history``: names and types of a NO_LOG/MINIMAL binlog)."""
     wanted = options.table
     out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
-    reader = SplitReader(split, options)
+    reader = SplitReader(split, options, quiet=ROWS_QUIET)
     maps = None if history is None else TypedMaps(history, split)
     image_type = schema.field("after").type
     cached: tuple[TableMapEvent, _TableInfo] | None = None
@@ -877,7 +986,7 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
     each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes.
     Rows of tables with ENUM/SET labels (which the builder cannot render) are built by the
     reference path into batches of their own."""
-    reader = SplitReader(split, options)
+    reader = SplitReader(split, options, quiet=ROWS_QUIET)
     maps = None if history is None else TypedMaps(history, split)
     max_rows = options.batch_rows
     labelled = _Batches(schema, max_rows, ("before", "after"))
