@@ -38,13 +38,13 @@ from ..codec.events import (
     FL_GROUP_COMMIT_ID,
     FL_PREPARED_XA,
     FORMAT_DESCRIPTION_EVENT,
+    CHECKSUM_CRC32,
     GTID_EVENT,
     QUERY_COMPRESSED_EVENT,
-    XID_EVENT,
     QUERY_EVENT,
     ROWS_KIND,
-    CHECKSUM_CRC32,
     TABLE_MAP_EVENT,
+    XID_EVENT,
     gtid_fields,
     gtid_short_flags_extra,
 )
@@ -199,6 +199,8 @@ class DebeziumWriter:
             view = self.views.of_event(ev, self.schema, self.gtid if self.boundary.open else None)
             self.tables[view.event.table_id] = view
             if compiled_groups_ok(self.database, self.table_filter, self.schema):
+                if view.fast_debezium is None:
+                    view.fast_debezium = debezium_plan(view, self.name)
                 if len(self.fast_tables) >= TableViews.LIMIT:
                     self.fast_tables.clear()
                 self.fast_tables[ev.body()] = (view.event.table_id, b"", view)
@@ -352,9 +354,6 @@ class DebeziumWriter:
         (a group open, a map not met yet, a filter)."""
         if self.boundary.open or not self.fast_tables or not compiled_groups_ok(self.database, self.table_filter, self.schema):
             return pos, b"", False
-        for _, _, view in self.fast_tables.values():
-            if view.fast_debezium is None:
-                view.fast_debezium = debezium_plan(view, self.name)
         cfg = (checksum, verify, self.source_prefix, json_string(json_name(self.file)).encode(), ctx.rows_post_header_lengths())
         done, text, stopped, flags2, gtid = _fast.debezium_groups(
             data, pos, limit, soft, cfg, self.fast_tables, self.tables, group_accept(self.schema, accept)
