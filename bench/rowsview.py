@@ -32,6 +32,7 @@ from mariabinlog.spark.options import ScanOptions  # noqa: E402
 from mariabinlog.spark.partition import BinlogPartition, read_partition  # noqa: E402
 from mariabinlog.spark.plan import plan  # noqa: E402
 from mariabinlog.spark.schema import SCHEMAS, render  # noqa: E402
+from mariabinlog.spark.split import SplitReader  # noqa: E402
 
 
 def scan(parts: list, options: ScanOptions) -> int:
@@ -46,7 +47,7 @@ def programs(parts: list, options: ScanOptions) -> list:
     work = []
     for splits in parts:
         for split in splits:
-            for _, event, table_map in read._rows_events(read.SplitReader(split, options), None, None):
+            for _, event, table_map in read._rows_events(SplitReader(split, options), None, None):
                 info = read._map_info(table_map)
                 if info.labels is None:
                     work.append((row_decoder(table_map).programs(event), info.names))

@@ -74,6 +74,11 @@ def test_event_field_readers() -> None:
     moved = E.with_log_pos(gtid, 1234)
     assert E.header_fields(moved, 0)[4] == 1234 and moved[17:] == gtid[17:]
     assert E.gtid_fields(gtid, 19, len(gtid) - 4) == (5, 2, E.FL_STANDALONE)
+    grouped = E.GtidEvent(seq_no=6, domain_id=2, flags2=E.FL_GROUP_COMMIT_ID, commit_id=41, server_id=1).encode()
+    assert E.gtid_commit_id(grouped, 19, len(grouped), E.FL_GROUP_COMMIT_ID) == 41
+    assert E.gtid_commit_id(gtid, 19, len(gtid) - 4, E.FL_STANDALONE) is None
+    with pytest.raises(TruncatedError, match="commit id"):  # the flag set, the id not there
+        E.gtid_commit_id(gtid + gtid, 19, 19 + 13, E.FL_GROUP_COMMIT_ID)
     xid = E.XidEvent(xid=77).encode()
     assert E.xid_value(xid, 19, len(xid)) == 77
     assert E.rand_seeds(E.RandEvent(seed1=1, seed2=2).encode(), 19, 35) == (1, 2)

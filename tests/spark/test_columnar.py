@@ -32,6 +32,7 @@ from mariabinlog.codec.columns import MysqlTime, MysqlTimestamp
 from mariabinlog.engine.files import discover_binlogs
 from mariabinlog.errors import DecodeError
 from mariabinlog.spark import read
+from mariabinlog.spark import split as split_reader
 from mariabinlog.spark.options import ScanOptions
 from mariabinlog.spark.plan import plan
 from mariabinlog.spark.schema import ROWS_SCHEMA, column_names, render
@@ -263,9 +264,9 @@ def test_schema_scan_skips_only_rows_events(corpus_dir: Path, stress_ibb: tuple[
         options = ScanOptions(gtid_seek=False)
         for f in files:
             split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
-            every = [(i.position, i.index, i.event.type_code, i.group) for i in read.SplitReader(split, options)]
+            every = [(i.position, i.index, i.event.type_code, i.group) for i in split_reader.SplitReader(split, options)]
             hopped = [(i.position, i.index, i.event.type_code, i.group)
-                      for i in read.SplitReader(split, options, skip=frozenset(ROWS_KIND))]
+                      for i in split_reader.SplitReader(split, options, skip=frozenset(ROWS_KIND))]
             assert hopped == [e for e in every if e[2] not in ROWS_KIND], f.path
             skipped += len(every) - len(hopped)
     assert skipped > 1000
@@ -274,14 +275,14 @@ def test_schema_scan_skips_only_rows_events(corpus_dir: Path, stress_ibb: tuple[
 def _items(split: Any, options: ScanOptions, **kw: Any) -> list[tuple[Any, ...]]:
     return [(i.position, i.index, i.event.type_code, i.group, i.length, i.event.end_position,
              getattr(i.event, "rows_data", None), getattr(i.event, "table_id", None))
-            for i in read.SplitReader(split, options, **kw)]
+            for i in split_reader.SplitReader(split, options, **kw)]
 
 
 def _outcome(split: Any, options: ScanOptions, **kw: Any) -> tuple[list[tuple[Any, ...]], str | None]:
     """The items a reader yields before it stops, and the error it stops with."""
     out: list[tuple[Any, ...]] = []
     try:
-        for i in read.SplitReader(split, options, **kw):
+        for i in split_reader.SplitReader(split, options, **kw):
             out.append((i.position, i.event.type_code, i.group, i.length))
     except DecodeError as err:
         return out, str(err)
@@ -302,8 +303,8 @@ def test_scanned_groups_give_the_events_of_a_full_read(
     from mariabinlog.spark.plan import Split
 
     if scan_bytes is not None:
-        monkeypatch.setattr(read, "_SCAN_BYTES", scan_bytes)
-        monkeypatch.setattr(read, "_SCAN_GROUP_BYTES", group_bytes)
+        monkeypatch.setattr(split_reader, "_SCAN_BYTES", scan_bytes)
+        monkeypatch.setattr(split_reader, "_SCAN_GROUP_BYTES", group_bytes)
 
     quiet = read.ROWS_QUIET
     taken = 0

@@ -189,6 +189,7 @@ from .transaction import (
     GtidEvent,
     gtid_fields,
     gtid_head,
+    gtid_commit_id,
     gtid_short_flags_extra,
     GtidListEvent,
     serialize_xid,

@@ -232,6 +232,15 @@ def gtid_fields(buf: Buffer, pos: int, end: int) -> tuple[int, int, int]:
     return gtid_head(buf, pos)  # type: ignore[no-any-return]
 
 
+def gtid_commit_id(buf: Buffer, pos: int, end: int, flags2: int) -> int | None:
+    """The commit id of a GTID body from ``pos`` to ``end`` whose flags2 is ``flags2`` (None
+    without FL_GROUP_COMMIT_ID); TruncatedError when the body is too short for it."""
+    if not flags2 & FL_GROUP_COMMIT_ID:
+        return None
+    need_within(pos, 21, end, "GTID commit id")
+    return U64.unpack_from(buf, pos + 13)[0]  # type: ignore[no-any-return]
+
+
 def gtid_short_flags_extra(buf: Buffer, pos: int, end: int) -> int:
     """The ``flags_extra`` byte of a GTID body at ``pos`` that has no commit id and no XA id
     (the byte right after the 13-byte head), 0 when the body ends there; unchecked."""
