@@ -600,6 +600,7 @@ def spark(data: bytes) -> None:
     Byte 0: bit 2 chooses `.ibb` (compact pages) over a legacy file, bit 3 the compiled
     columnar path, the high bits the options; the file is cut into two splits at a page."""
     from mariabinlog.spark import read
+    from mariabinlog.spark import split as split_reader
     from mariabinlog.spark.options import ScanOptions
     from mariabinlog.spark.partition import arrow_schema
     from mariabinlog.spark.plan import Split
@@ -607,7 +608,7 @@ def spark(data: bytes) -> None:
 
     if not data:
         return
-    read._REREADS = 0  # a torn page is rescanned for live writers after a pause; inputs here never change
+    split_reader._REREADS = 0  # a torn page is rescanned for live writers after a pause; inputs here never change
     flags, body = data[0], data[1:]
     options = ScanOptions.parse(_SPARK_OPTIONS[flags >> 5])
     schema = arrow_schema(SCHEMAS[options.view])
