@@ -283,6 +283,16 @@ encode_dump: Any = _fast.encode_dump if _fast is not None else py_encode_dump
 event_offsets: Any = _fast.event_offsets if _fast is not None else py_event_offsets
 
 
+def scanner_for(ctx: Any, *, checksum: bool, verify: bool) -> Any:
+    """A :data:`Scanner` for the events after a Format_description whose context is ``ctx``
+    (CRC32 footers when ``checksum``), or None for a format it does not take (not binlog v4:
+    another header length, a Query post-header under 13 bytes)."""
+    query_header_len = ctx.post_header_len(QUERY_EVENT)
+    if ctx.header_len != _HEADER_LEN or query_header_len < 13:
+        return None
+    return Scanner(checksum=checksum, verify=verify, query_header_len=query_header_len)
+
+
 def group_of(found: tuple[Any, ...], fd: Any = None, source: str = "") -> EventGroup:
     """The :class:`EventGroup` of one group a scanner returned."""
     return EventGroup.of_scan(found, fd, source)

@@ -46,7 +46,6 @@ from ..codec.events import (
     GTID_EVENT,
     HEARTBEAT_LOG_EVENT,
     LOG_EVENT_ARTIFICIAL_F,
-    QUERY_EVENT,
     ROTATE_EVENT,
     START_ENCRYPTION_EVENT,
     Event,
@@ -64,7 +63,7 @@ from ..codec.wire.protocol import (
     RegisterSlave,
 )
 from ..codec.events.stream import EventStreamDecoder, footer_len
-from ..codec.framing import SCAN_CUT, SCAN_END, SCAN_MORE, Scanner, group_of
+from ..codec.framing import SCAN_CUT, SCAN_END, SCAN_MORE, Scanner, group_of, scanner_for
 from ..codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler, strip_checksum
 from ..codec.gtid import Gtid
 from ..errors import ConnectionLostError, DecodeError, FramingError, OptionError, PacketTooLargeError, ReplicationError, ServerError
@@ -443,12 +442,9 @@ class BinlogClient:
                             dropped = assembler.discard()
                             if self.on_discard is not None:
                                 self.on_discard(dropped)
-                        ctx = event.context()
-                        fast = ctx.header_len == 19 and ctx.post_header_len(QUERY_EVENT) >= 13
-                        if fast:
-                            scanner = Scanner(checksum=decoder.checksum_alg == CHECKSUM_CRC32,
-                                              verify=self.verify_checksum,
-                                              query_header_len=ctx.post_header_len(QUERY_EVENT))
+                        scanner = scanner_for(event.context(), checksum=decoder.checksum_alg == CHECKSUM_CRC32,
+                                              verify=self.verify_checksum)
+                        fast = scanner is not None  # (another format: event by event from here)
                     continue
                 try:
                     group = assembler.feed(event, placed.stripped(), fd, placed.file, placed.end_position)

@@ -19,7 +19,7 @@ from ..codec.events import (
     CHECKSUM_OFF,
     FL_GROUP_COMMIT_ID,
     GTID_EVENT,
-    QUERY_EVENT,
+    HEADER_LEN,
     Event,
     GtidEvent,
     QueryEvent,
@@ -30,7 +30,7 @@ from ..codec.events import (
 )
 from ..codec.events.header import reframe
 from ..codec.events.stream import EventStreamDecoder
-from ..codec.framing import SCAN_END, SCAN_MORE, Scanner
+from ..codec.framing import SCAN_END, SCAN_MORE, scanner_for
 from ..codec.groups import CONTROL_EVENTS, GroupBoundary
 from ..codec.ibb import EventGroup, PageSource, RecordReader, RecordType
 from ..errors import DecodeError, TruncatedError
@@ -221,7 +221,7 @@ class SplitReader:
                     ctx = dec.ctx
                     taken = len(items)
                     try:
-                        commit_id = gtid_commit_id(data_, _HEADER_LEN, offsets[1], flags2)
+                        commit_id = gtid_commit_id(data_, HEADER_LEN, offsets[1], flags2)
                         group = Group(domain, server, seq, commit_id, timestamp, flags2, split.file_no, start)
                         for i in range(count):
                             a, b = offsets[i], offsets[i + 1]
@@ -326,15 +326,9 @@ _SCAN_BYTES = 4 << 20
 _SCAN_GROUP_BYTES = 16 << 20
 
 
-#: The common header's length (a GTID event's body follows it).
-_HEADER_LEN = 19
-
-
 def _scanner_for(decoder: EventStreamDecoder) -> Any:
-    """The codec's group scanner for the events after ``decoder``'s Format_description, or None
-    for a format it does not take (not binlog v4)."""
-    ctx = decoder.ctx
-    if decoder.description is None or ctx.header_len != 19 or ctx.post_header_len(QUERY_EVENT) < 13:
+    """The codec's group scanner for the events after ``decoder``'s Format_description (None
+    before one, or for a format the scanner does not take)."""
+    if decoder.description is None:
         return None
-    return Scanner(checksum=decoder.checksum_alg == CHECKSUM_CRC32, verify=decoder.verify_checksum,
-                   query_header_len=ctx.post_header_len(QUERY_EVENT))
+    return scanner_for(decoder.ctx, checksum=decoder.checksum_alg == CHECKSUM_CRC32, verify=decoder.verify_checksum)
