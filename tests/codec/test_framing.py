@@ -25,14 +25,26 @@ from mariabinlog.codec import framing
 from mariabinlog.codec.events.header import reframe, split_events
 from mariabinlog.codec.primitives import U32
 from mariabinlog.codec.events import CHECKSUM_CRC32, FORMAT_DESCRIPTION_EVENT, QUERY_EVENT, decode_event
-from mariabinlog.codec.groups import CONTROL_EVENTS, EventGroup, GroupAssembler, clear_log_pos, strip_checksum
+from mariabinlog.codec.groups import (
+    CONTROL_EVENTS,
+    EventGroup,
+    GroupAssembler,
+    clear_log_pos,
+    py_statement_events,
+    strip_checksum,
+)
 from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.events.transaction import GtidEvent, py_stored_group
 
 PURE_PYTHON = os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0")
 SCANNERS: dict[str, Any] = {"python": framing.PyScanner}
 ENCODERS: dict[str, Any] = {"python": framing.py_encode_dump}
 OFFSETS: dict[str, Any] = {"python": framing.py_event_offsets}
+STORED: dict[str, Any] = {"python": py_stored_group}
+STATEMENTS: dict[str, Any] = {"python": py_statement_events}
 if framing._fast is not None:
+    STORED["c"] = framing._fast.stored_group
+    STATEMENTS["c"] = framing._fast.statement_events
     SCANNERS["c"] = framing._fast.Scanner
     ENCODERS["c"] = framing._fast.encode_dump
     OFFSETS["c"] = framing._fast.event_offsets
@@ -331,6 +343,69 @@ def test_event_offsets_of_stored_groups(name: str) -> None:
                 group.size,)
             assert offsets_of(group.data()[:-1]) is None
             assert offsets_of(group.data() + bytes(5)) is None
+
+
+@pytest.mark.parametrize("name", sorted(STORED))
+def test_stored_group_is_the_engines_own_gtid_event(name: str) -> None:
+    """The archive's copy of a received group into a COMMIT record: where the GTID event has the
+    fixed layout, the bytes are the engine's own encoding of that event (header flags cleared)
+    and the rest as received; anything else (XA, extra fields, damage) is None, and the caller
+    encodes the GTID event anew."""
+    stored_group = STORED[name]
+    seen = 0
+    for path in BINLOGS:
+        for kind, item, *_ in scan_file(framing.PyScanner, path.read_bytes())[:40]:
+            if kind != "group":
+                continue
+            group = framing.group_of(item)
+            data, head = group.data(), group.offsets[1]
+            out = stored_group(data, head, b"\0")
+            assert out == py_stored_group(data, head, b"\0")
+            assert stored_group(memoryview(data), head, b"") == (out[1:] if out is not None else None)
+            if out is None:
+                continue
+            seen += 1
+            event = decode_event(data, 0, head)
+            assert isinstance(event, GtidEvent)
+            assert out[1 + 19 : 1 + head] == event.encode_body()
+            assert out == b"\0" + data[:17] + b"\0\0" + data[19:]
+            for at, value in ((31, 0x40), (31, 0x80), (head - 1, 1)):  # XA flags, padding not zero
+                bad = bytearray(data)
+                bad[at] |= value
+                assert stored_group(bytes(bad), head, b"") is None
+            assert stored_group(data[: head - 1], head, b"") is None
+            assert stored_group(data, head - 1, b"") is None
+    assert seen > 100
+    assert stored_group(b"", 0, b"") is None and stored_group(bytes(40), 38, b"") is None
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+def test_statement_events_are_the_query_events_a_schema_history_reads(name: str) -> None:
+    statement_events = STATEMENTS[name]
+    seen = 0
+    for path in BINLOGS:
+        for kind, item, *_ in scan_file(framing.PyScanner, path.read_bytes()):
+            if kind != "group":
+                continue
+            group = framing.group_of(item)
+            data, offsets = group.data(), group.offsets
+            found = statement_events(data, offsets)
+            assert found == py_statement_events(data, offsets) == statement_events(memoryview(data), offsets)
+            events = group.events
+            assert [events[i] for i in found if events[i].query not in (b"BEGIN", b"COMMIT", b"ROLLBACK")] == [
+                e for e in events[1:] if e.type_code in (QUERY_EVENT, 165) and e.query not in (b"BEGIN", b"COMMIT",
+                                                                                              b"ROLLBACK")]
+            assert all(events[i].type_code in (QUERY_EVENT, 165) for i in found)
+            seen += len(found)
+    assert seen > 50
+    # BEGIN/COMMIT/ROLLBACK by their last bytes only; an event too short for a tail counts
+    event = bytes(19) + b"\0BEGIN"
+    typed = event[:4] + bytes((QUERY_EVENT,)) + event[5:]
+    assert statement_events(bytes(19) + typed, (0, 19, 19 + len(typed))) == ()
+    short = bytes(4) + bytes((QUERY_EVENT,)) + b"N"
+    assert statement_events(bytes(19) + short, (0, 19, 19 + len(short))) == (1,)
+    with pytest.raises(ValueError):
+        statement_events(bytes(19), (0, 19, 40))
 
 
 def test_crc32_is_zlibs() -> None:

@@ -17,8 +17,8 @@
 
 #include "_event.h"
 
-/* Bump with _FAST_VERSION in framing.py whenever the API or the results change. */
-#define FAST_VERSION 1
+/* Bump with FRAMEFAST_VERSION in groups.py whenever the API or the results change. */
+#define FAST_VERSION 3
 
 enum {
     START_EVENT_V3 = 1, QUERY_EVENT = 2, STOP_EVENT = 3, ROTATE_EVENT = 4, FORMAT_DESCRIPTION_EVENT = 15,
@@ -28,6 +28,9 @@ enum {
 };
 #define FL_STANDALONE 0x01
 #define FL_COMPLETED_XA 0x80
+#define FL_GROUP_COMMIT_ID 0x02
+#define FL_PREPARED_XA 0x40
+#define GTID_BODY_MIN 19
 #define HEADER_LEN 19
 #define GTID_BODY_LEN 13
 #define MAX_PAYLOAD 0xFFFFFF
@@ -415,8 +418,85 @@ static PyObject *framefast_event_offsets(PyObject *Py_UNUSED(self), PyObject *ar
     return out;
 }
 
+/* stored_group(data, length, prefix) -> prefix + the group's events with the GTID event's
+ * header flags cleared, when that GTID event (its first ``length`` bytes) has the fixed layout
+ * a writer that makes its own GTID events writes; else None (transaction.py's
+ * py_stored_group, the pure twin, says which). */
+static PyObject *framefast_stored_group(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer view, prefix;
+    Py_ssize_t length;
+    if (!PyArg_ParseTuple(args, "y*ny*", &view, &length, &prefix)) return NULL;
+    const unsigned char *d = view.buf;
+    PyObject *out = NULL;
+    if (length < HEADER_LEN + GTID_BODY_MIN || length > view.len || d[4] != GTID_EVENT) goto none;
+    unsigned flags2 = d[31];
+    if (flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA)) goto none;
+    Py_ssize_t used = GTID_BODY_LEN + ((flags2 & FL_GROUP_COMMIT_ID) ? 8 : 0);
+    if (length != HEADER_LEN + (used > GTID_BODY_MIN ? used : GTID_BODY_MIN)) goto none;
+    for (Py_ssize_t i = HEADER_LEN + used; i < length; i++)
+        if (d[i]) goto none;
+    out = PyBytes_FromStringAndSize(NULL, prefix.len + view.len);
+    if (out) {
+        unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+        memcpy(o, prefix.buf, prefix.len);
+        memcpy(o + prefix.len, d, view.len);
+        o[prefix.len + 17] = o[prefix.len + 18] = 0; /* header flags: the writer's own */
+    }
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&prefix);
+    return out;
+none:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&prefix);
+    Py_RETURN_NONE;
+}
+
+/* statement_events(data, offsets) -> the indices of a group's Query events after its first event,
+ * except those whose text is BEGIN, COMMIT or ROLLBACK (the statements a schema history looks at;
+ * groups.py's py_statement_events is the pure twin). */
+static PyObject *framefast_statement_events(PyObject *Py_UNUSED(self), PyObject *args) {
+    static const struct { const char *text; Py_ssize_t len; } tails[] = {
+        {"\0BEGIN", 6}, {"\0COMMIT", 7}, {"\0ROLLBACK", 9}};
+    PyObject *offsets;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*O!", &view, &PyTuple_Type, &offsets)) return NULL;
+    const unsigned char *d = view.buf;
+    Py_ssize_t count = PyTuple_GET_SIZE(offsets);
+    PyObject *found = PyList_New(0);
+    if (!found) goto fail;
+    for (Py_ssize_t i = 1; i + 1 < count; i++) {
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i));
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i + 1));
+        if (PyErr_Occurred()) goto fail;
+        if (a < 0 || b > view.len || b - a < 5) {
+            PyErr_SetString(PyExc_ValueError, "offsets do not frame the data");
+            goto fail;
+        }
+        if (d[a + 4] != QUERY_EVENT && d[a + 4] != QUERY_COMPRESSED_EVENT) continue;
+        int tail = 0;
+        for (size_t t = 0; t < sizeof tails / sizeof tails[0] && !tail; t++)
+            tail = b - a >= tails[t].len && !memcmp(d + b - tails[t].len, tails[t].text, tails[t].len);
+        if (tail) continue;
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (!index || PyList_Append(found, index) < 0) { Py_XDECREF(index); goto fail; }
+        Py_DECREF(index);
+    }
+    PyBuffer_Release(&view);
+    PyObject *out = PyList_AsTuple(found);
+    Py_DECREF(found);
+    return out;
+fail:
+    Py_XDECREF(found);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"crc32", framefast_crc32, METH_O, "zlib's CRC-32 of a buffer."},
+    {"stored_group", framefast_stored_group, METH_VARARGS,
+     "stored_group(data, length, prefix) -> prefix + the events as a writer of its own GTID events stores them, or None."},
+    {"statement_events", framefast_statement_events, METH_VARARGS,
+     "statement_events(data, offsets) -> indices of a group's Query events that are not BEGIN/COMMIT/ROLLBACK."},
     {"event_offsets", framefast_event_offsets, METH_O, "Start offsets of a stored group's events and its end, or None."},
     {"encode_dump", framefast_encode_dump, METH_VARARGS,
      "encode_dump(data, offsets, log_pos, checksum, seq, skip_annotate) -> (packets, log_pos, seq)."},

@@ -44,13 +44,11 @@ from .events.header import (
     XID_EVENT,
     ANNOTATE_ROWS_EVENT,
 )
-from .events.transaction import FL_COMPLETED_XA, FL_STANDALONE
-from .groups import EventGroup, is_commit_or_rollback
+from .events.transaction import FL_COMPLETED_XA, FL_STANDALONE, py_stored_group
+from .groups import FRAMEFAST_VERSION, EventGroup, is_commit_or_rollback
 from .native import load_fast
 from .primitives import U16, U32, U64, Buffer
 
-#: Bump with FAST_VERSION in ``_framefast.c`` whenever the API or the results change.
-_FAST_VERSION = 1
 
 #: Why a scan returned.
 SCAN_END = 0  #: the data given is used up, at an event boundary
@@ -273,7 +271,7 @@ def py_encode_dump(data: Buffer, offsets: tuple[int, ...], log_pos: int, checksu
     return bytes(out), log_pos, seq
 
 
-_fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", _FAST_VERSION, "framing.py")
+_fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", FRAMEFAST_VERSION, "framing.py")
 
 #: The scanner in use: the compiled one, or its pure twin.
 Scanner: Any = _fast.Scanner if _fast is not None else PyScanner
@@ -281,6 +279,9 @@ Scanner: Any = _fast.Scanner if _fast is not None else PyScanner
 encode_dump: Any = _fast.encode_dump if _fast is not None else py_encode_dump
 #: :func:`py_event_offsets`, compiled where available.
 event_offsets: Any = _fast.event_offsets if _fast is not None else py_event_offsets
+#: :func:`~mariabinlog.codec.events.transaction.py_stored_group`, compiled where available (the
+#: archive's per-group copy into a COMMIT record).
+stored_group: Any = _fast.stored_group if _fast is not None else py_stored_group
 
 
 def scanner_for(ctx: Any, *, checksum: bool, verify: bool) -> Any:

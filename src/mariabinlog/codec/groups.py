@@ -52,6 +52,7 @@ from .events import (
     gtid_head,
 )
 from .gtid import Gtid
+from .native import load_fast
 from .primitives import U32, Buffer
 
 #: Event types that never belong to an event group.
@@ -73,6 +74,30 @@ _XA_ENDS = (b"XA COMMIT", b"XA ROLLBA")
 _TRANSACTION_QUERIES = frozenset((b"BEGIN", b"COMMIT", b"ROLLBACK"))
 #: A Query event's bytes end with its text right after the database name's NUL.
 _TRANSACTION_TAILS = (b"\0BEGIN", b"\0COMMIT", b"\0ROLLBACK")
+
+
+def py_statement_events(data: Buffer, offsets: tuple[int, ...]) -> tuple[int, ...]:
+    """The indices of a group's Query events after its first event, except those whose text
+    is ``BEGIN``, ``COMMIT`` or ``ROLLBACK`` (read from the event's end; a compressed one always
+    counts): the events :meth:`EventGroup.statements` decodes.  Compiled in ``_framefast.c``."""
+    found = []
+    for index in range(1, len(offsets) - 1):
+        start, end = offsets[index], offsets[index + 1]
+        if start < 0 or end > len(data) or end - start < 5:
+            raise ValueError("offsets do not frame the data")
+        code = data[start + 4]
+        if (code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT) and not bytes(data[max(start, end - 9) : end]).endswith(
+                _TRANSACTION_TAILS):
+            found.append(index)
+    return tuple(found)
+
+
+#: Bump with FAST_VERSION in ``_framefast.c`` whenever its API or results change (``framing.py``
+#: drives the rest of it).
+FRAMEFAST_VERSION = 3
+_fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", FRAMEFAST_VERSION, "groups.py")
+#: :func:`py_statement_events`, compiled where available.
+statement_events: Any = _fast.statement_events if _fast is not None else py_statement_events
 
 
 def is_commit_or_rollback(query: bytes) -> bool:
@@ -343,19 +368,17 @@ class EventGroup:
         schema history looks at), decoded without decoding the rest."""
         if self._events is not None:
             return [e for e in self._events if isinstance(e, QueryEvent) and e.query not in _TRANSACTION_QUERIES]
+        data, offsets = self.data(), self.offsets
+        indices = statement_events(data, offsets)
+        if not indices:
+            return []
         ctx = self.fd.context() if self.fd is not None else DEFAULT_CONTEXT
         found = []
-        data, offsets = self.data(), self.offsets
-        for index, start in enumerate(offsets[1:-1], 2):
-            code = data[start + 4]
-            if code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT:
-                end = offsets[index]
-                if data.endswith(_TRANSACTION_TAILS, start, end):
-                    continue
-                event = decode_event(data, start, end, ctx)
-                assert isinstance(event, QueryEvent)
-                if event.query not in _TRANSACTION_QUERIES:
-                    found.append(event)
+        for index in indices:
+            event = decode_event(data, offsets[index], offsets[index + 1], ctx)
+            assert isinstance(event, QueryEvent)
+            if event.query not in _TRANSACTION_QUERIES:
+                found.append(event)
         return found
 
     @property

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec.events import stored_group
+from ..codec.framing import stored_group
 from ..codec.groups import EventGroup
 from ..codec.gtid import Gtid
 from ..codec.ibb.page import PAGE_SIZE, RecordType
-from ..codec.ibb.records import CommitRecord
+from ..codec.ibb.records import COMMIT_PLAIN_HEADER, CommitRecord
 from .config import EngineConfig
 from .host import WritePath
 
@@ -103,9 +103,9 @@ class Batch:
         engine writes its own, the other events as they are."""
         data = group.data()
         offsets = group.offsets
-        stored = stored_group(data, offsets[1] if len(offsets) > 1 else len(data))
+        stored = stored_group(data, offsets[1] if len(offsets) > 1 else len(data), COMMIT_PLAIN_HEADER)
         if stored is not None:
-            return CommitRecord((), stored).encode()
+            return stored
         head = group.gtid_event
         assert group.gtid is not None
         event = self._path.gtid_event(group.gtid, flags2=head.flags2, timestamp=head.timestamp, **head.optional_fields())

@@ -193,7 +193,7 @@ from .transaction import (
     gtid_short_flags_extra,
     GtidListEvent,
     serialize_xid,
-    stored_group,
+    py_stored_group,
     xa_prepare_fields,
     XaPrepareEvent,
     xid_value,

@@ -172,14 +172,14 @@ class GtidEvent(Event):
         return bytes(out)
 
 
-def stored_group(data: Buffer, length: int) -> bytes | None:
+def py_stored_group(data: Buffer, length: int, prefix: bytes = b"") -> bytes | None:
     """A group's events (``data``, its GTID event first, ``length`` bytes, no footers) as a writer
-    that makes its own GTID events stores them, when the GTID event is, header flags and
-    ``log_pos`` aside, byte for byte what :meth:`GtidEvent.encode` makes of its own decoding
-    (the fixed layout: sequence number, domain, flags2, a commit id, zero padding; no XA xid,
-    no extra flags): the bytes with that event's header flags cleared.  None when the GTID
-    event must be encoded anew."""
-    if length < 19 + GTID_BODY_MIN or data[4] != GTID_EVENT:
+    that makes its own GTID events stores them, after ``prefix`` (a record's header), when the
+    GTID event is, header flags and ``log_pos`` aside, byte for byte what :meth:`GtidEvent.encode`
+    makes of its own decoding (the fixed layout: sequence number, domain, flags2, a commit id,
+    zero padding; no XA xid, no extra flags): the bytes with that event's header flags cleared.
+    None when the GTID event must be encoded anew.  Compiled as ``codec.framing.stored_group``."""
+    if length < 19 + GTID_BODY_MIN or length > len(data) or data[4] != GTID_EVENT:
         return None
     flags2 = data[31]
     if flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA):
@@ -187,7 +187,8 @@ def stored_group(data: Buffer, length: int) -> bytes | None:
     used = 13 + (8 if flags2 & FL_GROUP_COMMIT_ID else 0)
     if length != 19 + max(used, GTID_BODY_MIN) or data[19 + used : length] != _PADDING[: length - 19 - used]:
         return None
-    return b"".join((data[:17], b"\0\0", data[19:]))  # header flags (bytes 17-18) as the writer's own
+    view = memoryview(data)
+    return b"".join((prefix, view[:17], b"\0\0", view[19:]))  # header flags (bytes 17-18): the writer's own
 
 
 _PADDING = bytes(GTID_BODY_MIN)

@@ -61,6 +61,10 @@ def _read_oob_ref(buf: Buffer, pos: int) -> tuple[OobRef | None, int]:
     return OobRef(num_nodes, first_file, first_offset, last_file, last_offset), pos
 
 
+#: The header of a COMMIT record that references no OOB forest (its event data follows).
+COMMIT_PLAIN_HEADER = b"\0"
+
+
 @dataclass(frozen=True, slots=True)
 class CommitRecord:
     """COMMIT (§6.1): up to two OOB forests (dual cache: non-transactional first) and event data."""
@@ -74,7 +78,7 @@ class CommitRecord:
             raise ValueError("a commit record references at most two OOB forests")
         header = b"".join(ref.encode() for ref in self.forests)
         if len(self.forests) < 2:
-            header += b"\0"
+            header += COMMIT_PLAIN_HEADER
         return header + self.data
 
     @classmethod
