@@ -42,7 +42,9 @@ ENCODERS: dict[str, Any] = {"python": framing.py_encode_dump}
 OFFSETS: dict[str, Any] = {"python": framing.py_event_offsets}
 STORED: dict[str, Any] = {"python": py_stored_group}
 STATEMENTS: dict[str, Any] = {"python": py_statement_events}
+STORED_EVENTS: dict[str, Any] = {"python": framing.py_stored_events}
 if framing._fast is not None:
+    STORED_EVENTS["c"] = framing._fast.stored_events
     STORED["c"] = framing._fast.stored_group
     STATEMENTS["c"] = framing._fast.statement_events
     SCANNERS["c"] = framing._fast.Scanner
@@ -406,6 +408,28 @@ def test_statement_events_are_the_query_events_a_schema_history_reads(name: str)
     assert statement_events(bytes(19) + short, (0, 19, 19 + len(short))) == (1,)
     with pytest.raises(ValueError):
         statement_events(bytes(19), (0, 19, 40))
+
+
+@pytest.mark.parametrize("name", sorted(STORED_EVENTS))
+def test_stored_events_are_the_scanners_group(name: str) -> None:
+    """A stored COMMIT record's events (after its header byte) as the scanner's group tuple:
+    the `.ibb` readers' small-commit path, the same group the scanner cut."""
+    stored_events = STORED_EVENTS[name]
+    seen = 0
+    for path in BINLOGS:
+        for kind, item, *_ in scan_file(framing.PyScanner, path.read_bytes())[:40]:
+            if kind != "group":
+                continue
+            seen += 1
+            data = item[0]
+            assert stored_events(b"\0" + data, 1) == framing.py_stored_events(b"\0" + data, 1) == (*item[:7], 0)
+            assert stored_events(data, 0) == (*item[:7], 0)
+            for bad in (data[:-1], data + bytes(3), data[19:], b"\x00" * 5 + data[5:]):
+                assert stored_events(bad, 0) == framing.py_stored_events(bad, 0)
+    assert seen > 100
+    for pos in (-1, 1):
+        assert stored_events(b"", pos) is None
+    assert stored_events(b"", 0) is None
 
 
 def test_crc32_is_zlibs() -> None:

@@ -42,6 +42,7 @@ from mariabinlog.codec.ibb import (
     seal_page,
     sniff_file,
 )
+from mariabinlog.codec.ibb.page import py_page_records
 from mariabinlog.errors import ChecksumError, CorruptRecordError, DecodeError, MariabinlogError, TruncatedError
 
 U64 = 2**64 - 1
@@ -510,6 +511,52 @@ def test_writer_reader_round_trip(operations: list[tuple], seed: int, geometry: 
     for group, (_, pieces) in zip(RecordReader(work.source(), 0).event_groups(), work.groups, strict=True):
         assert b"".join(group.raw_events()) == b"".join(pieces)
     assert all(r.type != RecordType.DUMMY or r.offset % PAGE_SIZE for r in records)
+
+
+PAGE_RECORDS = {"python": py_page_records}
+if ibb_reader._fast is not None:
+    PAGE_RECORDS["c"] = ibb_reader._fast.page_records
+
+
+@pytest.mark.parametrize("name", sorted(PAGE_RECORDS))
+@FAST
+@given(ops, st.integers(0, 2**32))
+def test_page_records_twins_and_the_chunk_by_chunk_path_agree(name: str, operations: list[tuple], seed: int) -> None:
+    """A page's one-chunk records in one call (the small-commit path of the reader) are those
+    the chunk-by-chunk path reads, on written pages and on damaged ones."""
+    page_records = PAGE_RECORDS[name]
+    rnd = random.Random(seed)
+    work = Workload(pages_per_file=8, interval=2)
+    run_ops(work, operations, rnd)
+    for _ in range(30):
+        work.commit([make_event(rnd, rnd.randrange(40, 300))], rnd)
+    source = work.source()
+    pages = [page for file_pages in source.files.values() for page in file_pages[1:]]
+    for page in pages:
+        damaged = bytearray(page)
+        damaged[rnd.randrange(PAGE_SIZE)] = rnd.randrange(256)
+        for data in (page, bytes(damaged)):
+            for offset in (0, rnd.randrange(PAGE_SIZE), PAGE_SIZE - 8, PAGE_SIZE - 7):
+                found = page_records(data, offset)
+                assert found == py_page_records(data, offset)
+                records, stop = found
+                at = offset
+                for record_type, payload, start, end in records:
+                    header = chunk_at(data, at)
+                    assert header is not None and start == at and header[0] & 0x3F == record_type
+                    assert header[0] & 0xC0 == 0x40 and end == at + 3 + header[1] == at + 3 + len(payload)
+                    at = end
+                assert stop == at
+    with pytest.raises(ValueError):
+        page_records(bytes(100), 0)
+    fast = list(RecordReader(source, 0))
+    original = ibb_reader.page_records
+    ibb_reader.page_records = lambda page, offset: ([], offset)
+    try:
+        slow = list(RecordReader(source, 0))
+    finally:
+        ibb_reader.page_records = original
+    assert [key(r) + (r.nested,) for r in fast] == [key(r) + (r.nested,) for r in slow]
 
 
 def test_large_oob_transaction_across_files_with_interleaved_commits(monkeypatch: pytest.MonkeyPatch) -> None:

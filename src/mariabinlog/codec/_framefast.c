@@ -8,7 +8,9 @@
  * event, a damaged event, a packet that is not an event, a group cut off) stops the scan at
  * that event, so the caller's slow path deals with it exactly as before.
  * encode_dump() is the way back: a group's events as dump-stream packets with positions and
- * CRC32 footers, for the binlog server.
+ * CRC32 footers, for the binlog server.  For the `.ibb` readers and the archive: a page's
+ * one-chunk records in one call (page_records), a stored COMMIT record's events as a group
+ * (stored_events), and a received group as the engine stores it (stored_group).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,7 +20,7 @@
 #include "_event.h"
 
 /* Bump with FRAMEFAST_VERSION in groups.py whenever the API or the results change. */
-#define FAST_VERSION 3
+#define FAST_VERSION 5
 
 enum {
     START_EVENT_V3 = 1, QUERY_EVENT = 2, STOP_EVENT = 3, ROTATE_EVENT = 4, FORMAT_DESCRIPTION_EVENT = 15,
@@ -491,12 +493,101 @@ fail:
     return NULL;
 }
 
+/* stored_events(buf, pos) -> the events of buf[pos:] (a stored group: no footers) as a Scanner
+ * group tuple (data, offsets, domain, server, seq, flags2, timestamp, 0), when they frame it
+ * and the first is a GTID event long enough for its head; else None (framing.py's
+ * py_stored_events is the pure twin). */
+static PyObject *framefast_stored_events(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &pos)) return NULL;
+    if (pos < 0 || pos > view.len) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf + pos;
+    Py_ssize_t n = view.len - pos, at = 0, count = 0;
+    while (at < n) {
+        if (n - at < HEADER_LEN) break;
+        uint32_t length = le32(d + at + 9);
+        if (length < HEADER_LEN || (Py_ssize_t)length > n - at) break;
+        at += length;
+        count++;
+    }
+    if (at != n || !count || d[4] != GTID_EVENT || le32(d + 9) < HEADER_LEN + GTID_BODY_LEN) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *data = PyBytes_FromStringAndSize((const char *)d, n);
+    PyObject *offsets = PyTuple_New(count + 1);
+    if (!data || !offsets) goto fail;
+    at = 0;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        PyObject *v = PyLong_FromSsize_t(at);
+        if (!v) goto fail;
+        PyTuple_SET_ITEM(offsets, i, v);
+        if (i < count) at += le32(d + at + 9);
+    }
+    PyObject *group = Py_BuildValue("(NNkkKIkk)", data, offsets, (unsigned long)le32(d + 27), (unsigned long)le32(d + 5),
+                                    (unsigned long long)le64(d + 19), (unsigned)d[31], (unsigned long)le32(d), 0UL);
+    PyBuffer_Release(&view);
+    return group;
+fail:
+    Py_XDECREF(data);
+    Py_XDECREF(offsets);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* page_records(page, offset) -> (records, stop): the `.ibb` records from ``offset`` of a page
+ * that are each one whole chunk, as (type, payload, chunk offset, offset after it), and the
+ * offset of the first chunk that is not one (ibb/page.py's py_page_records is the pure twin). */
+#define IBB_PAGE_SIZE 16384
+#define IBB_READER_PAGE_END (IBB_PAGE_SIZE - 7)
+#define IBB_FLAG_CONT 0x80
+#define IBB_FLAG_LAST 0x40
+#define IBB_TYPE_MASK 0x3F
+static PyObject *framefast_page_records(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &offset)) return NULL;
+    const unsigned char *page = view.buf;
+    PyObject *found = PyList_New(0);
+    if (!found) goto fail;
+    if (offset < 0 || view.len < IBB_PAGE_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "not a page, or an offset outside it");
+        goto fail;
+    }
+    while (offset < IBB_READER_PAGE_END) {
+        unsigned flags = page[offset];
+        if (flags & IBB_FLAG_CONT || !(flags & IBB_FLAG_LAST) || !(flags & IBB_TYPE_MASK)) break;
+        Py_ssize_t length = le16(page + offset + 1);
+        if (length + 3 + 4 > IBB_PAGE_SIZE - offset) break;
+        Py_ssize_t end = offset + 3 + length;
+        PyObject *item = Py_BuildValue("(iy#nn)", (int)(flags & IBB_TYPE_MASK), (const char *)page + offset + 3, length,
+                                       offset, end);
+        if (!item || PyList_Append(found, item) < 0) { Py_XDECREF(item); goto fail; }
+        Py_DECREF(item);
+        offset = end;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(Nn)", found, offset);
+fail:
+    Py_XDECREF(found);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"crc32", framefast_crc32, METH_O, "zlib's CRC-32 of a buffer."},
     {"stored_group", framefast_stored_group, METH_VARARGS,
      "stored_group(data, length, prefix) -> prefix + the events as a writer of its own GTID events stores them, or None."},
     {"statement_events", framefast_statement_events, METH_VARARGS,
      "statement_events(data, offsets) -> indices of a group's Query events that are not BEGIN/COMMIT/ROLLBACK."},
+    {"stored_events", framefast_stored_events, METH_VARARGS,
+     "stored_events(buf, pos) -> a stored group's events as a Scanner group tuple, or None."},
+    {"page_records", framefast_page_records, METH_VARARGS,
+     "page_records(page, offset) -> (records, stop): a page's one-chunk .ibb records from offset."},
     {"event_offsets", framefast_event_offsets, METH_O, "Start offsets of a stored group's events and its end, or None."},
     {"encode_dump", framefast_encode_dump, METH_VARARGS,
      "encode_dump(data, offsets, log_pos, checksum, seq, skip_annotate) -> (packets, log_pos, seq)."},

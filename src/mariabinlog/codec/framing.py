@@ -3,7 +3,8 @@
 The readers of whole event groups go through a :class:`Scanner`: the replication client (a
 dump stream's event packets) and the Spark readers of legacy files for the rows view and the
 schema scan (a file's bytes).  ``dump`` prints whole groups in compiled code of its own, over
-``codec/_event.h``; ``replicate``'s file source still assembles groups event by event.  It frames each event, checks its CRC32 footer, and cuts the
+``codec/_event.h``; ``replicate``'s file source still assembles groups event by event.  It
+frames each event, checks its CRC32 footer, and cuts the
 events into :class:`~mariabinlog.codec.groups.EventGroup` objects by the codec's one rule
 (:func:`~mariabinlog.codec.groups.ends_group`), storing them as `.ibb` files do (no footers,
 ``log_pos`` 0).  It decodes nothing but the GTID event's head and a Query's text: events are
@@ -17,7 +18,9 @@ caller's slow path then handles that one event exactly as it always did: the fas
 decides anything the slow path would decide differently.
 
 :func:`encode_dump` is the way back for the binlog server: a group's events as dump-stream
-packets with their positions and CRC32 footers.
+packets with their positions and CRC32 footers.  :func:`stored_events` makes the same group
+tuple of a stored `.ibb` COMMIT record's events (the archive readers' small commits), and
+:func:`stored_group` the archive's COMMIT record of a received group.
 
 Compiled in ``_framefast.c``; this module is its pure-Python twin, with the same API and the
 same results (one test suite runs both; ``MARIABINLOG_PURE_PYTHON=1`` forces this one).
@@ -45,7 +48,7 @@ from .events.header import (
     ANNOTATE_ROWS_EVENT,
 )
 from .events.transaction import FL_COMPLETED_XA, FL_STANDALONE, py_stored_group
-from .groups import FRAMEFAST_VERSION, EventGroup, is_commit_or_rollback
+from .groups import FRAMEFAST_VERSION, EventGroup, gtid_of, is_commit_or_rollback
 from .native import load_fast
 from .primitives import U16, U32, U64, Buffer
 
@@ -242,6 +245,21 @@ def py_event_offsets(data: Buffer) -> tuple[int, ...] | None:
     return tuple(offsets)
 
 
+def py_stored_events(buf: Buffer, pos: int) -> tuple[Any, ...] | None:
+    """The events of ``buf[pos:]`` (a stored group: no footers) as a scanner's group tuple
+    (``end_log_pos`` 0), when they frame it and the first is a GTID event long enough for its
+    head; else None (the caller's slow path says what is wrong)."""
+    if pos < 0 or pos > len(buf):
+        return None
+    data = bytes(buf[pos:])
+    offsets = py_event_offsets(data)
+    if offsets is None or len(offsets) < 2 or data[4] != GTID_EVENT or U32.unpack_from(data, 9)[0] < (
+            _HEADER_LEN + _GTID_BODY_LEN):
+        return None
+    gtid, flags2, timestamp = gtid_of(data)
+    return data, offsets, gtid.domain, gtid.server, gtid.seq, flags2, timestamp, 0
+
+
 def py_encode_dump(data: Buffer, offsets: tuple[int, ...], log_pos: int, checksum: bool, seq: int,
                    skip_annotate: bool) -> tuple[bytes, int, int]:
     """A group's events as dump packets (``00`` + event): each event's ``log_pos`` the end of the
@@ -279,6 +297,8 @@ Scanner: Any = _fast.Scanner if _fast is not None else PyScanner
 encode_dump: Any = _fast.encode_dump if _fast is not None else py_encode_dump
 #: :func:`py_event_offsets`, compiled where available.
 event_offsets: Any = _fast.event_offsets if _fast is not None else py_event_offsets
+#: :func:`py_stored_events`, compiled where available (the readers of `.ibb` COMMIT records).
+stored_events: Any = _fast.stored_events if _fast is not None else py_stored_events
 #: :func:`~mariabinlog.codec.events.transaction.py_stored_group`, compiled where available (the
 #: archive's per-group copy into a COMMIT record).
 stored_group: Any = _fast.stored_group if _fast is not None else py_stored_group

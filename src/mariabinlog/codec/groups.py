@@ -86,15 +86,16 @@ def py_statement_events(data: Buffer, offsets: tuple[int, ...]) -> tuple[int, ..
         if start < 0 or end > len(data) or end - start < 5:
             raise ValueError("offsets do not frame the data")
         code = data[start + 4]
-        if (code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT) and not bytes(data[max(start, end - 9) : end]).endswith(
-                _TRANSACTION_TAILS):
+        if code != QUERY_EVENT and code != QUERY_COMPRESSED_EVENT:
+            continue
+        if not bytes(data[max(start, end - 9) : end]).endswith(_TRANSACTION_TAILS):
             found.append(index)
     return tuple(found)
 
 
 #: Bump with FAST_VERSION in ``_framefast.c`` whenever its API or results change (``framing.py``
 #: drives the rest of it).
-FRAMEFAST_VERSION = 3
+FRAMEFAST_VERSION = 5
 _fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", FRAMEFAST_VERSION, "groups.py")
 #: :func:`py_statement_events`, compiled where available.
 statement_events: Any = _fast.statement_events if _fast is not None else py_statement_events

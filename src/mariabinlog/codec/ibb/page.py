@@ -238,6 +238,28 @@ def chunk_at(page: Buffer, offset: int) -> tuple[int, int] | None:
     return flags, length
 
 
+def py_page_records(page: Buffer, offset: int) -> tuple[list[tuple[int, bytes, int, int]], int]:
+    """The records from ``offset`` of a page that are each one whole chunk (LAST, not CONT):
+    ``(type, payload, chunk offset, offset after it)``, and the offset of the first chunk that
+    is not one (a record's first or later chunk of several, the end of data or of the page, a
+    damaged header), which the caller reads chunk by chunk (:func:`chunk_at` says what is
+    wrong).  Compiled as ``codec.ibb.reader.page_records``."""
+    if offset < 0 or len(page) < PAGE_SIZE:
+        raise ValueError("not a page, or an offset outside it")
+    found = []
+    while offset < READER_PAGE_END:
+        flags = page[offset]
+        if flags & FLAG_CONT or not flags & FLAG_LAST or not flags & TYPE_MASK:
+            break
+        length = page[offset + 1] | (page[offset + 2] << 8)
+        if length + CHUNK_HEADER_SIZE + 4 > PAGE_SIZE - offset:
+            break
+        end = offset + CHUNK_HEADER_SIZE + length
+        found.append((flags & TYPE_MASK, bytes(page[offset + CHUNK_HEADER_SIZE : end]), offset, end))
+        offset = end
+    return found, offset
+
+
 class Chunk(NamedTuple):
     """One chunk of a data page: where it starts, its type byte and its payload."""
 

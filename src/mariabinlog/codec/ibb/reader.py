@@ -28,12 +28,18 @@ from .page import (
     check_page,
     chunk_at,
     decode_header_page,
+    py_page_records,
 )
 from ..events import GTID_EVENT
-from ..framing import event_offsets
-from ..groups import EventGroup, gtid_of
+from ..framing import event_offsets, stored_events
+from ..groups import FRAMEFAST_VERSION, EventGroup, gtid_of
+from ..native import load_fast
 from ..primitives import Buffer
-from .records import CommitRecord, OobData, OobRef, RecordPayload, decode_record
+from .records import COMMIT_PLAIN_HEADER, CommitRecord, OobData, OobRef, RecordPayload, decode_record
+
+_fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", FRAMEFAST_VERSION, "ibb/reader.py")
+#: :func:`~.page.py_page_records`, compiled where available.
+page_records: Any = _fast.page_records if _fast is not None else py_page_records
 
 MAX_OOB_DEPTH = 4096
 """Traversal stack bound: a valid forest needs at most the sum of its tree heights (< 2100)."""
@@ -256,6 +262,17 @@ class RecordReader:
         outer: list[Any] | None = None  # [type, chunks, file_no, offset]
         inner: list[Any] | None = None
         while True:
+            page = cursor.page
+            if outer is None and not skipping and page is not None:
+                # The page's one-chunk records (small commits) in one call; the rest of the page
+                # (a record of several chunks, the end, damage) chunk by chunk below.
+                found, cursor.offset = page_records(page, cursor.offset)
+                if found:
+                    file_no, base = cursor.file_no, cursor.page_no << PAGE_SIZE_SHIFT
+                    for record_type, payload, start, end in found:
+                        end = base + end if end < PAGE_DATA_END else base + PAGE_SIZE  # a full page: the next's start
+                        self.position = (file_no, end)
+                        yield Record(record_type, payload, file_no, base + start, file_no, end, False)
             chunk = cursor.next_chunk()
             if chunk is None:
                 for pending in (inner, outer):
@@ -323,6 +340,13 @@ class RecordReader:
     def group(self, record: Record) -> EventGroup:
         """The event group of a COMMIT ``record`` met while iterating this reader (for callers
         that see every record, e.g. to stop at a split's end); its OOB data is read lazily."""
+        payload = record.payload
+        if payload[:1] == COMMIT_PLAIN_HEADER:  # no OOB forest: the events follow the header byte
+            found = stored_events(payload, 1)
+            if found is not None:
+                group = EventGroup.of_scan(found, None, self._pages.name(record.file_no))
+                group.record = record
+                return group
         try:
             commit = CommitRecord.decode(record.payload)
         except DecodeError as err:
