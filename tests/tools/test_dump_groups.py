@@ -237,7 +237,7 @@ EDGE_ROWS = [
     " '-838:59:59.999999', '1970-01-01 00:00:01', '2038-01-19 03:14:07.5', b'1', b'1010101010', 'a,b\"q,c',"
     " 'y', X'00ff80', 'abc', '-0.0000012345', -0.0, 2155)",
     "(2, '2024-02-29', '2024-02-30 00:00:00', '1900-01-01 12:00:00.5', '9999-12-31 23:59:59.999999',"
-    " '00:00:00.000001', '0000-00-00 00:00:00', NULL, b'0', b'0', '', 'x', 'text', 'plain', '12345.6789', 1e300, 0)",
+    " '00:00:00.000001', '0000-00-00 00:00:00', NULL, b'0', b'0', '', 'x', 'text', 'plain', '0.0000000001', 1e300, 0)",
     "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
 ]
 
@@ -263,11 +263,14 @@ def test_value_edges_through_the_compiled_json_and_debezium(mariadb_server_facto
     server.pipe("".join(f"{s};\n" for s in statements))
     server.pipe("FLUSH BINARY LOGS;")
     binlog = server.binlog_files()[-2]
+    outputs = {}
     for fmt in ("--format=json", "--format=debezium"):
-        (status, out, err), printed = both_ways(monkeypatch, [fmt, str(binlog)])
+        (status, outputs[fmt], err), printed = both_ways(monkeypatch, [fmt, str(binlog)])
         assert status == 0, err
         assert printed > binlog.stat().st_size / 2, fmt
-    records = [json.loads(line) for line in out.splitlines()]
+    # DECIMAL: every stored digit as the server prints it, never str(Decimal)'s exponent form
+    assert b'"0.0000000001"' in outputs["--format=json"] and b"1E-10" not in outputs["--format=json"]
+    records = [json.loads(line) for line in outputs["--format=debezium"].splitlines()]
     ops = [(r["value"]["op"], r["key"]) for r in records if r["topic"] == "mariabinlog.edge.v"]
     assert ops == [
         ("c", {"id": 1}), ("c", {"id": 2}), ("c", {"id": 3}),
@@ -276,7 +279,8 @@ def test_value_edges_through_the_compiled_json_and_debezium(mariadb_server_facto
         ("d", {"id": 2}), ("c", {"id": 20}),
         ("d", {"id": 3}),
     ]
-    first = next(r["value"]["after"] for r in records if r["topic"] == "mariabinlog.edge.v")
+    first, second = [r["value"]["after"] for r in records if r["topic"] == "mariabinlog.edge.v"][:2]
+    assert first["dec1"] == "-0.0000012345" and second["dec1"] == "0.0000000001"
     assert first["d"] is None and first["b1"] is True and first["s"] == 'a,b"q,c' and first["t6"] == -3_020_399_999_999
 
 

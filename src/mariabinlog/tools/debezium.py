@@ -50,7 +50,7 @@ from ..codec.events import (
 )
 from ..codec.groups import GroupBoundary
 from ..codec.rows import ABSENT, MysqlDate, MysqlDateTime, MysqlTime, MysqlTimestamp, row_decoder
-from ..codec.rows.packed import geometry_parts, uint_image
+from ..codec.rows.packed import decimal_str, geometry_parts, uint_image
 from ..schema import SchemaTracker, Table
 from ..schema.ddl import changes_shape, is_ddl
 from .jsonout import (
@@ -88,7 +88,7 @@ def encode_value(value: Any, rtype: int, meta: int, column: Any) -> Any:
     if value is None:
         return None
     if rtype == C.MYSQL_TYPE_NEWDECIMAL and isinstance(value, Decimal):
-        return str(value)  # decimal.handling.mode=string
+        return decimal_str(value).decode()  # decimal.handling.mode=string: every stored digit
     if rtype == C.MYSQL_TYPE_BIT and isinstance(value, int):
         width = C.bit_width(meta)
         return bool(value) if width == 1 else _b64(uint_image(value, (width + 7) // 8))

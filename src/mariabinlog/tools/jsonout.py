@@ -203,6 +203,12 @@ def _timestamp_json(value: MysqlTimestamp) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + _frac(value.microsecond) + "Z"
 
 
+def _decimal_json(value: Decimal) -> str:
+    """A DECIMAL as a string with every stored digit, as the server prints it (never the
+    exponent form ``str(Decimal)`` takes below 1e-6: ``0.00000000``, not ``0E-8``)."""
+    return decimal_str(value).decode()
+
+
 def _float_json(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
@@ -210,7 +216,7 @@ def _float_json(value: float) -> float | str:
 #: Values whose JSON form depends on their type alone, by exact type (one lookup per value;
 #: the row decoder makes these types, never subclasses of them).
 _BY_TYPE: dict[type, Callable[[Any], Any]] = {
-    Decimal: str,
+    Decimal: _decimal_json,
     float: _float_json,
     MysqlDateTime: _datetime_json,
     MysqlDate: str,
@@ -675,7 +681,7 @@ def _user_var_value(uv: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, Decimal):
-        return decimal_str(value).decode()
+        return _decimal_json(value)
     if isinstance(value, bytes):
         return _bytes(value) if uv.charset == C.BINARY_COLLATION else text_or_bytes(value)
     return value

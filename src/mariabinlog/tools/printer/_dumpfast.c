@@ -41,7 +41,7 @@
 #include "../../codec/rows/_shortest.h"
 
 /* Bump together with base._FAST_VERSION whenever the plan or a signature changes. */
-#define FAST_VERSION 5
+#define FAST_VERSION 6
 
 /* ------------------------------------------------------------------ output buffer */
 
@@ -1297,24 +1297,13 @@ static int put_usec(Buf *b, long long usec) {
     return buf_put(b, ".", 1) < 0 || put_upad(b, (uint64_t)usec, 6) < 0 ? -1 : 0;
 }
 
-/* str(Decimal(text)) of a packed DECIMAL: its text when Python prints it plainly; 1 (fall
- * back) for the values Decimal writes in exponent form (below 1e-6, or zero with more
- * than six fraction digits). */
+/* A packed DECIMAL as the server prints it, every stored digit (jsonout._decimal_json); 1 (fall
+ * back) for a declaration or data no server writes. */
 static int put_json_decimal(Buf *b, const unsigned char *p, long precision, long scale) {
     char text[MB_DECIMAL_TEXT_MAX];
     int len = mb_decimal_text(p, precision, scale, text);
     if (len < 0)
         return 1;
-    if (scale > 6) {
-        const char *t = text + (text[0] == '-');
-        if (t[0] == '0' && t[1] == '.') {
-            int zeros = 0;
-            while (t[2 + zeros] == '0' && 2 + zeros < (int)(text + len - t))
-                zeros++;
-            if (zeros >= 6)
-                return 1;
-        }
-    }
     if (buf_put(b, "\"", 1) < 0 || buf_put(b, text, len) < 0 || buf_put(b, "\"", 1) < 0)
         return -1;
     return 0;

@@ -37,7 +37,7 @@ from ...codec.events.stream import footer_len, stored_crc
 
 
 #: Bump with FAST_VERSION in ``_dumpfast.c`` whenever its plans or signatures change.
-_FAST_VERSION = 5
+_FAST_VERSION = 6
 
 
 def _load_fast() -> Any:
