@@ -3,9 +3,9 @@
 The readers of whole event groups go through a :class:`Scanner`: the replication client (a
 dump stream's event packets) and the Spark readers of legacy files for the rows view and the
 schema scan (a file's bytes).  ``dump`` prints whole groups in compiled code of its own, over
-``codec/_event.h``; ``replicate``'s file source still assembles groups event by event.  It
-frames each event, checks its CRC32 footer, and cuts the
-events into :class:`~mariabinlog.codec.groups.EventGroup` objects by the codec's one rule
+``codec/_event.h``; ``replicate``'s file source still assembles groups event by event.  The
+scanner frames each event, checks its CRC32 footer, and cuts the events into
+:class:`~mariabinlog.codec.groups.EventGroup` objects by the codec's one rule
 (:func:`~mariabinlog.codec.groups.ends_group`), storing them as `.ibb` files do (no footers,
 ``log_pos`` 0).  It decodes nothing but the GTID event's head and a Query's text: events are
 decoded later, and only if someone asks.
@@ -51,7 +51,6 @@ from .events.transaction import FL_COMPLETED_XA, FL_STANDALONE, py_stored_group
 from .groups import FRAMEFAST_VERSION, EventGroup, gtid_of, is_commit_or_rollback
 from .native import load_fast
 from .primitives import U16, U32, U64, Buffer
-
 
 #: Why a scan returned.
 SCAN_END = 0  #: the data given is used up, at an event boundary
