@@ -34,7 +34,10 @@ from mariabinlog.codec.groups import (
     strip_checksum,
 )
 from mariabinlog.codec.events.stream import EventStreamDecoder, iter_legacy_events
+from mariabinlog.codec.events import rows as rows_module
+from mariabinlog.codec.events.rows import ROWS_KIND
 from mariabinlog.codec.events.transaction import GtidEvent, py_stored_group
+from mariabinlog.errors import DecodeError
 
 PURE_PYTHON = os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0")
 SCANNERS: dict[str, Any] = {"python": framing.PyScanner}
@@ -430,6 +433,42 @@ def test_stored_events_are_the_scanners_group(name: str) -> None:
     for pos in (-1, 1):
         assert stored_events(b"", pos) is None
     assert stored_events(b"", 0) is None
+
+
+def test_rows_layout_twins_agree() -> None:
+    """The compiled rows event layout (the ordinary case) equals the pure one on every rows
+    event of the corpus, read with each post-header length a Format_description may declare,
+    whole and cut; where it declines (None), the pure twin reads or reports the event."""
+    if framing._fast is None:
+        assert rows_module._fast_layout is None
+        return
+    fast = framing._fast.rows_layout
+    seen = declined = 0
+    for path in BINLOGS:
+        for kind, item, *_ in scan_file(framing.PyScanner, path.read_bytes())[:60]:
+            if kind != "group":
+                continue
+            data, offsets = item[0], item[1]
+            for i in range(len(offsets) - 1):
+                a, b = offsets[i], offsets[i + 1]
+                if data[a + 4] not in ROWS_KIND or data[a + 4] in (166, 167, 168, 169, 170, 171):
+                    continue
+                update = ROWS_KIND[data[a + 4]] == "update"
+                for post in (6, 8, 10):
+                    for end in (b, b - 1, a + 19 + 7, a + 19 + post + 1):
+                        try:
+                            want: Any = rows_module.py_rows_layout(data, a + 19, post, update, end)
+                        except DecodeError:
+                            want = None
+                        got = fast(data, a + 19, post, update, end)
+                        if got is None:
+                            declined += 1
+                        else:
+                            seen += 1
+                            assert got == tuple(want)
+                            assert rows_module.rows_layout(memoryview(data), a + 19, post, update, end) == want
+    assert seen > 100 and declined > 100
+    assert fast(b"", 0, 8, False, 0) is None and fast(bytes(30), 5, 8, False, 40) is None
 
 
 def test_crc32_is_zlibs() -> None:

@@ -19,8 +19,8 @@
 
 #include "_event.h"
 
-/* Bump with FRAMEFAST_VERSION in groups.py whenever the API or the results change. */
-#define FAST_VERSION 5
+/* Bump with FRAMEFAST_VERSION in codec/native.py whenever the API or the results change. */
+#define FAST_VERSION 6
 
 enum {
     START_EVENT_V3 = 1, QUERY_EVENT = 2, STOP_EVENT = 3, ROTATE_EVENT = 4, FORMAT_DESCRIPTION_EVENT = 15,
@@ -578,6 +578,36 @@ fail:
     return NULL;
 }
 
+/* rows_layout(buf, pos, post, update, end) -> (table_id, flags, flags_at, extra_at, width,
+ * columns, columns_after, rows_at) of the rows event body from pos to end, for the ordinary
+ * case (_event.h's ev_rows); None for anything else, which events/rows.py's py_rows_layout,
+ * the pure twin, reads or reports. */
+static PyObject *framefast_rows_layout(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    int post, update;
+    if (!PyArg_ParseTuple(args, "y*nipn", &view, &pos, &post, &update, &end)) return NULL;
+    EvRows r;
+    if (pos < 0 || end > view.len || end < pos || post < 0 ||
+        ev_rows((const unsigned char *)view.buf + pos, end - pos, post, update, &r)) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *after;
+    if (r.cols_ai != NULL)
+        after = PyBytes_FromStringAndSize((const char *)r.cols_ai, r.nbytes);
+    else {
+        after = Py_None;
+        Py_INCREF(after);
+    }
+    PyObject *out = after == NULL ? NULL : Py_BuildValue(
+        "(KInnny#Nn)", (unsigned long long)r.table_id, r.flags, pos + (post == 6 ? 4 : 6),
+        post == 10 ? pos + 8 : (Py_ssize_t)-1, r.width, (const char *)r.cols, r.nbytes, after,
+        (Py_ssize_t)(r.rows_at + pos));
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"crc32", framefast_crc32, METH_O, "zlib's CRC-32 of a buffer."},
     {"stored_group", framefast_stored_group, METH_VARARGS,
@@ -588,6 +618,8 @@ static PyMethodDef methods[] = {
      "stored_events(buf, pos) -> a stored group's events as a Scanner group tuple, or None."},
     {"page_records", framefast_page_records, METH_VARARGS,
      "page_records(page, offset) -> (records, stop): a page's one-chunk .ibb records from offset."},
+    {"rows_layout", framefast_rows_layout, METH_VARARGS,
+     "rows_layout(buf, pos, post, update, end) -> a rows event's layout tuple, or None (the pure twin's case)."},
     {"event_offsets", framefast_event_offsets, METH_O, "Start offsets of a stored group's events and its end, or None."},
     {"encode_dump", framefast_encode_dump, METH_VARARGS,
      "encode_dump(data, offsets, log_pos, checksum, seq, skip_annotate) -> (packets, log_pos, seq)."},

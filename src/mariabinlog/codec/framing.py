@@ -48,8 +48,8 @@ from .events.header import (
     ANNOTATE_ROWS_EVENT,
 )
 from .events.transaction import FL_COMPLETED_XA, FL_STANDALONE, py_stored_group
-from .groups import FRAMEFAST_VERSION, EventGroup, gtid_of, is_commit_or_rollback
-from .native import load_fast
+from .groups import EventGroup, gtid_of, is_commit_or_rollback
+from .native import FRAMEFAST_VERSION, load_fast
 from .primitives import U16, U32, U64, Buffer
 
 #: Why a scan returned.

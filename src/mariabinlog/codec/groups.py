@@ -52,7 +52,7 @@ from .events import (
     gtid_head,
 )
 from .gtid import Gtid
-from .native import load_fast
+from .native import FRAMEFAST_VERSION, load_fast
 from .primitives import U32, Buffer
 
 #: Event types that never belong to an event group.
@@ -93,9 +93,6 @@ def py_statement_events(data: Buffer, offsets: tuple[int, ...]) -> tuple[int, ..
     return tuple(found)
 
 
-#: Bump with FAST_VERSION in ``_framefast.c`` whenever its API or results change (``framing.py``
-#: drives the rest of it).
-FRAMEFAST_VERSION = 5
 _fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", FRAMEFAST_VERSION, "groups.py")
 #: :func:`py_statement_events`, compiled where available.
 statement_events: Any = _fast.statement_events if _fast is not None else py_statement_events

@@ -14,6 +14,12 @@ import warnings
 from types import ModuleType
 
 
+#: The version of ``codec/_framefast.c`` the codec drives (``groups.py``, ``framing.py``,
+#: ``ibb/reader.py``, ``events/rows.py``): bump with its FAST_VERSION whenever an API or a
+#: result changes.
+FRAMEFAST_VERSION = 6
+
+
 def load_fast(module_name: str, version_attr: str, version: int, driver: str) -> ModuleType | None:
     """The compiled module ``module_name``, or None (not built, stale, or pure Python forced)."""
     if os.environ.get("MARIABINLOG_PURE_PYTHON", "") not in ("", "0"):

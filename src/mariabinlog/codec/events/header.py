@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from ...errors import CorruptRecordError, EncryptedBinlogError, TruncatedError
 from ..primitives import Buffer, U32
@@ -262,6 +262,15 @@ class Event:
         self.flags = flags
         self.position: int | None = None
         self.end_position: int | None = None
+
+    @classmethod
+    def with_header(cls, header: dict[str, int]) -> Self:
+        """An event of this class with its common header from ``header`` (as
+        :func:`~mariabinlog.codec.events.decode_event` reads it) and no body yet: the decoders'
+        per-event path, which sets the body's fields itself, without keyword plumbing."""
+        event = object.__new__(cls)
+        Event.__init__(event, **header)
+        return event
 
     @property
     def name(self) -> str:

@@ -33,6 +33,7 @@ from .header import (
     WRITE_ROWS_EVENT_V1,
 )
 from .query import compress_block, decompress_block
+from ..native import FRAMEFAST_VERSION, load_fast
 from ..primitives import Buffer, need, need_within, read_lenenc_int, read_u48, U16, U32, U64, write_lenenc
 
 class TableMapEvent(Event):
@@ -68,6 +69,12 @@ class TableMapEvent(Event):
         **header: int,
     ) -> None:
         super().__init__(**header)
+        self.set_body(table_id, map_flags, schema, table, column_types, column_meta, null_bitmap, optional_metadata)
+
+    def set_body(self, table_id: int, map_flags: int, schema: str, table: str, column_types: bytes,
+                 column_meta: tuple[int, ...], null_bitmap: bytes,
+                 optional_metadata: "columns.OptionalMetadata | None") -> None:
+        """The fields after the common header (``__init__``'s, positional: the decoder's path)."""
         self.table_id = table_id
         self.map_flags = map_flags
         self.schema = schema
@@ -187,12 +194,18 @@ class RowsEvent(Event):
         super().__init__(**header)
         if type_code not in ROWS_KIND:
             raise ValueError(f"{type_code} is not a rows event type")
+        self.set_body(type_code, table_id, rows_flags, extra_data, width, present_before, present_after, rows_data,
+                      compressed_block)
+
+    def set_body(self, type_code: int, table_id: int, rows_flags: int, extra_data: bytes | None, width: int,
+                 present_before: bytes, present_after: bytes | None, rows_data: bytes,
+                 compressed_block: bytes | None) -> None:
+        """The fields after the common header (``__init__``'s, positional: the decoder's path)."""
         self.type_code = type_code  # type: ignore[misc]
         self.table_id = table_id
         self.rows_flags = rows_flags
-        self.extra_data = extra_data if type_code in _ROWS_V2 else None
-        if type_code in _ROWS_V2 and self.extra_data is None:
-            self.extra_data = b""
+        v2 = type_code in _ROWS_V2
+        self.extra_data = (b"" if extra_data is None else extra_data) if v2 else None
         self.width = width
         self.present_before = present_before
         self.present_after = present_after
@@ -264,7 +277,7 @@ class PartialRowDataEvent(Event):
 #: Decoded Table_map bodies by (post-header length, body): a binlog maps the same tables in
 #: every transaction, and the fields are immutable, so repeats share them (and the readers
 #: that key on a map's shape find it equal by identity).
-_TABLE_MAPS: dict[tuple[int, bytes], dict[str, Any]] = {}
+_TABLE_MAPS: dict[tuple[int, bytes], tuple[Any, ...]] = {}
 _TABLE_MAPS_LIMIT = 1024
 
 
@@ -277,11 +290,14 @@ def _dec_table_map(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: Deco
         if len(_TABLE_MAPS) >= _TABLE_MAPS_LIMIT:
             _TABLE_MAPS.clear()
         _TABLE_MAPS[key] = fields
-    return TableMapEvent(**fields, **hdr)
+    event = TableMapEvent.with_header(hdr)
+    event.set_body(*fields)
+    return event
 
 
-def _table_map_fields(buf: Buffer, p: int, end: int, post: int) -> dict[str, Any]:
-    """The fields of a Table_map body (everything but the common header)."""
+def _table_map_fields(buf: Buffer, p: int, end: int, post: int) -> tuple[Any, ...]:
+    """The fields of a Table_map body (everything but the common header), in the order of
+    :meth:`TableMapEvent.set_body`."""
     need(buf, p, post, "Table_map post-header")
     if post == 6:
         table_id, map_flags, q = U32.unpack_from(buf, p)[0], U16.unpack_from(buf, p + 4)[0], p + 6
@@ -303,15 +319,7 @@ def _table_map_fields(buf: Buffer, p: int, end: int, post: int) -> dict[str, Any
     if q >= end:
         # MySQL 5.1 before 5.1.18 wrote neither metadata nor NULL bitmap (the reader
         # takes zeros, as the server's does).
-        return dict(
-            table_id=table_id,
-            map_flags=map_flags,
-            schema=schema,
-            table=table,
-            column_types=types,
-            column_meta=(0,) * ncols,
-            null_bitmap=bytes((ncols + 7) >> 3),
-        )
+        return table_id, map_flags, schema, table, types, (0,) * ncols, bytes((ncols + 7) >> 3), None
     meta_len, q = read_lenenc_int(buf, q, "Table_map metadata length")
     need(buf, q, meta_len, "Table_map metadata")
     meta = columns.decode_column_meta(types, buf, q, q + meta_len)
@@ -321,16 +329,7 @@ def _table_map_fields(buf: Buffer, p: int, end: int, post: int) -> dict[str, Any
     nulls = bytes(buf[q : q + nb])
     q += nb
     optional = columns.decode_optional_metadata(buf, q, end) if q < end else None
-    return dict(
-        table_id=table_id,
-        map_flags=map_flags,
-        schema=schema,
-        table=table,
-        column_types=types,
-        column_meta=meta,
-        null_bitmap=nulls,
-        optional_metadata=optional,
-    )
+    return table_id, map_flags, schema, table, types, meta, nulls, optional
 
 
 def rows_head(buf: Buffer, pos: int, post: int, end: int) -> tuple[int, int, int]:
@@ -426,7 +425,18 @@ def rows_layout(buf: Buffer, pos: int, post: int, update: bool, end: int) -> Row
     4-byte table id when ``post`` is 6, else 6 bytes; extra data when ``post`` is 10 (v2),
     whatever the type code says; the bitmaps after the declared post-header and the extra
     data.  The one framing of rows events: the event decoder, the printers and the JSON and
-    Debezium writers all call it.  Bitmaps of an ``update`` include its after-image's."""
+    Debezium writers all call it.  Bitmaps of an ``update`` include its after-image's.
+    The ordinary case (under 251 columns, nothing out of place) in compiled code; anything
+    else, and every error, by :func:`py_rows_layout`."""
+    if _fast_layout is not None:
+        found = _fast_layout(buf, pos, post, update, end)
+        if found is not None:
+            return _tuple_new(RowsLayout, found)  # type: ignore[no-any-return]
+    return py_rows_layout(buf, pos, post, update, end)
+
+
+def py_rows_layout(buf: Buffer, pos: int, post: int, update: bool, end: int) -> RowsLayout:
+    """:func:`rows_layout` in Python: the pure twin of ``_framefast.rows_layout``."""
     table_id, flags, flags_at = rows_head(buf, pos, post, end)
     q = pos + post
     extra_at = -1
@@ -435,6 +445,11 @@ def rows_layout(buf: Buffer, pos: int, post: int, update: bool, end: int) -> Row
         q = rows_extra_end(buf, extra_at, end)
     width, columns, after, q = rows_bitmaps(buf, q, update, end)
     return RowsLayout(table_id, flags, flags_at, extra_at, width, columns, after, q)
+
+
+_fast = load_fast("mariabinlog.codec._framefast", "FAST_VERSION", FRAMEFAST_VERSION, "events/rows.py")
+_fast_layout = _fast.rows_layout if _fast is not None else None
+_tuple_new = tuple.__new__
 
 
 def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, type_code: int) -> Event:
@@ -448,18 +463,9 @@ def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeCon
         data = decompress_block(buf, q, end)
     else:
         data = bytes(buf[q:end])
-    return RowsEvent(
-        type_code,
-        table_id=table_id,
-        rows_flags=rows_flags,
-        extra_data=extra,
-        width=width,
-        present_before=before,
-        present_after=after,
-        rows_data=data,
-        compressed_block=block,
-        **hdr,
-    )
+    event = RowsEvent.with_header(hdr)
+    event.set_body(type_code, table_id, rows_flags, extra, width, before, after, data, block)
+    return event
 
 
 def _dec_partial(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:

@@ -32,8 +32,8 @@ from .page import (
 )
 from ..events import GTID_EVENT
 from ..framing import event_offsets, stored_events
-from ..groups import FRAMEFAST_VERSION, EventGroup, gtid_of
-from ..native import load_fast
+from ..groups import EventGroup, gtid_of
+from ..native import FRAMEFAST_VERSION, load_fast
 from ..primitives import Buffer
 from .records import COMMIT_PLAIN_HEADER, CommitRecord, OobData, OobRef, RecordPayload, decode_record
 
