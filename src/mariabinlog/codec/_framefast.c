@@ -389,33 +389,36 @@ fail:
     return NULL;
 }
 
+/* The start offsets of the events framing d[0:n] and its end, as a tuple; None (a new
+ * reference) when the events do not frame it; NULL on a Python error. */
+static PyObject *offsets_tuple(const unsigned char *d, Py_ssize_t n) {
+    Py_ssize_t count = 0, pos = 0;
+    while (pos < n) {
+        if (n - pos < HEADER_LEN) break;
+        uint32_t length = le32(d + pos + 9);
+        if (length < HEADER_LEN || (Py_ssize_t)length > n - pos) break;
+        pos += length;
+        count++;
+    }
+    if (pos != n) Py_RETURN_NONE;
+    PyObject *out = PyTuple_New(count + 1);
+    if (!out) return NULL;
+    pos = 0;
+    for (Py_ssize_t i = 0; i <= count; i++) {
+        PyObject *v = PyLong_FromSsize_t(pos);
+        if (!v) { Py_DECREF(out); return NULL; }
+        PyTuple_SET_ITEM(out, i, v);
+        if (i < count) pos += le32(d + pos + 9);
+    }
+    return out;
+}
+
 /* event_offsets(data) -> the start offsets of the events of a stored group and its end, or None
  * when the events do not frame the data (the pure split_events() then names the error). */
 static PyObject *framefast_event_offsets(PyObject *Py_UNUSED(self), PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = view.buf;
-    Py_ssize_t count = 0, pos = 0;
-    while (pos < view.len) {
-        if (view.len - pos < HEADER_LEN) break;
-        uint32_t length = le32(data + pos + 9);
-        if (length < HEADER_LEN || (Py_ssize_t)length > view.len - pos) break;
-        pos += length;
-        count++;
-    }
-    if (pos != view.len) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
-    PyObject *out = PyTuple_New(count + 1);
-    if (!out) { PyBuffer_Release(&view); return NULL; }
-    pos = 0;
-    for (Py_ssize_t i = 0; i <= count; i++) {
-        PyObject *v = PyLong_FromSsize_t(pos);
-        if (!v) { Py_DECREF(out); PyBuffer_Release(&view); return NULL; }
-        PyTuple_SET_ITEM(out, i, v);
-        if (i < count) pos += le32(data + pos + 9);
-    }
+    PyObject *out = offsets_tuple(view.buf, view.len);
     PyBuffer_Release(&view);
     return out;
 }
@@ -506,28 +509,17 @@ static PyObject *framefast_stored_events(PyObject *Py_UNUSED(self), PyObject *ar
         Py_RETURN_NONE;
     }
     const unsigned char *d = (const unsigned char *)view.buf + pos;
-    Py_ssize_t n = view.len - pos, at = 0, count = 0;
-    while (at < n) {
-        if (n - at < HEADER_LEN) break;
-        uint32_t length = le32(d + at + 9);
-        if (length < HEADER_LEN || (Py_ssize_t)length > n - at) break;
-        at += length;
-        count++;
-    }
-    if (at != n || !count || d[4] != GTID_EVENT || le32(d + 9) < HEADER_LEN + GTID_BODY_LEN) {
+    Py_ssize_t n = view.len - pos;
+    PyObject *data = NULL, *offsets = offsets_tuple(d, n);
+    if (!offsets) goto fail;
+    if (offsets == Py_None || PyTuple_GET_SIZE(offsets) < 2 || d[4] != GTID_EVENT ||
+        le32(d + 9) < HEADER_LEN + GTID_BODY_LEN) {
+        Py_DECREF(offsets);
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
-    PyObject *data = PyBytes_FromStringAndSize((const char *)d, n);
-    PyObject *offsets = PyTuple_New(count + 1);
-    if (!data || !offsets) goto fail;
-    at = 0;
-    for (Py_ssize_t i = 0; i <= count; i++) {
-        PyObject *v = PyLong_FromSsize_t(at);
-        if (!v) goto fail;
-        PyTuple_SET_ITEM(offsets, i, v);
-        if (i < count) at += le32(d + at + 9);
-    }
+    data = PyBytes_FromStringAndSize((const char *)d, n);
+    if (!data) goto fail;
     PyObject *group = Py_BuildValue("(NNkkKIkk)", data, offsets, (unsigned long)le32(d + 27), (unsigned long)le32(d + 5),
                                     (unsigned long long)le64(d + 19), (unsigned)d[31], (unsigned long)le32(d), 0UL);
     PyBuffer_Release(&view);

@@ -247,13 +247,14 @@ def py_page_records(page: Buffer, offset: int) -> tuple[list[tuple[int, bytes, i
     if offset < 0 or len(page) < PAGE_SIZE:
         raise ValueError("not a page, or an offset outside it")
     found = []
-    while offset < READER_PAGE_END:
-        flags = page[offset]
-        if flags & FLAG_CONT or not flags & FLAG_LAST or not flags & TYPE_MASK:
+    while True:
+        try:
+            header = chunk_at(page, offset)
+        except CorruptRecordError:
             break
-        length = page[offset + 1] | (page[offset + 2] << 8)
-        if length + CHUNK_HEADER_SIZE + 4 > PAGE_SIZE - offset:
+        if header is None or header[0] & FLAG_CONT or not header[0] & FLAG_LAST:  # end of data: flags 0
             break
+        flags, length = header
         end = offset + CHUNK_HEADER_SIZE + length
         found.append((flags & TYPE_MASK, bytes(page[offset + CHUNK_HEADER_SIZE : end]), offset, end))
         offset = end
