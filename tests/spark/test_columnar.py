@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from mariabinlog.codec import columns as C
 from mariabinlog.codec import rows
 from mariabinlog.codec.columns import MysqlTime, MysqlTimestamp
+from mariabinlog.codec.events import ROWS_KIND
 from mariabinlog.engine.files import discover_binlogs
 from mariabinlog.errors import DecodeError
 from mariabinlog.spark import read
@@ -254,7 +255,6 @@ def test_schema_scan_skips_only_rows_events(corpus_dir: Path, stress_ibb: tuple[
     """The rows view's planning pass (:func:`read.scan_schema`) hops over rows events
     undecoded: it sees every other event exactly as a full read does (same positions,
     indexes and groups), so its DDL and GTIDs are the same."""
-    from mariabinlog.codec.events import ROWS_KIND
     from mariabinlog.spark.plan import Split
 
     sets = [p for p in sorted((corpus_dir / "binlogs").iterdir()) if p.is_dir()] + [stress_ibb[0]]
@@ -289,6 +289,25 @@ def _outcome(split: Any, options: ScanOptions, **kw: Any) -> tuple[list[tuple[An
     return out, None
 
 
+def _rows_outcome(split: Any, options: ScanOptions, **kw: Any) -> tuple[list[tuple[Any, ...]], str | None]:
+    """The rows events a reader yields before it stops, each with what its table map says at
+    that point, and the error it stops with."""
+    out: list[tuple[Any, ...]] = []
+    reader = split_reader.SplitReader(split, options, quiet=read.ROWS_QUIET, **kw)
+    try:
+        for i in reader:
+            event = i.event
+            if event.type_code in ROWS_KIND:
+                table_map = reader.decoder.table_map_for(event)  # type: ignore[arg-type]
+                out.append((i.position, i.index, event.type_code, i.group, i.length, event.kind, event.width,  # type: ignore[union-attr]
+                            event.present_before, event.present_after, event.rows_data,  # type: ignore[union-attr]
+                            table_map.table_id, table_map.schema, table_map.table, table_map.column_types,
+                            table_map.column_meta, table_map.optional_metadata))
+    except DecodeError as err:
+        return out, str(err)
+    return out, None
+
+
 @pytest.mark.parametrize("scan_bytes, group_bytes", [(None, None), (4096, 10_000), (64, 100)])
 def test_scanned_groups_give_the_events_of_a_full_read(
     corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_bytes: int | None, group_bytes: int | None
@@ -297,7 +316,8 @@ def test_scanned_groups_give_the_events_of_a_full_read(
     decodes only the wanted events: it yields exactly what the event-by-event read yields but
     for those types (same positions, lengths, groups and decoded rows), and on damage (a
     flipped byte, a cut file, a body that does not decode under verifyChecksum=false) it
-    yields the same events and stops with the same error naming file and offset.  Small scan
+    yields the same events and stops with the same error naming file and offset; with
+    ``rows_bodies`` its rows events (as bodies) and their table maps are the same.  Small scan
     stretches keep groups open across scans; a small group bound hands big groups (the 1 MB
     transaction) back to the event-by-event reading."""
     from mariabinlog.spark.plan import Split
@@ -317,6 +337,8 @@ def test_scanned_groups_give_the_events_of_a_full_read(
                 scanned = _items(split, options, quiet=quiet)
                 assert scanned == [e for e in every if e[2] not in quiet], f.path
                 taken += len(scanned)
+                bodies = _rows_outcome(split, options, rows_bodies=True)
+                assert bodies == _rows_outcome(split, options) and bodies[1] is None, f.path
     assert taken > 1000
     from mariabinlog.codec.events.stream import iter_legacy_events
 
@@ -341,6 +363,32 @@ def test_scanned_groups_give_the_events_of_a_full_read(
             every, error = _outcome(split, options)
             scanned, scanned_error = _outcome(split, options, quiet=quiet)
             assert scanned == [e for e in every if e[1] not in quiet] and scanned_error == error, (index, error)
+            assert _rows_outcome(split, options, rows_bodies=True) == _rows_outcome(split, options), (index, error)
+
+
+def test_rows_bodies_of_ibb_splits(stress_ibb: tuple[Path, list[str]], sample_ibb: tuple[Path, Any]) -> None:
+    """An `.ibb` split read with ``rows_bodies`` gives the rows events (as bodies) and table
+    maps of a full read; a rows event that does not read stops it with the decoder's error."""
+    from mariabinlog.spark.plan import Split
+
+    seen = 0
+    for directory in (stress_ibb[0], sample_ibb[0]):
+        for f in discover_binlogs(str(directory)):
+            split = Split(f.kind, f.path, f.directory, f.file_no, 0, f.size)
+            bodies = _rows_outcome(split, ScanOptions(gtid_seek=False), rows_bodies=True)
+            assert bodies == _rows_outcome(split, ScanOptions(gtid_seek=False)) and bodies[1] is None, f.path
+            seen += len(bodies[0])
+    assert seen > 1000
+    f = discover_binlogs(str(sample_ibb[0]))[0]
+    reader = split_reader.SplitReader(Split(f.kind, f.path, f.directory, f.file_no, 0, f.size), ScanOptions(),
+                                      rows_bodies=True)
+    cut = bytearray(30)
+    cut[4], cut[9] = 30, 30  # a Write_rows v2 event of 30 bytes: no room for its bitmaps
+    with pytest.raises(DecodeError) as want:
+        reader.decoder.decode(bytes(cut), 0)
+    with pytest.raises(DecodeError) as got:
+        reader._rows_body(bytes(cut), 30, 7)
+    assert str(got.value) == str(want.value)
 
 
 @pytest.mark.parametrize("kind, texts", [

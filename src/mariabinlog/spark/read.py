@@ -34,6 +34,7 @@ from ..codec.events import (
     Event,
     GtidListEvent,
     QueryEvent,
+    RowsBody,
     RowsEvent,
     TableMapEvent,
     XidEvent,
@@ -196,25 +197,27 @@ class TypedMaps:
         """``table_map`` with the history's names, signedness, charsets, labels and key (the
         same object for every map of one shape until the next Query event, so its row decoder
         is built once)."""
+        group = item.group
         hit = self._typed.get(id(table_map))
         if hit is not None and hit[0] is table_map:
-            return hit[1]
-        if len(self._typed) > 256:
-            self._typed.clear()
-        group = item.group
-        shape = _shape(table_map)
-        typed = self._shapes.get(shape)
-        if typed is None:
-            typed = self.tracker.typed_map(table_map, None if group is None else group.gtid,
-                                           os.path.basename(self.split.path), item.position)
-            if len(self._shapes) > 256:
-                self._shapes.clear()
-            self._shapes[shape] = typed
-        elif group is not None and group is not self._group:
+            typed = hit[1]
+        else:
+            if len(self._typed) > 256:
+                self._typed.clear()
+            shape = _shape(table_map)
+            typed = self._shapes.get(shape)
+            if typed is None:
+                typed = self.tracker.typed_map(table_map, None if group is None else group.gtid,
+                                               os.path.basename(self.split.path), item.position)
+                self._group = group  # typed_map took the group's position
+                if len(self._shapes) > 256:
+                    self._shapes.clear()
+                self._shapes[shape] = typed
+            self._typed[id(table_map)] = (table_map, typed)
+        if group is not None and group is not self._group:
             # what typed_map does for each group: the history's position follows the stream
             self.tracker.observe_group_gtid(Gtid(group.domain, group.server, group.seq))
         self._group = group
-        self._typed[id(table_map)] = (table_map, typed)
         return typed
 
 
@@ -482,7 +485,7 @@ def _full(bitmap: bytes | None, width: int) -> bool:
 
 
 def _rows_events(reader: SplitReader, wanted: tuple[str, str] | None, maps: TypedMaps | None = None
-                 ) -> Iterator[tuple[Item, RowsEvent, TableMapEvent]]:
+                 ) -> Iterator[tuple[Item, RowsEvent | RowsBody, TableMapEvent]]:
     """The rows events of a split (of table ``wanted`` only, when set) with their table maps,
     typed by the schema history when ``maps`` follows one."""
     for item in reader:
@@ -492,7 +495,7 @@ def _rows_events(reader: SplitReader, wanted: tuple[str, str] | None, maps: Type
             if maps is not None and (code == QUERY_EVENT or code == QUERY_COMPRESSED_EVENT):
                 maps.observe(item)
             continue
-        assert isinstance(event, RowsEvent)
+        assert isinstance(event, (RowsEvent, RowsBody))
         table_map = reader.decoder.table_map_for(event)
         if wanted is None or (table_map.schema, table_map.table) == wanted:
             yield item, event, table_map if maps is None else maps.typed(table_map, item)
@@ -504,7 +507,7 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
     ``history``: names and types of a NO_LOG/MINIMAL binlog)."""
     wanted = options.table
     out = _Batches(schema, options.batch_rows, () if wanted is not None else ("before", "after"))
-    reader = SplitReader(split, options, quiet=ROWS_QUIET)
+    reader = SplitReader(split, options, quiet=ROWS_QUIET, rows_bodies=True)
     maps = None if history is None else TypedMaps(history, split)
     image_type = schema.field("after").type
     cached: tuple[TableMapEvent, _TableInfo] | None = None
@@ -528,7 +531,7 @@ def _rows_batches(split: Split, options: ScanOptions, schema: pa.Schema, columna
         yield batch
 
 
-def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event: RowsEvent,
+def _add_event(out: _Batches, info: _TableInfo, split: Split, item: Item, event: RowsEvent | RowsBody,
                table_map: TableMapEvent, batch_rows: int, columnar: bool) -> Iterator[pa.RecordBatch]:
     """Decode one rows event into ``out`` (reference path), yielding each batch it fills."""
     try:
@@ -677,33 +680,45 @@ def _rows_batches_columnar(split: Split, options: ScanOptions, schema: pa.Schema
     each batch holds at most ``batchRows`` rows and about :data:`MAX_BATCH_BYTES` bytes.
     Rows of tables with ENUM/SET labels (which the builder cannot render) are built by the
     reference path into batches of their own."""
-    reader = SplitReader(split, options, quiet=ROWS_QUIET)
+    reader = SplitReader(split, options, quiet=ROWS_QUIET, rows_bodies=True)
     maps = None if history is None else TypedMaps(history, split)
     max_rows = options.batch_rows
     labelled = _Batches(schema, max_rows, ("before", "after"))
-    cached: tuple[TableMapEvent, _TableInfo, Any] | None = None
+    cached: tuple[TableMapEvent, _TableInfo, Any, str, str] | None = None
+    # Every event group maps its tables anew: a map of a shape seen before reuses its names,
+    # keys and compiled row decoder (building them costs more than a small group's rows).
+    # The reader hands repeated maps over as one event, so most are found by identity.
+    by_map: dict[int, tuple[TableMapEvent, _TableInfo, Any, str, str]] = {}
     shapes: dict[tuple[Any, ...], tuple[_TableInfo, Any]] = {}
     events: list[list[Any]] = []  # per-event column values of the batch being built
+    group: Group | None = None
+    where: list[Any] = []  # the columns of the event's file and group
     for item, event, table_map in _rows_events(reader, None, maps):
         if cached is None or cached[0] is not table_map:
-            # Every event group maps its tables anew: a map of a shape seen before reuses its
-            # names, keys and compiled row decoder (building them costs more than a small
-            # group's rows).
-            shape = _shape(table_map)
-            known = shapes.get(shape)
-            if known is None:
-                if len(shapes) > 256:
-                    shapes.clear()
-                known = shapes[shape] = (_map_info(table_map), row_decoder(table_map))
-            cached = (table_map, *known)
+            cached = by_map.get(id(table_map))
+            if cached is None or cached[0] is not table_map:
+                shape = _shape(table_map)
+                known = shapes.get(shape)
+                if known is None:
+                    if len(shapes) > 256:
+                        shapes.clear()
+                    known = shapes[shape] = (_map_info(table_map), row_decoder(table_map))
+                if len(by_map) > 256:
+                    by_map.clear()
+                cached = by_map[id(table_map)] = (table_map, *known, valid_text(table_map.schema),
+                                                  valid_text(table_map.table))
         info, decoder = cached[1], cached[2]
         if info.labels is not None:
             yield from _add_event(labelled, info, split, item, event, table_map, max_rows, False)
             continue
         assert isinstance(decoder, FastRowDecoder)
+        if item.group is not group or not where:
+            group = item.group
+            where = _location_and_gtid(split, item)
         try:
             kind, data, first, second = decoder.programs(event)
-            fixed = _location_and_gtid(split, item) + [valid_text(table_map.schema), valid_text(table_map.table), kind, info.keys]
+            where[2], where[3] = item.position, item.index
+            fixed = where + [cached[3], cached[4], kind, info.keys]
             pos, row_index, end = 0, 0, len(data)
             while pos < end:
                 if not events or events[-1] is not fixed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, NamedTuple
 
 from ..codec.events import (
@@ -20,13 +20,17 @@ from ..codec.events import (
     FL_GROUP_COMMIT_ID,
     GTID_EVENT,
     HEADER_LEN,
+    ROWS_KIND,
+    TABLE_MAP_EVENT,
     Event,
     GtidEvent,
     QueryEvent,
+    RowsBody,
     decode_event,
     event_type,
     gtid_commit_id,
     read_header,
+    rows_body,
 )
 from ..codec.events.header import reframe
 from ..codec.events.stream import EventStreamDecoder
@@ -73,12 +77,13 @@ def group_of(event: GtidEvent, file_no: int, position: int) -> Group:
 
 
 class Item(NamedTuple):
-    """One event of a split: where, which one of the group, the event, its v4 bytes without
-    checksum footer (only when asked for), its group and its length as stored."""
+    """One event of a split: where, which one of the group, the event (a rows event's
+    :class:`RowsBody` only, where the reader was asked for ``rows_bodies``), its v4 bytes
+    without checksum footer (only when asked for), its group and its length as stored."""
 
     position: int
     index: int
-    event: Event
+    event: Event | RowsBody
     raw: bytes | None
     group: Group | None
     length: int
@@ -92,15 +97,20 @@ class SplitReader:
     a legacy file are cut by the codec's one fast path (:class:`~mariabinlog.codec.framing.Scanner`:
     framing, CRC32, groups in compiled code) and only their wanted events are decoded; what the
     scanner does not take (control events, damage, anything outside a group, a group it stops
-    inside) is read event by event, as without ``quiet``."""
+    inside) is read event by event, as without ``quiet``.  ``rows_bodies`` (with ``quiet``): in
+    the groups the scanner cuts, a rows event comes as its :class:`RowsBody` (the rows and
+    nothing else) and a Table_map is not yielded but made current in ``decoder``, one event
+    per map body (:meth:`~EventStreamDecoder.shared_table_map`): all a reader of rows wants."""
 
     def __init__(self, split: Split, options: ScanOptions, *, raw: bool = False,
-                 skip: frozenset[int] = frozenset(), quiet: frozenset[int] = frozenset()) -> None:
+                 skip: frozenset[int] = frozenset(), quiet: frozenset[int] = frozenset(),
+                 rows_bodies: bool = False) -> None:
         self.split = split
         self.options = options
         self.raw = raw
         self.skip = skip
         self.quiet = quiet
+        self.rows_bodies = rows_bodies
         # `.ibb` events carry no checksum; a legacy file's Format_description sets its own.
         self.decoder = EventStreamDecoder(checksum_alg=CHECKSUM_OFF, verify_checksum=options.verify_checksum)
 
@@ -145,9 +155,7 @@ class SplitReader:
                             scanned_ctx = dec.ctx
                             scanner = _scanner_for(dec)
                         if scanner is not None:
-                            items: list[Item] = []
-                            pos, done = self._scan(data, pos, scanner, items)
-                            yield from items
+                            pos, done = yield from self._scan(data, pos, scanner)
                             if done or pos >= data.size:
                                 return
                     hop = skipped_length(data, pos, self.skip)
@@ -197,14 +205,16 @@ class SplitReader:
         finally:
             data.close()
 
-    def _scan(self, data: ByteWindow, pos: int, scanner: Any, items: list[Item]) -> tuple[int, bool]:
-        """Whole groups from ``pos`` by the scanner, their wanted events decoded into ``items``:
+    def _scan(self, data: ByteWindow, pos: int, scanner: Any) -> Generator[Item, None, tuple[int, bool]]:
+        """Whole groups from ``pos`` by the scanner, their wanted events decoded and yielded group
+        by group (a reader resolves each group's rows against its own table maps); returns
         ``(where the event-by-event reading goes on, whether the split is done)``.  A group the
         scanner stops inside (damage, a control event, the end of the data), or one whose event
         does not decode, is left whole to the event-by-event reading, which reports it."""
         split, flt, dec = self.split, self.options.filter, self.decoder
         footer = 4 if dec.checksum_alg == CHECKSUM_CRC32 else 0
         unwanted = self.skip | self.quiet
+        bodies = self.rows_bodies
         start = pos  # where the group being scanned starts
         while True:
             buf, base = data.span(pos, _SCAN_BYTES)
@@ -219,23 +229,33 @@ class SplitReader:
                 size = offsets[-1] + count * footer
                 if flt.accepts(domain, server, seq, timestamp):
                     ctx = dec.ctx
-                    taken = len(items)
+                    items: list[Item] = []
                     try:
                         commit_id = gtid_commit_id(data_, HEADER_LEN, offsets[1], flags2)
                         group = Group(domain, server, seq, commit_id, timestamp, flags2, split.file_no, start)
                         for i in range(count):
                             a, b = offsets[i], offsets[i + 1]
-                            if event_type(data_, a) in unwanted:
+                            code = event_type(data_, a)
+                            if code in unwanted:
                                 continue
+                            if bodies:
+                                if code == TABLE_MAP_EVENT:
+                                    dec.shared_table_map(data_, a, b)
+                                    continue
+                                if code in ROWS_KIND:
+                                    at = start + a + i * footer
+                                    body = rows_body(data_, a, b, ctx, code, at)
+                                    items.append(Item(at, 0, body, None, group, b - a + footer))
+                                    continue
                             event = decode_event(data_, a, b, ctx)
                             event.position = start + a + i * footer
                             event.end_position = event.position + b - a + footer
                             dec.observe(event)
                             items.append(Item(event.position, 0, event, None, group, b - a + footer))
                     except DecodeError:
-                        del items[taken:]
                         scanner.discard()
                         return start, False  # read again event by event: the error there names it
+                    yield from items
                 start += size
             data.consumed(base + stop_at - pos)
             pos = base + stop_at
@@ -296,15 +316,34 @@ class SplitReader:
             finally:
                 source.close()
 
+    def _rows_body(self, raw: bytes, code: int, offset: int) -> RowsBody:
+        """The :class:`RowsBody` of the rows event ``raw`` (of type ``code``); where it does not
+        read, the error the decoder gives the whole event."""
+        try:
+            return rows_body(raw, 0, len(raw), self.decoder.ctx, code, offset)
+        except DecodeError:
+            self.decoder.decode(raw, 0)
+            raise
+
     def _ibb_group(self, group_data: EventGroup, offset: int, source: PageSource) -> Iterator[Item]:
         split, dec, flt = self.split, self.decoder, self.options.filter
         name = source.name(split.file_no)
         raws = group_data.raw_events()
         group: Group | None = None
+        bodies = self.rows_bodies
         try:
             for index, raw in enumerate(raws):
-                if self.skip and read_header(raw)[1] in self.skip:
-                    continue
+                if self.skip or bodies:
+                    code = read_header(raw)[1]
+                    if code in self.skip:
+                        continue
+                    if bodies and group is not None:
+                        if code == TABLE_MAP_EVENT:
+                            dec.shared_table_map(raw, 0, len(raw))
+                            continue
+                        if code in ROWS_KIND:
+                            yield Item(offset, index, self._rows_body(raw, code, offset), None, group, len(raw))
+                            continue
                 event = dec.decode(raw, 0)
                 if index == 0 and event.type_code == GTID_EVENT:
                     assert isinstance(event, GtidEvent)

@@ -30,6 +30,7 @@ from . import (
     DecodeContext,
     Event,
     FormatDescriptionEvent,
+    RowsBody,
     RowsEvent,
     StartV3Event,
     TableMapEvent,
@@ -79,6 +80,11 @@ def crc_mismatch(buf: Buffer, pos: int, length: int) -> tuple[int, int] | None:
     return None if stored == actual else (stored, actual)
 
 
+#: Table_map bodies :meth:`EventStreamDecoder.shared_table_map` keeps (a binlog maps its
+#: tables anew in every transaction, mostly the same few).
+_SHARED_MAPS = 256
+
+
 class EventStreamDecoder:
     """Stateful decoder of consecutive events: checksum algorithm, FD context, table maps.
 
@@ -89,7 +95,7 @@ class EventStreamDecoder:
     to decode rows of a different file.
     """
 
-    __slots__ = ("checksum_alg", "verify_checksum", "ctx", "table_maps", "encrypted_at", "description")
+    __slots__ = ("checksum_alg", "verify_checksum", "ctx", "table_maps", "encrypted_at", "description", "_shared")
 
     def __init__(self, *, checksum_alg: int = CHECKSUM_OFF, verify_checksum: bool = True) -> None:
         self.checksum_alg = checksum_alg
@@ -98,6 +104,8 @@ class EventStreamDecoder:
         self.table_maps: dict[int, TableMapEvent] = {}
         self.encrypted_at: int | None = None
         self.description: FormatDescriptionEvent | None = None
+        #: Table_map events by body, for :meth:`shared_table_map` (dropped with the context).
+        self._shared: dict[bytes, TableMapEvent] = {}
 
     def event_end(self, buf: Buffer, pos: int, length: int) -> int:
         """End of the event body at ``pos`` (before any checksum footer), verifying the CRC."""
@@ -146,16 +154,36 @@ class EventStreamDecoder:
             self.checksum_alg = event.checksum_alg
             self.ctx = event.context()
             self.table_maps.clear()
+            self._shared.clear()
         elif code == START_EVENT_V3:
             assert isinstance(event, StartV3Event)
             self.ctx = event.context()
             self.table_maps.clear()
+            self._shared.clear()
         elif code == ROTATE_EVENT:
             self.table_maps.clear()
         elif code == START_ENCRYPTION_EVENT:
             self.encrypted_at = event.position if event.position is not None else 0
 
-    def table_map_for(self, event: RowsEvent) -> TableMapEvent:
+    def shared_table_map(self, buf: Buffer, pos: int, end: int) -> TableMapEvent:
+        """Make the Table_map event at ``pos`` (its data ending at ``end``, before any CRC
+        footer) the current map of its table id, and return it.  A map whose body (all but the
+        common header) repeats one seen since the last Format_description is that earlier
+        event, header and position included: a reader that wants only what maps describe
+        (names, types, metadata) is spared decoding each transaction's maps anew, and finds
+        repeats equal by identity."""
+        key = bytes(buf[pos + self.ctx.header_len : end])
+        event = self._shared.get(key)
+        if event is None:
+            decoded = decode_event(buf, pos, end, self.ctx)
+            assert isinstance(decoded, TableMapEvent)
+            if len(self._shared) >= _SHARED_MAPS:
+                self._shared.clear()
+            event = self._shared[key] = decoded
+        self.table_maps[event.table_id] = event
+        return event
+
+    def table_map_for(self, event: RowsEvent | RowsBody) -> TableMapEvent:
         """The Table_map that describes ``event``'s rows; a missing map is a DecodeError."""
         table_map = self.table_maps.get(event.table_id)
         if table_map is None:
