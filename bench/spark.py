@@ -36,7 +36,7 @@ Each Spark run also splits its CPU seconds by process (columns ``jvm``, ``plan``
 the JVM, the Python processes that create the data source and plan its partitions, and the
 Python workers that read them (the driver's own Python makes up the rest of ``cpu s``).
 
-    python bench/spark.py [--bytes 1G] [--repeat N] [--only rows-agg,events-agg,floor,replay,...]
+    python bench/spark.py [--bytes 1G] [--domains N] [--repeat N] [--only rows-agg,events-agg,floor,replay,...]
 """
 
 from __future__ import annotations
@@ -422,6 +422,7 @@ def oob_rss(size: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bytes", default=None, help="binlog size (default: bench/workload.py's, 1G)")
+    parser.add_argument("--domains", type=int, default=1, help="GTID domains of the binlog's transactions (default 1)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds per configuration; the best time counts")
     parser.add_argument("--only", default="", help="comma-separated modes to run (default: all)")
     parser.add_argument("--oob-rss", metavar="SIZE", help="only measure the peak RSS of reading one OOB "
@@ -442,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     import workload
 
     target = workload.parse_size(args.bytes) if args.bytes else workload.default_target()
-    legacy = workload.make_binlog(target)[0]
+    legacy = workload.make_binlog(target, domains=args.domains)[0]
     ibb = legacy.parent.with_name(legacy.parent.name + "-ibb")
     count_file = ibb / "events.json"
     if not count_file.is_file():

@@ -12,7 +12,7 @@ and ``DELETE`` s, and bursts of small single-row autocommit transactions, on a
 table with BIGINT, INT, VARCHAR, DATETIME(6), DECIMAL(12,2), DOUBLE, TEXT
 (sometimes NULL), TINYINT and DATE columns.
 
-Command line: ``python bench/workload.py [--bytes 200M] [--cache-dir DIR] [--force]``
+Command line: ``python bench/workload.py [--bytes 200M] [--domains N] [--cache-dir DIR] [--force]``
 prints the files' paths; ``MARIABINLOG_BENCH_BYTES`` sets the default size.
 """
 
@@ -92,17 +92,22 @@ def make_binlog(
     *,
     max_file_bytes: int = MAX_BINLOG_SIZE,
     force: bool = False,
+    domains: int = 1,
 ) -> list[Path]:
     """Return binlog files (oldest first) holding at least ``target_bytes``, made once and cached.
 
     ``max_file_bytes`` is the server's ``max_binlog_size``: the default keeps
     anything up to 1 GiB in one file; a smaller value spreads it over several.
+    ``domains``: the transactions take GTID domains 0..N-1 in turn (statement by statement).
     """
     target = default_target() if target_bytes is None else target_bytes
     if not 4096 <= max_file_bytes <= MAX_BINLOG_SIZE:
         raise ValueError(f"max_file_bytes must be within 4096..{MAX_BINLOG_SIZE}")
+    if domains < 1:
+        raise ValueError("domains must be at least 1")
     root = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE_DIR
-    final = root / f"row-{target}-max{max_file_bytes}-v{WORKLOAD_VERSION}"
+    spread = f"-d{domains}" if domains > 1 else ""
+    final = root / f"row-{target}-max{max_file_bytes}{spread}-v{WORKLOAD_VERSION}"
     if not force:
         cached = _cached_files(final)
         if cached is not None:
@@ -115,7 +120,7 @@ def make_binlog(
     server = MariaDBServer(staging / "server", (*SERVER_OPTIONS, f"--max-binlog-size={max_file_bytes}"))
     try:
         server.start()
-        stats = _run_workload(server, target)
+        stats = _run_workload(server, target, domains)
         files = server.binlog_files()
         server.flush_binlogs()  # closes the last file the way the corpus's files are closed
         version = server.rows("SELECT VERSION()")[0][0]
@@ -129,6 +134,7 @@ def make_binlog(
         "workload_version": WORKLOAD_VERSION,
         "target_bytes": target,
         "max_file_bytes": max_file_bytes,
+        "domains": domains,
         "server_version": version,
         "server_options": [*SERVER_OPTIONS, f"--max-binlog-size={max_file_bytes}"],
         "files": [{"name": p.name, "bytes": (out / p.name).stat().st_size} for p in files],
@@ -154,8 +160,9 @@ def _cached_files(folder: Path) -> list[Path] | None:
     return None
 
 
-def _run_workload(server: MariaDBServer, target: int) -> dict[str, float | int]:
-    """Write rows until the binlog holds ``target`` bytes; return counts and timings."""
+def _run_workload(server: MariaDBServer, target: int, domains: int = 1) -> dict[str, float | int]:
+    """Write rows until the binlog holds ``target`` bytes (statements in ``domains`` GTID
+    domains in turn); return counts and timings."""
     server.pipe(SCHEMA)
     batch = max(2_000, min(100_000, target // 8_000))
     next_id = 1  # ids of batch inserts grow; single-row inserts use negative ids
@@ -196,6 +203,9 @@ def _run_workload(server: MariaDBServer, target: int) -> dict[str, float | int]:
                 )
                 counts["updated"] += 1
         counts["transactions"] += len(statements)
+        if domains > 1:
+            statements = [f"SET SESSION gtid_domain_id={(cycle + k) % domains}; {statement}"
+                          for k, statement in enumerate(statements)]
         server.pipe("\n".join(statements) + "\n", database="bench")
         size = _binlog_bytes(server)
         elapsed = time.monotonic() - started
@@ -247,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=None, help=f"default {DEFAULT_CACHE_DIR}")
     parser.add_argument("--max-file-bytes", type=parse_size, default=MAX_BINLOG_SIZE, help="max_binlog_size")
     parser.add_argument("--force", action="store_true", help="rebuild even when cached")
+    parser.add_argument("--domains", type=int, default=1, help="GTID domains the transactions take in turn")
     args = parser.parse_args(argv)
-    for path in make_binlog(args.bytes, args.cache_dir, max_file_bytes=args.max_file_bytes, force=args.force):
+    for path in make_binlog(args.bytes, args.cache_dir, max_file_bytes=args.max_file_bytes, force=args.force,
+                            domains=args.domains):
         print(path)
     return 0
 
