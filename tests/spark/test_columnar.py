@@ -524,3 +524,29 @@ def test_typed_columns_take_damaged_decimals_and_fractions_as_null() -> None:
         values = [converters[index](damaged[index]), converters[index](fine[index])]
         assert values[0] is None and values[1] is not None
         pa.array(values, type=field.type)
+
+
+def test_typed_maps_follow_ddl_on_a_shared_map() -> None:
+    """A reader hands a repeated Table_map body over as one event (``shared_table_map``), so
+    the history's typing of it must not outlive a DDL Query: a column renamed in place (the
+    map's body unchanged) is named anew after the Query, and before it as it was."""
+    from mariabinlog.codec.columns import MYSQL_TYPE_LONG
+    from mariabinlog.codec.events import QueryEvent
+    from mariabinlog.schema import SchemaHistory
+    from mariabinlog.spark.plan import Split
+    from mariabinlog.spark.schema import column_names
+
+    maps = read.TypedMaps(SchemaHistory(), Split("legacy", "/x/mysql-bin.000001", "/x", 1, 0, 1000))
+    shared = table_map([Col(MYSQL_TYPE_LONG, 0, None), Col(MYSQL_TYPE_LONG, 0, None)])
+
+    def item(seq: int, query: bytes | None = None) -> Any:
+        group = split_reader.Group(0, 1, seq, None, 0, 0, 1, seq * 100)
+        event = None if query is None else QueryEvent(query=query, database=b"db")
+        return split_reader.Item(seq * 100 + 10, 0, event, None, group, 10)
+
+    maps.observe(item(1, b"CREATE DATABASE db"))
+    maps.observe(item(2, b"CREATE TABLE t (a INT, b INT)"))
+    assert column_names(maps.typed(shared, item(3))) == ("a", "b")
+    assert column_names(maps.typed(shared, item(4))) == ("a", "b")
+    maps.observe(item(5, b"ALTER TABLE t RENAME COLUMN a TO x"))
+    assert column_names(maps.typed(shared, item(6))) == ("x", "b")

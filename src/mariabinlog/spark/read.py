@@ -191,6 +191,7 @@ class TypedMaps:
         """Apply a Query event's DDL."""
         name, pos, gtid = _query_position(self.split, item)
         self._shapes.clear()
+        self._typed.clear()  # a map body seen before the DDL may name other columns after it
         self.tracker.observe_query(item.event, file=name, pos=pos, gtid=gtid)  # type: ignore[arg-type]
 
     def typed(self, table_map: TableMapEvent, item: Item) -> TableMapEvent:
