@@ -172,8 +172,10 @@ def _tree_cpu(root: int) -> dict[str, float]:
 
 def write_replay(binlog: Path, directory: Path) -> int:
     """The rows view of ``binlog`` as this project's reader makes its Arrow batches, one Arrow
-    IPC file per input partition of the source's own plan (``part-N.arrow``): the replay
-    floor's input.  Returns the rows written."""
+    IPC file per input partition of the source's own plan (``part-N.arrow``), named and typed
+    by the schema history the source's driver builds (a NO_LOG binlog's rows would otherwise
+    be ``@N`` maps, other data than the scan's): the replay floor's input.  Returns the rows
+    written."""
     import pyarrow as pa
 
     from mariabinlog.spark.fs import discover
@@ -181,15 +183,18 @@ def write_replay(binlog: Path, directory: Path) -> int:
     from mariabinlog.spark.partition import BinlogPartition, arrow_schema, read_partition
     from mariabinlog.spark.plan import plan
     from mariabinlog.spark.schema import SCHEMAS
+    from mariabinlog.spark.source import rows_history
 
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     options = ScanOptions.parse({"path": str(binlog), "view": "rows"}, {})
+    history = json.dumps(rows_history([str(binlog)], options)[0].to_json(), ensure_ascii=False)
     rows = 0
     for index, splits in enumerate(plan(discover([str(binlog)], options.listing), options)):
         with pa.OSFile(str(directory / f"part-{index}.arrow"), "wb") as sink:
             with pa.ipc.new_file(sink, arrow_schema(SCHEMAS["rows"])) as writer:
-                for batch in read_partition(BinlogPartition(index, tuple(splits)), options, SCHEMAS["rows"]):
+                for batch in read_partition(BinlogPartition(index, tuple(splits)), options, SCHEMAS["rows"],
+                                            history):
                     writer.write_batch(batch)
                     rows += batch.num_rows
     return rows
