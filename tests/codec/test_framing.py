@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from mariabinlog.codec import framing
 from mariabinlog.codec.events.header import reframe, split_events
 from mariabinlog.codec.primitives import U32
-from mariabinlog.codec.events import CHECKSUM_CRC32, FORMAT_DESCRIPTION_EVENT, QUERY_EVENT, decode_event
+from mariabinlog.codec.events import CHECKSUM_CRC32, FORMAT_DESCRIPTION_EVENT, QUERY_EVENT, decode_event, rows_body
 from mariabinlog.codec.groups import (
     CONTROL_EVENTS,
     EventGroup,
@@ -486,7 +486,7 @@ def test_rows_body_reads_what_the_decoder_reads() -> None:
             pos = event.position
             assert pos is not None and event.end_position is not None
             end = event.end_position - (4 if dec.checksum_alg == CHECKSUM_CRC32 else 0)
-            body = rows_module.rows_body(data, pos, end, dec.ctx, code, pos)
+            body = rows_body(data, pos, end, dec.ctx, code, pos)
             assert body == (code, event.kind, event.table_id, event.width, event.present_before,
                             event.present_after, event.rows_data, pos)
             seen += 1
@@ -496,7 +496,7 @@ def test_rows_body_reads_what_the_decoder_reads() -> None:
                     decode_event(data, pos, cut, dec.ctx)
                 except DecodeError:
                     with pytest.raises(DecodeError):
-                        rows_module.rows_body(data, pos, cut, dec.ctx, code, pos)
+                        rows_body(data, pos, cut, dec.ctx, code, pos)
     assert seen > 300 and compressed > 10
 
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from mariabinlog.codec import columns as C
 from mariabinlog.codec import rows
 from mariabinlog.codec.columns import MysqlTime, MysqlTimestamp
-from mariabinlog.codec.events import ROWS_KIND
+from mariabinlog.codec.events import ROWS_KIND, rows_body
 from mariabinlog.engine.files import discover_binlogs
 from mariabinlog.errors import DecodeError
 from mariabinlog.spark import read
@@ -387,7 +387,7 @@ def test_rows_bodies_of_ibb_splits(stress_ibb: tuple[Path, list[str]], sample_ib
     with pytest.raises(DecodeError) as want:
         reader.decoder.decode(bytes(cut), 0)
     with pytest.raises(DecodeError) as got:
-        reader._rows_body(bytes(cut), 30, 7)
+        rows_body(bytes(cut), 0, 30, reader.decoder.ctx, 30, 7)
     assert str(got.value) == str(want.value)
 
 

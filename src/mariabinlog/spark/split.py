@@ -316,15 +316,6 @@ class SplitReader:
             finally:
                 source.close()
 
-    def _rows_body(self, raw: bytes, code: int, offset: int) -> RowsBody:
-        """The :class:`RowsBody` of the rows event ``raw`` (of type ``code``); where it does not
-        read, the error the decoder gives the whole event."""
-        try:
-            return rows_body(raw, 0, len(raw), self.decoder.ctx, code, offset)
-        except DecodeError:
-            self.decoder.decode(raw, 0)
-            raise
-
     def _ibb_group(self, group_data: EventGroup, offset: int, source: PageSource) -> Iterator[Item]:
         split, dec, flt = self.split, self.decoder, self.options.filter
         name = source.name(split.file_no)
@@ -342,7 +333,8 @@ class SplitReader:
                             dec.shared_table_map(raw, 0, len(raw))
                             continue
                         if code in ROWS_KIND:
-                            yield Item(offset, index, self._rows_body(raw, code, offset), None, group, len(raw))
+                            yield Item(offset, index, rows_body(raw, 0, len(raw), dec.ctx, code, offset), None, group,
+                                       len(raw))
                             continue
                 event = dec.decode(raw, 0)
                 if index == 0 and event.type_code == GTID_EVENT:

@@ -162,10 +162,10 @@ from .rows import (
     UNCOMPRESSED_ROWS_TYPE,
     RowsLayout,
     rows_bitmaps,
-    rows_body,
     rows_extra_end,
     rows_head,
     rows_layout,
+    rows_parts,
     set_rows_flags,
     with_table_map_database,
 )
@@ -244,9 +244,29 @@ def decode_event(
         return UnknownEvent(type_code, bytes(buf[body:end]), **hdr)
     try:
         return decoder(buf, body, end, hdr, ctx)
-    except TruncatedError as exc:
-        if exc.offset is not None and exc.offset >= end:
-            raise
-        raise TruncatedError(f"{event_type_name(type_code)} event: {exc.reason}", offset=exc.offset, expected=exc.expected) from None
     except DecodeError as exc:
-        raise type(exc)(f"{event_type_name(type_code)} event: {exc.reason}", offset=exc.offset, expected=exc.expected) from None
+        raise _in_event(exc, type_code, end) from None
+
+
+def _in_event(exc: DecodeError, type_code: int, end: int) -> DecodeError:
+    """``exc``, raised reading the body of an event of type ``type_code`` that ends at ``end``,
+    as the event's reader reports it: named after the event type (a truncation past the end
+    of the body as it is, for the framing to report)."""
+    if isinstance(exc, TruncatedError):
+        if exc.offset is not None and exc.offset >= end:
+            return exc
+        return TruncatedError(f"{event_type_name(type_code)} event: {exc.reason}", offset=exc.offset, expected=exc.expected)
+    return type(exc)(f"{event_type_name(type_code)} event: {exc.reason}", offset=exc.offset, expected=exc.expected)
+
+
+def rows_body(buf: Buffer, pos: int, end: int, ctx: DecodeContext, type_code: int, position: int) -> RowsBody:
+    """The :class:`RowsBody` of the rows event of type ``type_code`` whose common header is at
+    ``pos`` and whose data ends at ``end`` (before any CRC footer; an event the framing has
+    cut), read as :func:`decode_event` reads it and failing with the error it raises;
+    ``position``: where the reader counts the event to start."""
+    try:
+        layout, images = rows_parts(buf, pos + ctx.header_len, end, ctx, type_code)
+    except DecodeError as exc:
+        raise _in_event(exc, type_code, end) from None
+    return RowsBody(type_code, ROWS_KIND[type_code], layout.table_id, layout.width, layout.columns,
+                    layout.columns_after, images, position)

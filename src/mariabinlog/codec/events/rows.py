@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
-from ...errors import DecodeError, TruncatedError
+from ...errors import DecodeError
 from .. import columns
 from .header import (
     reframe,
@@ -453,28 +453,31 @@ _tuple_new = tuple.__new__
 
 
 def _dec_rows(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext, type_code: int) -> Event:
-    layout = rows_layout(buf, p, ctx.post_header_len(type_code), ROWS_KIND[type_code] == "update", end)
+    layout, images = rows_parts(buf, p, end, ctx, type_code)
     table_id, rows_flags, extra_at = layout.table_id, layout.flags, layout.extra_at
     extra = None if extra_at < 0 else bytes(buf[extra_at + 2 : extra_at + U16.unpack_from(buf, extra_at)[0]])
-    width, before, after, q = layout.width, layout.columns, layout.columns_after, layout.rows_at
-    block = None
-    if type_code in _ROWS_COMPRESSED:
-        block = bytes(buf[q:end])
+    q = layout.rows_at
+    block = bytes(buf[q:end]) if type_code in _ROWS_COMPRESSED else None
     event = RowsEvent.with_header(hdr)
-    event.set_body(type_code, table_id, rows_flags, extra, width, before, after, _row_images(buf, q, end, type_code),
+    event.set_body(type_code, table_id, rows_flags, extra, layout.width, layout.columns, layout.columns_after, images,
                    block)
     return event
 
 
-def _row_images(buf: Buffer, q: int, end: int, type_code: int) -> bytes:
-    """A rows event's row images from ``q`` to ``end``, decompressed for the compressed types."""
-    return decompress_block(buf, q, end) if type_code in _ROWS_COMPRESSED else bytes(buf[q:end])
+def rows_parts(buf: Buffer, p: int, end: int, ctx: DecodeContext, type_code: int) -> tuple[RowsLayout, bytes]:
+    """The layout of the rows event body from ``p`` (after the common header) to ``end`` and
+    its row images, decompressed for the compressed types: what the event decoder and
+    :func:`~mariabinlog.codec.events.rows_body` both read."""
+    layout = rows_layout(buf, p, ctx.post_header_len(type_code), ROWS_KIND[type_code] == "update", end)
+    q = layout.rows_at
+    return layout, decompress_block(buf, q, end) if type_code in _ROWS_COMPRESSED else bytes(buf[q:end])
 
 
 class RowsBody(NamedTuple):
     """What reading a rows event's row images needs (a
-    :class:`~mariabinlog.codec.rows.RowsEventLike`), read by :func:`rows_body` without making
-    the event: for readers that want the rows and nothing else of the event."""
+    :class:`~mariabinlog.codec.rows.RowsEventLike`), read by
+    :func:`~mariabinlog.codec.events.rows_body` without making the event: for readers that
+    want the rows and nothing else of the event."""
 
     type_code: int
     kind: str
@@ -485,20 +488,6 @@ class RowsBody(NamedTuple):
     rows_data: bytes
     #: Where the event starts, as the reader counts (for errors).
     position: int
-
-
-def rows_body(buf: Buffer, pos: int, end: int, ctx: DecodeContext, type_code: int, position: int) -> RowsBody:
-    """The :class:`RowsBody` of the rows event of type ``type_code`` whose common header is at
-    ``pos`` and whose data ends at ``end`` (before any CRC footer), read as :func:`decode_event`
-    reads it (the same layout; a DecodeError where that raises one); ``position``: where the
-    reader counts the event to start."""
-    body = pos + ctx.header_len
-    if body > end:
-        raise TruncatedError("rows event shorter than its common header", offset=pos, expected="a longer event")
-    kind = ROWS_KIND[type_code]
-    layout = rows_layout(buf, body, ctx.post_header_len(type_code), kind == "update", end)
-    return RowsBody(type_code, kind, layout.table_id, layout.width, layout.columns, layout.columns_after,
-                    _row_images(buf, layout.rows_at, end, type_code), position)
 
 
 def _dec_partial(buf: Buffer, p: int, end: int, hdr: dict[str, int], ctx: DecodeContext) -> Event:
