@@ -140,6 +140,43 @@ def test_a_stalled_stream_is_a_reconnect(origin: MariaDBServer, tmp_path: Path, 
     _assert_complete(origin, tmp_path / "stalled")
 
 
+def test_net_timeout_bounds_a_stall_while_catching_up(
+    origin: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, tmp_path: Path, proxies: list[Proxy],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A stream stalled while the primary still sends its backlog (no heartbeats come then)
+    counts as lost after ``--net-timeout`` s, not MariaDB's default 60: ``archive`` and
+    ``replicate`` reconnect from the last complete group and end equal."""
+    archive_proxy = Proxy(origin.port, damage="stall", at=30)
+    proxies.append(archive_proxy)
+    directory = tmp_path / "stalled"
+    assert cli_main(["archive", "--quiet", "--net-timeout", "1", "--from", repl_url(archive_proxy.address[1]),
+                     "--dir", str(directory)]) == 0
+    assert archive_proxy.connections == 2
+    assert "no data for 1.0 s; reconnecting" in capsys.readouterr().err
+    _assert_complete(origin, directory)
+
+    target = mariadb_server_factory("--log-bin", "--server-id=2", name="stalled-target")
+    replicate_proxy = Proxy(origin.port, damage="stall", at=30)
+    proxies.append(replicate_proxy)
+    url = f"mariadb://root@127.0.0.1:{target.port}"
+    assert cli_main(["replicate", "--quiet", "--net-timeout", "1", "--from", repl_url(replicate_proxy.address[1]),
+                     "--to", url, "--parallel", "2"]) == 0
+    assert replicate_proxy.connections == 2
+    assert "no data for 1.0 s; reconnecting" in capsys.readouterr().err
+    assert target.checksum_table("r.a", "r.b", "r.big") == origin.checksum_table("r.a", "r.b", "r.big")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_net_timeout_must_be_a_positive_number(value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["archive", "--net-timeout", value, "--from", "mariadb://root@127.0.0.1:1", "--dir",
+                  str(tmp_path / "never")])
+    assert exit_.value.code == 2
+    assert "--net-timeout" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
+
+
 def test_a_damaged_event_met_twice_at_one_place_stops_the_archive_naming_it(
     origin: MariaDBServer, tmp_path: Path, proxies: list[Proxy], capsys: pytest.CaptureFixture[str]
 ) -> None:

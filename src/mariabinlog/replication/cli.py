@@ -92,9 +92,24 @@ def _client_connection(args: argparse.Namespace) -> ConnectionOptions:
     )
 
 
+def _seconds(text: str) -> float:
+    """A duration in seconds, more than 0 (a socket timeout of 0 would never wait)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 seconds")
+    return value
+
+
 def _common_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heartbeat", type=float, default=2.0, metavar="SECONDS",
                         help="heartbeat period asked from a primary (default 2)")
+    parser.add_argument("--net-timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                        help="seconds without a byte from a primary before the connection counts as lost and is"
+                        " made again (slave_net_timeout; default 60); with --stop-never, at most"
+                        " 2 heartbeat periods + 5 s")
     parser.add_argument("--reconnect", type=int, default=10, metavar="N",
                         help="consecutive failed (re)connection attempts to a primary before giving up (default 10)")
     parser.add_argument("--server-id", type=int, default=None, metavar="N",
@@ -208,7 +223,7 @@ def replicate_main(args: argparse.Namespace) -> int:
     if args.server_id is not None:
         client_options["server_id"] = args.server_id
     source = open_source(args.sources, start, follow=args.stop_never, client_options=client_options,
-                         max_allowed_packet=args.max_allowed_packet)
+                         connection={"max_allowed_packet": args.max_allowed_packet, "read_timeout": args.net_timeout})
     group_filter = GroupFilter(
         start=start,
         stop=_state("stop-position", args.stop_position),
@@ -316,7 +331,7 @@ def archive_main(args: argparse.Namespace) -> int:
             archiver.progress.position = _state("start-position", args.start_position) or ConnectState()
         options = ConnectionOptions.from_url(args.source) if args.source else _client_connection(args)
         client = BinlogClient(
-            replace(options, max_allowed_packet=args.max_allowed_packet),
+            replace(options, max_allowed_packet=args.max_allowed_packet, read_timeout=args.net_timeout),
             heartbeat=args.heartbeat,
             blocking=args.stop_never,
             reconnect=args.reconnect,

@@ -107,8 +107,10 @@ class BinlogClient:
     """Replication client of one primary; see the module docstring.
 
     ``start`` is the connect state (last applied GTID per domain, ``""`` = from the start of
-    the primary's binlog).  ``heartbeat`` is the heartbeat period in seconds (0 = none);
-    without any data for ``2 * heartbeat + 5`` s the connection counts as lost.
+    the primary's binlog).  ``heartbeat`` is the heartbeat period in seconds (0 = none).
+    Without any data for the options' ``read_timeout`` (``slave_net_timeout``) the connection
+    counts as lost; once a blocking stream may rely on heartbeats, already after
+    ``2 * heartbeat + 5`` s when that is shorter.
     ``blocking=False`` ends the stream when the primary has sent everything (EOF), like
     ``mariadb-binlog`` without ``--stop-never``.  ``checksum`` is what the client declares in
     ``@master_binlog_checksum``: ``"server"`` (the primary's own ``@@global.binlog_checksum``,
@@ -224,8 +226,10 @@ class BinlogClient:
             else:
                 self.file = self.binlog_file
                 conn.start_dump(BinlogDump(self.server_id, self.binlog_position, flags, self.binlog_file.encode()))
-            if self.blocking:
-                conn.settimeout(2 * self.heartbeat + 5 if self.heartbeat > 0 else self.options.read_timeout)
+            if self.blocking and self.heartbeat > 0:
+                silence = 2 * self.heartbeat + 5
+                limit = self.options.read_timeout
+                conn.settimeout(silence if limit is None else min(silence, limit))
         except BaseException:
             conn.close()
             raise

@@ -42,7 +42,6 @@ from ..codec.ibb.page import (
 from ..codec.ibb.reader import RecordReader
 from ..codec.events.stream import EventStreamDecoder, iter_legacy_events
 from ..codec.ibb.state import EndState, seek_gtid, state_at_page
-from ..codec.wire import DEFAULT_MAX_PACKET
 from ..engine.files import ibb_file_no
 from ..engine.storage import BinlogFiles
 from ..errors import DecodeError, OptionError, ReplicationError, TruncatedError
@@ -412,16 +411,17 @@ def open_source(
     *,
     follow: bool = True,
     client_options: dict[str, Any] | None = None,
-    max_allowed_packet: int = DEFAULT_MAX_PACKET,
+    connection: dict[str, Any] | None = None,
 ) -> GroupSource:
     """The source named by ``specs``: one primary URL, one archive directory, or binlog files
-    (``client_options`` and ``max_allowed_packet`` are for a primary's client)."""
+    (``client_options`` are a primary's :class:`BinlogClient`'s, ``connection`` overrides
+    :class:`ConnectionOptions` of its URL: ``max_allowed_packet``, ``read_timeout``)."""
     if not specs:
         raise OptionError("--from needs a primary URL, an archive directory or binlog files")
     if is_primary_url(specs[0]):
         if len(specs) > 1:
             raise OptionError("only one primary can be a source")
-        options = ConnectionOptions.from_url(specs[0], max_allowed_packet=max_allowed_packet)
+        options = ConnectionOptions.from_url(specs[0], **(connection or {}))
         client = BinlogClient(options, start=start, blocking=follow, **(client_options or {}))
         return PrimarySource(client)
     if len(specs) == 1 and os.path.isdir(specs[0]):
