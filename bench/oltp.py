@@ -20,6 +20,9 @@ Then, in ONE run, with every result checked (every GTID once and in order per do
   conservative) and vs ``mariadb-binlog FILES | mariadb``;
 * a native replica (optimistic, N threads) fed by ``serve`` over the archive just written vs
   the same replica fed by the primary, both full catch-up and IO thread only;
+* a bad network: ``archive``, ``replicate`` and the native replica through a proxy that cuts
+  the primary's stream on 8 connections, then stalls it on 2, each time further in (ours with
+  ``--net-timeout 2``, the replica with ``slave_net_timeout=2``), against the clean runs;
 * ``dump`` plain, ``-v``, ``-vv --base64-output=decode-rows`` vs ``mariadb-binlog`` (outputs
   compared), ``--format=json`` and ``--format=debezium`` vs our ``-v`` text dump (their lines
   checked by a run of their own), each on one core (``taskset``), output to /dev/null;
@@ -31,7 +34,8 @@ It prints one table: seconds, groups/s, the reference, the ratio and the ratio a
 issue's goal, and the machine's load.  A quick run: ``--groups 10000`` (about two minutes).
 
     python bench/oltp.py [--groups 500000] [--domains 4] [--clients 4] [--rows 1-3]
-                         [--row-bytes 100] [--threads 4] [--only floors,archive,replicate,serve,dump,spark]
+                         [--row-bytes 100] [--threads 4]
+                         [--only floors,archive,replicate,serve,badnet,dump,spark]
                          [--repeat N]
 
 One timing moves by a third with the machine's minute (one commit gave archive 1.36x and
@@ -64,10 +68,12 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "tests" / "replication"))
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 sys.path.insert(0, str(REPO_ROOT / "src"))
 
 import pymysql  # noqa: E402
+from hostile_peers import Proxy  # noqa: E402
 from mariadb_server import MariaDBServer, program  # noqa: E402
 
 CACHE = REPO_ROOT / "bench" / ".cache"
@@ -712,8 +718,9 @@ class Bench:
         finally:
             target.stop()
 
-    def native(self, name: str, port: int, mode: str, *, io_only: bool = False) -> Run:
-        """A native replica of the server on ``port``: seconds from START SLAVE to caught up."""
+    def native(self, name: str, port: int, mode: str, *, io_only: bool = False, net_timeout: int = 0) -> Run:
+        """A native replica of the server on ``port``: seconds from START SLAVE to caught up
+        (``net_timeout``: its ``slave_net_timeout``, when not MariaDB's default)."""
         target = self.target(self.threads, mode)
         try:
             # The tables are made in domain 0 and written in every domain: a parallel replica
@@ -723,6 +730,8 @@ class Bench:
             conn = pymysql.connect(**target.connect_kwargs(), autocommit=True)  # type: ignore[arg-type]
             with conn.cursor() as cur:
                 cur.execute(f"SET GLOBAL gtid_slave_pos = '0-1-{1 + len(self.shape.tables())}'")
+                if net_timeout:
+                    cur.execute(f"SET GLOBAL slave_net_timeout = {net_timeout}")
                 cur.execute(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='root',"
                             " MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
                 started = time.perf_counter()
@@ -743,8 +752,10 @@ class Bench:
             cur.execute("SHOW SLAVE STATUS")
             names = [d[0] for d in cur.description]
             status = dict(zip(names, cur.fetchone()))
-            if status["Last_IO_Errno"] or status["Last_SQL_Errno"]:
-                return f"replica error: {status['Last_IO_Error'] or status['Last_SQL_Error']}"
+            if status["Last_SQL_Errno"]:
+                return f"replica error: {status['Last_SQL_Error']}"
+            if status["Last_IO_Errno"] and status["Slave_IO_Running"] == "No":  # else it is reconnecting
+                return f"replica error: {status['Last_IO_Error']}"
             if io_only:
                 pos = parse_pos(status["Gtid_IO_Pos"])
             else:
@@ -793,6 +804,54 @@ class Bench:
             if spy is not None:
                 spy.wait()
             self.runs["serve"] = Run("serve", 0.0, read_rss(rss_file))
+
+    # -- a bad network ----------------------------------------------------------------------
+
+    def bad_network(self) -> None:
+        """``archive``, ``replicate`` and the native replica through a proxy that damages the
+        primary's stream (``tests/replication/hostile_peers.py``): cut on 8 connections, then
+        stalled on 2, each time further into the stream; ours with ``--net-timeout 2``, the
+        native replica with ``slave_net_timeout=2``.  Every result checked as the clean runs."""
+        assert self.primary is not None
+        for damage, times in BAD_NETWORK:
+            at = max(25, 3 * self.groups // (times + 1))  # event packets: a group is 3-4 events
+
+            def proxy() -> Proxy:
+                return Proxy(self.primary.port, damage=damage, at=at, times=times, moving=True)  # type: ignore[union-attr]
+
+            through = proxy()
+            directory = self.work / f"archive-{damage}"
+            try:
+                wall, rss, status, err = measure(ours("archive", "--from", f"mariadb://root@127.0.0.1:{through.address[1]}",
+                                                      "--dir", str(directory), "--net-timeout", "2", "--quiet"),
+                                                 name=f"archive-{damage}")
+                why = f"exit {status}: {err}" if status else gtids_ok(ibb_gtids(directory), self.expected)
+                if not why and through.connections != times + 1:
+                    why = f"{through.connections} connections, not {times + 1}"
+                self.record(Run(f"archive, stream {damage} {times} times", wall, rss, why or "ok"))
+            finally:
+                through.close()
+                shutil.rmtree(directory, ignore_errors=True)
+            through = proxy()
+            target = self.target()
+            try:
+                wall, rss, status, err = measure(ours(
+                    "replicate", "--from", f"mariadb://root@127.0.0.1:{through.address[1]}", "--to", self.url(target),
+                    "--parallel", str(self.threads), "--net-timeout", "2", "--quiet"), name=f"replicate-{damage}")
+                why = f"exit {status}: {err}" if status else self.verify_target(target)
+                if not why and through.connections != times + 1:
+                    why = f"{through.connections} connections, not {times + 1}"
+                self.record(Run(f"replicate --parallel {self.threads}, stream {damage} {times} times", wall, rss,
+                                why or "ok"))
+            finally:
+                target.stop()
+                through.close()
+            through = proxy()
+            try:
+                self.native(f"native replica, {self.threads} threads, optimistic, stream {damage} {times} times",
+                            through.address[1], "optimistic", net_timeout=2)
+            finally:
+                through.close()
 
     # -- dump -------------------------------------------------------------------------------
 
@@ -866,6 +925,9 @@ class Bench:
 
 
 #: (ours, reference, goal: at most this ratio (or at least, for "min"), what the goal says)
+#: The bad network's damages (``hostile_peers.DAMAGES``) and on how many connections each.
+BAD_NETWORK = (("cut", 8), ("stall", 2))
+
 COMPARISONS = [
     ("archive", "mariadb-binlog --read-from-remote-server --raw --to-last-log", 1.5, "max"),
     ("archive", "floor: raw read of the dump stream", None, "max"),
@@ -885,6 +947,10 @@ COMPARISONS = [
     ("dump --format=json", "dump -v", 1.5, "max"),
     ("dump --format=debezium", "dump -v", 1.5, "max"),
     ("Spark rows view scan, local[1]", "Spark Parquet read of the same rows, local[1]", 1.15, "max"),
+    *((f"archive, stream {damage} {times} times", "archive", None, "max") for damage, times in BAD_NETWORK),
+    *((f"replicate --parallel {{t}}, stream {damage} {times} times",
+       f"native replica, {{t}} threads, optimistic, stream {damage} {times} times", None, "max")
+      for damage, times in BAD_NETWORK),
 ]
 
 
@@ -945,7 +1011,7 @@ def report(bench: Bench, args: argparse.Namespace, load: tuple[float, float]) ->
     print(f"\nchecks: {'all passed' if not failed else 'FAILED: ' + ', '.join(failed)}")
 
 
-SECTIONS = ("floors", "archive", "replicate", "serve", "dump", "spark")
+SECTIONS = ("floors", "archive", "replicate", "serve", "badnet", "dump", "spark")
 
 
 def _rows(text: str) -> tuple[int, int]:
@@ -988,7 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="oltp-", dir=os.environ.get("TMPDIR", "/tmp")))
     bench = Bench(shape, folder, args.threads, work, args.repeat)
     try:
-        if {"floors", "archive", "replicate", "serve"} & set(only):
+        if {"floors", "archive", "replicate", "serve", "badnet"} & set(only):
             bench.start_primary()
         if "floors" in only:
             bench.floor_stream()
@@ -1000,6 +1066,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.replicate()
         if "serve" in only:
             bench.serve()
+        if "badnet" in only:
+            bench.bad_network()
         if "dump" in only:
             bench.dump()
         if "spark" in only:
