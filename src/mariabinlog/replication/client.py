@@ -109,8 +109,8 @@ class BinlogClient:
     ``start`` is the connect state (last applied GTID per domain, ``""`` = from the start of
     the primary's binlog).  ``heartbeat`` is the heartbeat period in seconds (0 = none).
     Without any data for the options' ``read_timeout`` (``slave_net_timeout``) the connection
-    counts as lost; once a blocking stream may rely on heartbeats, already after
-    ``2 * heartbeat + 5`` s when that is shorter.
+    counts as lost; a blocking stream, which gets a heartbeat whenever the primary waits,
+    already after ``2 * heartbeat + 5`` s when that is shorter.
     ``blocking=False`` ends the stream when the primary has sent everything (EOF), like
     ``mariadb-binlog`` without ``--stop-never``.  ``checksum`` is what the client declares in
     ``@master_binlog_checksum``: ``"server"`` (the primary's own ``@@global.binlog_checksum``,
