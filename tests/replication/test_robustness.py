@@ -155,6 +155,22 @@ def test_a_primary_that_stays_away_is_retried_at_once_then_ever_later(caplog: py
     assert waits == ["at once", "in 0.1 s", "in 0.2 s"]
 
 
+def test_an_archive_that_cannot_reach_its_primary_leaves_no_preallocated_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()
+    directory = tmp_path / "unreached"
+    # Two attempts, the second a second later: time enough for the engine's background thread
+    # to have made its first file at full size, which the failed run must cut back.
+    assert cli_main(["archive", "--quiet", "--reconnect", "2", "--from", f"mariadb://root@127.0.0.1:{port}",
+                     "--dir", str(directory)]) == 1
+    assert f"cannot connect to root@127.0.0.1:{port}" in capsys.readouterr().err
+    files = list(directory.glob("binlog-*.ibb"))
+    assert files and all(path.stat().st_size <= 1 << 16 for path in files)
+
+
 def test_net_timeout_bounds_a_stall_while_catching_up(
     origin: MariaDBServer, mariadb_server_factory: MariaDBServerFactory, tmp_path: Path, proxies: list[Proxy],
     capsys: pytest.CaptureFixture[str],
@@ -206,6 +222,8 @@ def test_a_damaged_event_met_twice_at_one_place_stops_the_archive_naming_it(
     assert ", last GTID " in error and "event CRC32 mismatch" in error, error
     stored = _assert_intact_prefix(origin, directory)
     assert 0 < stored < len(binlog_gtids(origin))
+    # The engine was sound: it closed as at any end, its last file cut to its content.
+    assert all(path.stat().st_size < 1 << 30 for path in directory.glob("binlog-*.ibb"))
     # Straight to the primary, the archive completes.
     assert cli_main(["archive", "--quiet", "--from", repl_url(origin.port), "--dir", str(directory)]) == 0
     _assert_complete(origin, directory)

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from ..codec.gtid import ConnectState
 from ..codec.wire import DEFAULT_MAX_PACKET
-from ..errors import ConnectionLostError, OptionError, ReplicationError, ServerError
+from ..errors import ConnectionLostError, EngineError, MariabinlogError, OptionError, ReplicationError, ServerError
 from .filters import GroupFilter, option_ids
 from .net import ClientSettings, ConnectionOptions
 from .progress import JobProgress, Reporter
@@ -325,7 +325,7 @@ def archive_main(args: argparse.Namespace) -> int:
         schema_start=lambda: starting_history(schema_from=args.schema_from),
     )
     engine = archiver.open()
-    ended = False  # the run ended by itself or by a signal: leave the last file cut to its content
+    ended = False  # the run ended (by itself, a signal or the source's error): cut the last file to its content
     try:
         if not len(engine.gtid_state()) and args.start_position:
             archiver.progress.position = _state("start-position", args.start_position) or ConnectState()
@@ -360,6 +360,11 @@ def archive_main(args: argparse.Namespace) -> int:
                     " otherwise archive it into another directory"
                 ) from err
             ended = True
+    except MariabinlogError as err:
+        # The source failed (no primary, refused, damaged stream, a wrong option), not the
+        # engine: it closes as at any end, its last file cut (no pre-allocated 1 GiB left).
+        ended = not isinstance(err, EngineError)
+        raise
     finally:
         archiver.close(trim=ended)
     return 0
