@@ -390,12 +390,9 @@ class BinlogClient:
                 failures += 1
                 if failures > self.reconnect:
                     raise
-                # The first attempt at once (a flaky network drops one connection, the next one
-                # works), then backing off: reconnect_delay doubled per failure, at most 10 s.
-                delay = 0.0 if failures == 1 else min(self.reconnect_delay * (2 ** (failures - 1)), 10.0)
-                log.warning("%s; reconnecting %s from %s (attempt %d of %d)", err,
-                            f"in {delay:.1f} s" if delay else "at once", self.position or "the start", failures,
-                            self.reconnect)
+                delay = min(self.reconnect_delay * (2 ** (failures - 1)), 10.0)
+                log.warning("%s; reconnecting in %.1f s from %s (attempt %d of %d)",
+                            err, delay, self.position or "the start", failures, self.reconnect)
                 time.sleep(delay)
 
     def _groups_once(self) -> Iterator[list[EventGroup]]:
