@@ -13,6 +13,7 @@ replicating from it: each is dropped or refused within its limit and the replica
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import threading
@@ -41,6 +42,7 @@ from mariabinlog.codec.gtid import ConnectState
 from mariabinlog.errors import ConnectionLostError
 from mariabinlog.replication.archive import Archiver
 from mariabinlog.replication.client import BinlogClient
+from mariabinlog.replication.net import ConnectionOptions
 from mariabinlog.codec.groups import clear_log_pos
 from mariabinlog.replication.server import BinlogServer, ServerConfig, hash_password
 from mariabinlog.replication.sources import ArchiveReader, archive_pages
