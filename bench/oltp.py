@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -63,6 +64,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -536,8 +538,9 @@ class Bench:
                   f"{'' if run.check == 'ok' else ' CHECK FAILED: ' + run.check}")
         return run
 
-    def url(self, server: MariaDBServer) -> str:
-        return f"mariadb://root@127.0.0.1:{server.port}"
+    def url(self, server: MariaDBServer | int) -> str:
+        """The root URL of ``server`` (or of whatever listens on that port: a proxy)."""
+        return f"mariadb://root@127.0.0.1:{server if isinstance(server, int) else server.port}"
 
     # -- floors -----------------------------------------------------------------------------
 
@@ -685,25 +688,22 @@ class Bench:
         why = f"exit {status}: {err}" if status else gtids_ok(seen, self.expected)
         self.record(Run("mariadb-binlog --read-from-remote-server --raw --to-last-log", wall, check=why or "ok"))
         shutil.rmtree(raw_dir)
-        wall, rss, status, err = measure(ours("archive", "--from", self.url(self.primary), "--dir",
-                                              str(self.archive_dir), "--quiet"), name="archive")
-        why = f"exit {status}: {err}" if status else gtids_ok(ibb_gtids(self.archive_dir), self.expected)
-        sizes = {p.name: p.stat().st_size for p in self.archive_dir.glob("binlog-*.ibb")}
-        self.record(Run("archive", wall, rss, why or "ok", extra={"files": sizes}))
+        run = self._our_archive("archive", self.url(self.primary), self.archive_dir)
+        run.extra = {"files": {p.name: p.stat().st_size for p in self.archive_dir.glob("binlog-*.ibb")}}
+        self.record(run)
+
+    def _our_archive(self, name: str, url: str, directory: Path, *options: str, profile: str = "archive") -> Run:
+        """``archive`` of the primary at ``url`` into ``directory``, timed and checked (not recorded)."""
+        wall, rss, status, err = measure(ours("archive", "--from", url, "--dir", str(directory), *options, "--quiet"),
+                                         name=profile)
+        why = f"exit {status}: {err}" if status else gtids_ok(ibb_gtids(directory), self.expected)
+        return Run(name, wall, rss, why or "ok")
 
     # -- replicate --------------------------------------------------------------------------
 
     def replicate(self) -> None:
         assert self.primary is not None
-        target = self.target()
-        try:
-            wall, rss, status, err = measure(ours(
-                "replicate", "--from", self.url(self.primary), "--to", self.url(target),
-                "--parallel", str(self.threads), "--quiet"), name="replicate")
-            why = f"exit {status}: {err}" if status else self.verify_target(target)
-            self.record(Run(f"replicate --parallel {self.threads}", wall, rss, why or "ok"))
-        finally:
-            target.stop()
+        self.record(self._our_replicate(f"replicate --parallel {self.threads}", self.url(self.primary)))
         for mode in ("optimistic", "conservative"):
             self.native(f"native replica, {self.threads} threads, {mode}", self.primary.port, mode)
         target = self.target()
@@ -715,6 +715,18 @@ class Bench:
                                             f"{real} --no-defaults {files} | {client}"])
             why = f"exit {status}: {err}" if status else self.verify_target(target)
             self.record(Run("mariadb-binlog FILES | mariadb", wall, check=why or "ok"))
+        finally:
+            target.stop()
+
+    def _our_replicate(self, name: str, url: str, *options: str, profile: str = "replicate") -> Run:
+        """``replicate --parallel N`` of the primary at ``url`` into a fresh target, timed and
+        checked (not recorded)."""
+        target = self.target()
+        try:
+            wall, rss, status, err = measure(ours("replicate", "--from", url, "--to", self.url(target), "--parallel",
+                                                  str(self.threads), *options, "--quiet"), name=profile)
+            why = f"exit {status}: {err}" if status else self.verify_target(target)
+            return Run(name, wall, rss, why or "ok")
         finally:
             target.stop()
 
@@ -812,46 +824,33 @@ class Bench:
         primary's stream (``tests/replication/hostile_peers.py``): cut on 8 connections, then
         stalled on 2, each time further into the stream; ours with ``--net-timeout 2``, the
         native replica with ``slave_net_timeout=2``.  Every result checked as the clean runs."""
-        assert self.primary is not None
         for damage, times in BAD_NETWORK:
-            at = max(25, 3 * self.groups // (times + 1))  # event packets: a group is 3-4 events
-
-            def proxy() -> Proxy:
-                return Proxy(self.primary.port, damage=damage, at=at, times=times, moving=True)  # type: ignore[union-attr]
-
-            through = proxy()
-            directory = self.work / f"archive-{damage}"
-            try:
-                wall, rss, status, err = measure(ours("archive", "--from", f"mariadb://root@127.0.0.1:{through.address[1]}",
-                                                      "--dir", str(directory), "--net-timeout", "2", "--quiet"),
-                                                 name=f"archive-{damage}")
-                why = f"exit {status}: {err}" if status else gtids_ok(ibb_gtids(directory), self.expected)
-                if not why and through.connections != times + 1:
-                    why = f"{through.connections} connections, not {times + 1}"
-                self.record(Run(f"archive, stream {damage} {times} times", wall, rss, why or "ok"))
-            finally:
-                through.close()
+            suffix, timeout = f", stream {damage} {times} times", ("--net-timeout", "2")
+            with self._damaging(damage, times) as proxy:
+                directory = self.work / f"archive-{damage}"
+                run = self._our_archive("archive" + suffix, self.url(proxy.address[1]), directory, *timeout,
+                                        profile=f"archive-{damage}")
                 shutil.rmtree(directory, ignore_errors=True)
-            through = proxy()
-            target = self.target()
-            try:
-                wall, rss, status, err = measure(ours(
-                    "replicate", "--from", f"mariadb://root@127.0.0.1:{through.address[1]}", "--to", self.url(target),
-                    "--parallel", str(self.threads), "--net-timeout", "2", "--quiet"), name=f"replicate-{damage}")
-                why = f"exit {status}: {err}" if status else self.verify_target(target)
-                if not why and through.connections != times + 1:
-                    why = f"{through.connections} connections, not {times + 1}"
-                self.record(Run(f"replicate --parallel {self.threads}, stream {damage} {times} times", wall, rss,
-                                why or "ok"))
-            finally:
-                target.stop()
-                through.close()
-            through = proxy()
-            try:
-                self.native(f"native replica, {self.threads} threads, optimistic, stream {damage} {times} times",
-                            through.address[1], "optimistic", net_timeout=2)
-            finally:
-                through.close()
+                self.record(_reconnected(run, proxy, times))
+            with self._damaging(damage, times) as proxy:
+                run = self._our_replicate(f"replicate --parallel {self.threads}" + suffix, self.url(proxy.address[1]),
+                                          *timeout, profile=f"replicate-{damage}")
+                self.record(_reconnected(run, proxy, times))
+            with self._damaging(damage, times) as proxy:
+                self.native(f"native replica, {self.threads} threads, optimistic" + suffix, proxy.address[1],
+                            "optimistic", net_timeout=2)
+
+    @contextlib.contextmanager
+    def _damaging(self, damage: str, times: int) -> Iterator[Proxy]:
+        """A proxy in front of the primary that damages its stream on ``times`` connections,
+        each time further in (a group is 3-4 event packets)."""
+        assert self.primary is not None
+        proxy = Proxy(self.primary.port, damage=damage, at=max(25, 3 * self.groups // (times + 1)), times=times,
+                      moving=True)
+        try:
+            yield proxy
+        finally:
+            proxy.close()
 
     # -- dump -------------------------------------------------------------------------------
 
@@ -924,10 +923,10 @@ class Bench:
 # ------------------------------------------------------------------------------- the table
 
 
-#: (ours, reference, goal: at most this ratio (or at least, for "min"), what the goal says)
 #: The bad network's damages (``hostile_peers.DAMAGES``) and on how many connections each.
 BAD_NETWORK = (("cut", 8), ("stall", 2))
 
+#: (ours, reference, goal: at most this ratio (or at least, for "min"), what the goal says)
 COMPARISONS = [
     ("archive", "mariadb-binlog --read-from-remote-server --raw --to-last-log", 1.5, "max"),
     ("archive", "floor: raw read of the dump stream", None, "max"),
@@ -952,6 +951,13 @@ COMPARISONS = [
        f"native replica, {{t}} threads, optimistic, stream {damage} {times} times", None, "max")
       for damage, times in BAD_NETWORK),
 ]
+
+
+def _reconnected(run: Run, proxy: Proxy, times: int) -> Run:
+    """``run``, failed unless it went through ``times`` damaged connections and one clean one."""
+    if run.check == "ok" and proxy.connections != times + 1:
+        run.check = f"{proxy.connections} connections, not {times + 1}"
+    return run
 
 
 def paired_ratios(a: Run, b: Run) -> list[float]:

@@ -111,7 +111,8 @@ def unescape_batch(value: str) -> str:
     return _BATCH_ESCAPE_RE.sub(lambda match: _BATCH_ESCAPES[match.group(0)], value)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -232,7 +233,7 @@ class MariaDBServer:
         mariadbd = program("mariadbd")
         for attempt in range(3):
             self._rundir = _short_tempdir()
-            self.port = _free_port()
+            self.port = free_port()
             log_start = self.error_log.stat().st_size if self.error_log.exists() else 0
             self._process = subprocess.Popen(
                 [mariadbd, "--no-defaults", *self.server_options()],

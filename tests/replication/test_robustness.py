@@ -13,7 +13,6 @@ replicating from it: each is dropped or refused within its limit and the replica
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from hostile_peers import DumpReader, Proxy, closed_after, garbage_handshake, huge_header, idle_connections, login
-from mariadb_server import MariaDBServer, MariaDBServerFactory
+from mariadb_server import MariaDBServer, MariaDBServerFactory, free_port
 from replication_helpers import (
     PRIMARY_OPTIONS,
     REPL_PASSWORD,
@@ -145,9 +144,7 @@ def test_a_stalled_stream_is_a_reconnect(origin: MariaDBServer, tmp_path: Path, 
 def test_a_primary_that_stays_away_is_retried_ever_later(caplog: pytest.LogCaptureFixture) -> None:
     """Each failed attempt doubles the wait before the next, and past ``reconnect`` attempts
     the error is raised."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    listener.close()  # nothing listens there now: every connect is refused
+    port = free_port()  # every connect is refused
     client = BinlogClient(ConnectionOptions(host="127.0.0.1", port=port), blocking=False, reconnect=3,
                           reconnect_delay=0.1)
     with caplog.at_level("WARNING", logger="mariabinlog.replication.client"), pytest.raises(ConnectionLostError):
@@ -159,9 +156,7 @@ def test_a_primary_that_stays_away_is_retried_ever_later(caplog: pytest.LogCaptu
 def test_an_archive_that_cannot_reach_its_primary_leaves_no_preallocated_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    listener.close()
+    port = free_port()
     directory = tmp_path / "unreached"
     # Two attempts, 0.5 and 1 s apart: time enough for the engine's background thread to have
     # made its first file at full size, which the failed run must cut back.
